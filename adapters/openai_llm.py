@@ -1,0 +1,263 @@
+"""Talk to any OpenAI-compatible chat model through the official ``openai`` SDK.
+
+:class:`OpenAILLM` implements :class:`bot.ports.LLM`. The SDK does the retries with
+backoff (honouring ``Retry-After``); what is left after them is translated into
+``LLMUnavailable``, an answer without choices into ``BadLLMReply``. No error text or log
+line carries the API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import httpx2
+import openai
+from loguru import logger
+from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+
+from bot.config import LLMConfig
+from bot.errors import BadLLMReply, ConfigError, LLMError, LLMUnavailable
+from bot.models import ChatMessage, Completion
+from bot.replies import strip_reasoning
+
+SPLITTER_TEMPERATURE = 0.2
+"""The splitter reformats text; it should not be creative."""
+
+_DETAIL_CHARS = 200
+_KEYISH_RE = re.compile(r"\b(?:sk|pk|rk|key)-[A-Za-z0-9_*.\-]{6,}|(?i:bearer)\s+\S+")
+
+
+class OpenAILLM:
+    """An OpenAI-compatible chat model behind the real ``openai.AsyncOpenAI`` client."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        temperature: float,
+        timeout_s: float,
+        max_retries: int,
+        max_output_tokens: int,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> None:
+        if not api_key.strip():
+            msg = f"llm: the API key for model {model!r} is empty"
+            raise ConfigError(msg)
+        self._api_key = api_key
+        self._model = model
+        self._temperature: float | None = temperature
+        self._max_output_tokens = max_output_tokens
+        # Most OpenAI-compatible servers know only max_tokens; OpenAI's reasoning models
+        # reject it and want max_completion_tokens. Start with the former, switch once.
+        self._tokens_param = "max_tokens"
+        self._endpoint = _endpoint(base_url)
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url or None,
+            api_key=api_key,
+            timeout=timeout_s,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
+
+    @classmethod
+    def from_config(cls, llm: LLMConfig, *, api_key: str) -> Self:
+        """Build the main chat model from ``[llm]``."""
+        return cls(
+            base_url=llm.base_url,
+            api_key=api_key,
+            model=llm.model,
+            temperature=llm.temperature,
+            timeout_s=llm.timeout_s,
+            max_retries=llm.max_retries,
+            max_output_tokens=llm.max_output_tokens,
+        )
+
+    @classmethod
+    def splitter_from_config(cls, llm: LLMConfig, *, api_key: str) -> Self:
+        """Build the splitter from ``[llm.splitter]``, each empty field taken from ``[llm]``.
+
+        The caller resolves the key from ``splitter.api_key_env or api_key_env``. The
+        splitter re-emits the whole draft wrapped in JSON, so it gets twice the tokens.
+        """
+        splitter = llm.splitter
+        return cls(
+            base_url=splitter.base_url or llm.base_url,
+            api_key=api_key,
+            model=splitter.model or llm.model,
+            temperature=SPLITTER_TEMPERATURE,
+            timeout_s=llm.timeout_s,
+            max_retries=llm.max_retries,
+            max_output_tokens=2 * llm.max_output_tokens,
+        )
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
+        """Return the model's answer; raise ``LLMUnavailable`` or ``BadLLMReply``."""
+        params = [_message_param(message) for message in messages]
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        response = await self._call(params, json_mode=json_mode)
+        latency_ms = (loop.time() - started) * 1000
+        # Compatible servers send odd bodies; the SDK does not validate them.
+        choices = response.choices if isinstance(response, ChatCompletion) else None
+        if not choices:
+            msg = f"LLM {self._model} at {self._endpoint} returned no choices"
+            raise BadLLMReply(msg)
+        choice = choices[0]
+        usage = response.usage if isinstance(response, ChatCompletion) else None
+        logger.debug(
+            "llm {} answered in {:.0f} ms: finish={} tokens prompt={} completion={}",
+            self._model,
+            latency_ms,
+            choice.finish_reason,
+            usage.prompt_tokens if usage else "?",
+            usage.completion_tokens if usage else "?",
+        )
+        content = choice.message.content if choice.message is not None else None
+        text = strip_reasoning(content) if isinstance(content, str) else ""
+        return Completion(text=text, finish_reason=choice.finish_reason)
+
+    async def _call(self, params: list[ChatCompletionMessageParam], *, json_mode: bool) -> object:
+        """Send the request, again if the model refused a parameter we can drop.
+
+        Errors are raised outside the ``except`` blocks so that no chained SDK error, whose
+        text may echo the key, rides along.
+        """
+        failure: LLMError | None = None
+        for _ in range(3):  # as configured, then at most one change per refused parameter
+            try:
+                return await self._create(params, json_mode=json_mode)
+            except openai.BadRequestError as exc:
+                if self._adapt_to(exc):
+                    continue
+                failure = self._unavailable(exc)
+            except openai.OpenAIError as exc:
+                failure = self._translate(exc)
+            break
+        if failure is None:
+            msg = f"LLM {self._model} at {self._endpoint} refused every parameter change"
+            failure = LLMUnavailable(msg)
+        raise failure
+
+    async def _create(self, params: list[ChatCompletionMessageParam], *, json_mode: bool) -> object:
+        extra: dict[str, Any] = {self._tokens_param: self._max_output_tokens}
+        if self._temperature is not None:
+            extra["temperature"] = self._temperature
+        if json_mode:
+            extra["response_format"] = {"type": "json_object"}
+        response: object = await self._client.chat.completions.create(
+            model=self._model, messages=params, **extra
+        )
+        return response
+
+    def _adapt_to(self, exc: openai.BadRequestError) -> bool:
+        """Drop a parameter this model refuses (once each); tell whether to try again."""
+        text = f"{exc.param or ''} {exc.message}"
+        if self._tokens_param == "max_tokens" and (
+            exc.param == "max_tokens" or "max_completion_tokens" in text
+        ):
+            self._tokens_param = "max_completion_tokens"
+            logger.warning("llm {} refuses max_tokens; using max_completion_tokens", self._model)
+            return True
+        if self._temperature is not None and exc.param == "temperature":
+            self._temperature = None
+            logger.warning("llm {} refuses temperature; using its default", self._model)
+            return True
+        return False
+
+    def _translate(self, exc: openai.OpenAIError) -> LLMUnavailable | BadLLMReply:
+        if isinstance(exc, openai.APIResponseValidationError):
+            msg = f"LLM {self._model} at {self._endpoint} sent a malformed response"
+            return BadLLMReply(msg)
+        return self._unavailable(exc)
+
+    def _unavailable(self, exc: openai.OpenAIError) -> LLMUnavailable:
+        where = f"LLM {self._model} at {self._endpoint}"
+        if isinstance(exc, openai.APITimeoutError):
+            msg = f"{where}: request timed out"
+        elif isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            reason = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+            msg = f"{where}: connection failed{self._redact(reason)}"
+        elif isinstance(exc, openai.APIStatusError):
+            kind = _status_kind(exc.status_code)
+            msg = f"{where}: HTTP {exc.status_code} {kind}: {self._redact(_detail(exc))}"
+        else:
+            msg = f"{where}: {type(exc).__name__}: {self._redact(str(exc))}"
+        return LLMUnavailable(msg)
+
+    def _redact(self, text: str) -> str:
+        if len(self._api_key) >= 4:
+            text = text.replace(self._api_key, "***")
+        text = _KEYISH_RE.sub("***", text)
+        if len(text) > _DETAIL_CHARS:
+            text = text[:_DETAIL_CHARS] + "…"
+        return text
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _message_param(message: ChatMessage) -> ChatCompletionMessageParam:
+    if message.role == "system":
+        return {"role": "system", "content": message.content}
+    if message.role == "user":
+        return {"role": "user", "content": message.content}
+    if message.role == "assistant":
+        return {"role": "assistant", "content": message.content}
+    msg = f"unknown chat message role {message.role!r}; use system, user or assistant"
+    raise ValueError(msg)
+
+
+def _endpoint(base_url: str) -> str:
+    """Name the server without any credentials a URL might carry."""
+    if not base_url:
+        return "the default endpoint"
+    parts = urlsplit(base_url)
+    host = parts.hostname or "?"
+    return f"{parts.scheme}://{host}:{parts.port}" if parts.port else f"{parts.scheme}://{host}"
+
+
+def _status_kind(status: int) -> str:
+    kinds = {
+        400: "bad request",
+        401: "unauthorized (check the API key)",
+        403: "forbidden",
+        404: "not found (check base_url and model)",
+        408: "request timeout",
+        409: "conflict",
+        422: "unprocessable",
+        429: "rate limited",
+    }
+    return kinds.get(status, "server error" if status >= 500 else "error")
+
+
+def _detail(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+    return exc.message

@@ -1,0 +1,201 @@
+"""Answer one batch: decide whether to, build the context, make one LLM call, plan replies.
+
+The reply contract's fallback chain lives here: parse the JSON; if that fails, ask the
+splitter to turn the raw text into JSON; if that fails too, split the text by hand with
+typing-speed delays. Every fallback that fires is logged with the chat key and batch id.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from loguru import logger
+
+from bot.config import Config
+from bot.errors import BadLLMReply, LLMUnavailable
+from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, PlannedReply, Reply
+from bot.ports import LLM, Store
+from bot.prompt import PromptInput, build_prompt, system_prompt
+from bot.replies import (
+    REPLY_CONTRACT,
+    looks_like_question,
+    parse_replies,
+    split_text,
+    split_to_limit,
+    splitter_messages,
+)
+
+if TYPE_CHECKING:
+    from loguru import Logger
+
+_NUDGE = (
+    "You returned no replies, but this message needs an answer. "
+    "Answer now, in the same JSON format, with at least one reply."
+)
+
+
+class Decision(enum.Enum):
+    """Whether a batch goes to the LLM, and whether silence is an acceptable answer."""
+
+    SKIP = enum.auto()
+    ANSWER = enum.auto()  # must say something
+    MAY_STAY_SILENT = enum.auto()
+
+
+def decide(batch: Batch, *, reply_mode: str) -> Decision:
+    """Apply SPEC §6: private chats are answered, groups per ``groups.reply_mode``."""
+    texts = [m.text for m in batch.messages]
+    if not batch.chat.is_group:
+        return Decision.MAY_STAY_SILENT if not looks_like_question(texts) else Decision.ANSWER
+    if any(m.addresses_bot for m in batch.messages):
+        return Decision.ANSWER
+    if reply_mode == "mention":
+        return Decision.SKIP
+    return Decision.MAY_STAY_SILENT
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What came of one batch."""
+
+    outcome: BatchOutcome
+    replies: tuple[PlannedReply, ...] = ()
+    error: str | None = None
+
+
+def plan_replies(
+    replies: Sequence[Reply],
+    *,
+    start: datetime,
+    text_limit: int,
+    batch_ids: frozenset[str],
+) -> tuple[PlannedReply, ...]:
+    """Turn relative delays into due times, split long replies, keep valid quotes only."""
+    planned: list[PlannedReply] = []
+    due = start
+    for reply in replies:
+        due += timedelta(seconds=reply.send_delay_seconds)
+        quote = reply.reply_to if reply.reply_to in batch_ids else None
+        for index, piece in enumerate(split_to_limit(reply.content, text_limit)):
+            planned.append(PlannedReply(piece, due, quote if index == 0 else None))
+    return tuple(planned)
+
+
+class Answerer:
+    """Turn a batch into planned replies with one LLM call (plus fallbacks if needed)."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        llm: LLM,
+        *,
+        splitter: LLM,
+        persona: Callable[[], str],
+        now: Callable[[], datetime],
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._llm = llm
+        self._splitter = splitter
+        self._persona = persona
+        self._now = now
+
+    def _prompt_input(self, chat: ChatKey, *, chat_title: str | None) -> PromptInput:
+        return PromptInput(
+            persona=self._persona(),
+            contract=REPLY_CONTRACT,
+            bot_name=self._config.bot.name,
+            chat=chat,
+            chat_title=chat_title,
+            now=self._now(),
+            zone=self._config.bot.zone,
+            budget_tokens=self._config.memory.context_budget_tokens,
+            batch=(),
+        )
+
+    def system_prompt_for(self, chat: ChatKey, *, chat_title: str | None) -> str:
+        """Return the system prompt a batch of ``chat`` would get now."""
+        return system_prompt(self._prompt_input(chat, chat_title=chat_title))
+
+    async def prompt_for(self, batch: Batch, *, chat_title: str | None) -> list[ChatMessage]:
+        """Build the request for ``batch`` from its chat's history."""
+        chat = batch.chat
+        history = await self._store.recent_history(chat, exclude_batch=batch.id, limit=200)
+        unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
+        spec = replace(
+            self._prompt_input(chat, chat_title=chat_title),
+            batch=batch.messages,
+            history=history,
+            unsaid=unsaid,
+        )
+        return build_prompt(spec)
+
+    async def answer(self, batch: Batch, *, text_limit: int, chat_title: str | None) -> Answer:
+        """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome."""
+        log = logger.bind(chat=str(batch.chat), batch=batch.id)
+        decision = decide(batch, reply_mode=self._config.groups.reply_mode)
+        if decision is Decision.SKIP:
+            log.debug("batch not addressed to the bot; kept as context")
+            return Answer(BatchOutcome.SKIPPED)
+        messages = await self.prompt_for(batch, chat_title=chat_title)
+        try:
+            completion = await self._llm.complete(messages, json_mode=self._config.llm.json_mode)
+            replies = await self._read(completion, log)
+            if not replies and decision is Decision.ANSWER:
+                log.info("fallback: empty reply where an answer is due; asking once more")
+                nudged = [*messages, ChatMessage("assistant", completion.text)]
+                nudged.append(ChatMessage("user", _NUDGE))
+                completion = await self._llm.complete(nudged, json_mode=self._config.llm.json_mode)
+                replies = await self._read(completion, log)
+        except LLMUnavailable as exc:
+            log.warning("LLM unavailable, staying silent: {}", exc)
+            return Answer(BatchOutcome.FAILED, error=str(exc))
+        except BadLLMReply as exc:
+            log.warning("no usable reply, staying silent: {}", exc)
+            return Answer(BatchOutcome.FAILED, error=str(exc))
+        if not replies:
+            return Answer(BatchOutcome.SILENT)
+        planned = plan_replies(
+            replies,
+            start=self._now(),
+            text_limit=text_limit,
+            batch_ids=frozenset(m.message_id for m in batch.messages),
+        )
+        return Answer(BatchOutcome.ANSWERED, planned)
+
+    async def _read(self, completion: Completion, log: Logger) -> list[Reply]:
+        """Read replies from a completion, down the fallback chain; raise if all fail."""
+        pacing = self._config.pacing
+        try:
+            return parse_replies(
+                completion.text,
+                finish_reason=completion.finish_reason,
+                max_delay_s=pacing.max_delay_s,
+            )
+        except BadLLMReply as exc:
+            reason = str(exc)
+        if not completion.text.strip():
+            msg = f"empty output ({reason})"
+            raise BadLLMReply(msg)
+        log.info("fallback: splitter ({})", reason)
+        try:
+            split = await self._splitter.complete(
+                splitter_messages(completion.text), json_mode=True
+            )
+            return parse_replies(
+                split.text, finish_reason=split.finish_reason, max_delay_s=pacing.max_delay_s
+            )
+        except (LLMUnavailable, BadLLMReply) as exc:
+            log.info("fallback: text split (splitter failed: {})", exc)
+        replies = split_text(
+            completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
+        )
+        if not replies:
+            msg = f"nothing to say could be read from the output ({reason})"
+            raise BadLLMReply(msg)
+        return replies

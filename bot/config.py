@@ -1,0 +1,374 @@
+"""Load, validate and freeze ``config.toml``.
+
+Secrets never live in the file: it names the environment variables that hold them.
+Every error names the key, the bad value and the form that was expected.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import time
+from pathlib import Path
+from typing import Annotated, Any, Literal, Self
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bot.errors import ConfigError
+
+_ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+PositiveSeconds = Annotated[float, Field(gt=0)]
+NonNegativeSeconds = Annotated[float, Field(ge=0)]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+def _check_env_name(value: str, *, allow_empty: bool = False) -> str:
+    if value == "" and allow_empty:
+        return value
+    if not _ENV_NAME_RE.match(value):
+        msg = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
+        raise ValueError(msg)
+    return value
+
+
+class BotConfig(_Section):
+    name: str = Field(default="小满", min_length=1)
+    """Display name; writing it in a group counts as addressing the bot."""
+    aliases: tuple[str, ...] = ()
+    """More names that count as addressing the bot."""
+    timezone: str = "Asia/Shanghai"
+    """IANA zone for dates in prompts and the chat day."""
+    data_dir: Path = Path("data")
+    """Where ``pacebot.sqlite3`` and ``logs/`` live (relative to the config file)."""
+    persona: str = "你是小满，一个说话自然、简短、有点俏皮的朋友。"
+    """The initial persona."""
+    persona_file: Path | None = None
+    """Read the initial persona from this file instead (relative to the config file)."""
+    admins: tuple[str, ...] = ()
+    """Admins by numeric platform id: ``telegram:123``, ``qq:10001``."""
+    log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            msg = "must be an IANA time zone such as Asia/Shanghai or Europe/Berlin"
+            raise ValueError(msg) from None
+        return value
+
+    @field_validator("admins")
+    @classmethod
+    def _numeric_admins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for admin in value:
+            if not _ADMIN_RE.match(admin):
+                msg = (
+                    f"{admin!r} is not an admin id; use platform:numeric-id, "
+                    "e.g. telegram:123456789 or qq:10001"
+                )
+                raise ValueError(msg)
+        return value
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+class PacingConfig(_Section):
+    debounce_min_s: NonNegativeSeconds = 5.0
+    """Shortest wait after the latest message before answering, in seconds."""
+    debounce_max_s: NonNegativeSeconds = 15.0
+    """Longest such wait, in seconds; each message draws a fresh wait in between."""
+    max_wait_s: PositiveSeconds = 60.0
+    """Answer at the latest this many seconds after the first waiting message."""
+    max_batch: int = Field(default=30, ge=1)
+    """Answer at once when this many messages are waiting."""
+    max_delay_s: NonNegativeSeconds = 10.0
+    """Upper clamp for ``send_delay_seconds`` between two replies."""
+    typing_chars_per_s: float = Field(default=6.0, gt=0)
+    """Typing speed used for the delays of fallback-split replies, in characters/second."""
+    on_new_message: Literal["cancel", "finish"] = "cancel"
+    """What to do with unsent replies when the person answered writes again."""
+    stale_after_s: PositiveSeconds = 300.0
+    """A reply not sent this many seconds after it was due is dropped."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.debounce_min_s > self.debounce_max_s:
+            msg = (
+                f"debounce_min_s ({self.debounce_min_s}) must not exceed "
+                f"debounce_max_s ({self.debounce_max_s})"
+            )
+            raise ValueError(msg)
+        return self
+
+
+class GroupsConfig(_Section):
+    reply_mode: Literal["mention", "always", "smart"] = "mention"
+    """When a group batch is answered: addressed only, always, or as the LLM decides."""
+    store_unaddressed: bool = True
+    """Keep unaddressed group messages as context."""
+
+
+class SplitterConfig(_Section):
+    base_url: str = ""
+    """Endpoint of the cheaper splitter model; "" = ``[llm] base_url``."""
+    api_key_env: str = ""
+    """Environment variable with its key; "" = ``[llm] api_key_env``."""
+    model: str = ""
+    """Model name; "" = ``[llm] model``."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return _check_env_name(value, allow_empty=True)
+
+
+class LLMConfig(_Section):
+    base_url: str = ""
+    """OpenAI-compatible endpoint; "" = the SDK default."""
+    api_key_env: str = "PACEBOT_LLM_API_KEY"
+    """Environment variable that holds the API key."""
+    model: str = Field(default="gpt-4o-mini", min_length=1)
+    temperature: float = Field(default=0.8, ge=0, le=2)
+    timeout_s: PositiveSeconds = 45.0
+    """Timeout of one request, in seconds."""
+    max_retries: int = Field(default=2, ge=0, le=10)
+    """Retries on connection errors, 429 and 5xx, with backoff."""
+    json_mode: bool = True
+    """Send ``response_format = {"type": "json_object"}``."""
+    max_output_tokens: int = Field(default=1024, ge=16)
+    splitter: SplitterConfig = SplitterConfig()
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return _check_env_name(value)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            msg = "must be an http(s) URL such as https://api.openai.com/v1, or empty"
+            raise ValueError(msg)
+        return value
+
+
+class MemoryConfig(_Section):
+    day_boundary: str = "04:00"
+    """When one chat day ends and the next begins, HH:MM in ``bot.timezone``."""
+    context_budget_tokens: int = Field(default=6000, ge=500)
+    """The most tokens a prompt may hold, counted offline."""
+    recall_hits: int = Field(default=3, ge=0)
+    catch_up_days: int = Field(default=7, ge=0)
+    summary_concurrency: int = Field(default=4, ge=1)
+
+    @field_validator("day_boundary")
+    @classmethod
+    def _clock_time(cls, value: str) -> str:
+        try:
+            time.fromisoformat(value)
+        except ValueError:
+            msg = "must be a time of day HH:MM, e.g. 04:00"
+            raise ValueError(msg) from None
+        if not re.fullmatch(r"\d{2}:\d{2}", value):
+            msg = "must be a time of day HH:MM, e.g. 04:00"
+            raise ValueError(msg)
+        return value
+
+    @property
+    def day_boundary_time(self) -> time:
+        return time.fromisoformat(self.day_boundary)
+
+
+class TelegramConfig(_Section):
+    enabled: bool = False
+    token_env: str = "TELEGRAM_BOT_TOKEN"
+    """Environment variable that holds the BotFather token."""
+    api_base_url: str = ""
+    """A self-hosted Bot API server, e.g. http://127.0.0.1:8081/bot; "" = official."""
+
+    @field_validator("token_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return _check_env_name(value)
+
+    @field_validator("api_base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            msg = "must be an http(s) URL such as http://127.0.0.1:8081/bot, or empty"
+            raise ValueError(msg)
+        return value
+
+
+class QQConfig(_Section):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    """Address the reverse WebSocket listens on."""
+    port: int = Field(default=8080, ge=1, le=65535)
+    access_token_env: str = "ONEBOT_ACCESS_TOKEN"
+    """Environment variable with the OneBot access token; required off loopback."""
+
+    @field_validator("access_token_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return _check_env_name(value)
+
+    @property
+    def is_loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+class Config(_Section):
+    """The whole validated configuration."""
+
+    bot: BotConfig = BotConfig()
+    pacing: PacingConfig = PacingConfig()
+    groups: GroupsConfig = GroupsConfig()
+    llm: LLMConfig = LLMConfig()
+    memory: MemoryConfig = MemoryConfig()
+    telegram: TelegramConfig = TelegramConfig()
+    qq: QQConfig = QQConfig()
+
+    @property
+    def database_path(self) -> Path:
+        return self.bot.data_dir / "pacebot.sqlite3"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.bot.data_dir / "logs"
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    key = ".".join(str(part) for part in error["loc"])
+    value = error.get("input")
+    reason = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        return f"{key}: unknown key (value {value!r}); check its spelling against config.toml"
+    if error["type"] == "missing":
+        return f"{key}: required"
+    return f"{key} = {value!r}: {reason}"
+
+
+def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
+    """Validate a parsed TOML document; resolve paths relative to ``base_dir``."""
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "\n".join(f"  - {_describe(e)}" for e in exc.errors())
+        msg = f"invalid configuration:\n{problems}"
+        raise ConfigError(msg) from None
+    bot = config.bot
+    data_dir = bot.data_dir if bot.data_dir.is_absolute() else base_dir / bot.data_dir
+    persona_file = bot.persona_file
+    if persona_file is not None and not persona_file.is_absolute():
+        persona_file = base_dir / persona_file
+    return config.model_copy(
+        update={"bot": bot.model_copy(update={"data_dir": data_dir, "persona_file": persona_file})}
+    )
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate a config file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        msg = f"cannot read config file {path}: {exc.strerror}"
+        raise ConfigError(msg) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = f"{path} is not valid TOML: {exc}"
+        raise ConfigError(msg) from None
+    return parse_config(data, base_dir=path.resolve().parent)
+
+
+def read_persona(config: Config) -> str:
+    """Return the initial persona text, from ``persona_file`` when one is set."""
+    if config.bot.persona_file is None:
+        return config.bot.persona
+    try:
+        text = config.bot.persona_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        msg = (
+            f"bot.persona_file = {str(config.bot.persona_file)!r}: cannot read it ({exc.strerror})"
+        )
+        raise ConfigError(msg) from None
+    if not text:
+        msg = f"bot.persona_file = {str(config.bot.persona_file)!r}: the file is empty"
+        raise ConfigError(msg)
+    return text
+
+
+def secret(env_name: str, *, purpose: str) -> str:
+    """Return the secret in ``env_name``; raise ``ConfigError`` naming it when unset."""
+    value = os.environ.get(env_name, "").strip()
+    if not value:
+        msg = f"{purpose}: environment variable {env_name} is not set"
+        raise ConfigError(msg)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Secrets:
+    """The secrets a run needs, read from the environment variables the config names."""
+
+    llm_api_key: str
+    splitter_api_key: str
+    telegram_token: str | None = None
+
+    @property
+    def every(self) -> tuple[str, ...]:
+        """All the secret values, for scrubbing from logs."""
+        return tuple(s for s in (self.llm_api_key, self.splitter_api_key, self.telegram_token) if s)
+
+
+def read_secrets(config: Config, *, console: bool) -> Secrets:
+    """Read every secret the run needs; raise ``ConfigError`` listing all that are missing."""
+    problems: list[str] = []
+
+    def need(env_name: str, purpose: str) -> str:
+        try:
+            return secret(env_name, purpose=purpose)
+        except ConfigError as exc:
+            problems.append(str(exc))
+            return ""
+
+    llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
+    splitter_env = config.llm.splitter.api_key_env
+    splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
+    telegram_token = None
+    if config.telegram.enabled and not console:
+        telegram_token = need(config.telegram.token_env, "[telegram] token_env")
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return Secrets(llm_key, splitter_key, telegram_token)
+
+
+def enabled_platforms(config: Config) -> list[str]:
+    """Name the platforms ``pacebot run`` would start."""
+    return [name for name, on in (("telegram", config.telegram.enabled),) if on]

@@ -1,0 +1,112 @@
+"""Wait until a chat has gone quiet, then answer it once.
+
+Each chat with waiting messages owns one ``loop.call_at`` handle, re-armed on every
+message: no idle task per chat, a few microseconds per reset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.config import PacingConfig
+from bot.models import ChatKey
+
+# A last message like "我想想，" or "wait..." usually has more coming: wait the longest.
+_UNFINISHED_ENDINGS = ("，", ",", "、", "...", "…", "：", ":", "——", "-")
+
+
+def looks_unfinished(text: str) -> bool:
+    """Tell whether a message reads like the sender is still typing."""
+    stripped = text.rstrip()
+    return stripped.endswith(_UNFINISHED_ENDINGS) or stripped in {"我想想", "等等", "wait"}
+
+
+def quiet_deadline(
+    pacing: PacingConfig,
+    *,
+    now: float,
+    first_at: float,
+    draw: float,
+    unfinished: bool = False,
+) -> float:
+    """Return when to answer: a fresh wait after ``now``, capped at ``max_wait_s``.
+
+    ``draw`` is a uniform random number in [0, 1]; ``unfinished`` stretches the wait to
+    its maximum.
+    """
+    span = pacing.debounce_max_s - pacing.debounce_min_s
+    wait = pacing.debounce_max_s if unfinished else pacing.debounce_min_s + draw * span
+    return min(now + wait, first_at + pacing.max_wait_s)
+
+
+@dataclass(slots=True)
+class _Waiting:
+    first_at: float
+    count: int
+    handle: asyncio.Handle
+
+
+class Debouncer:
+    """Call ``on_quiet(chat)`` once a chat has been quiet long enough."""
+
+    def __init__(
+        self,
+        pacing: PacingConfig,
+        on_quiet: Callable[[ChatKey], None],
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._pacing = pacing
+        self._on_quiet = on_quiet
+        self._rng = rng or random.Random()
+        self._waiting: dict[ChatKey, _Waiting] = {}
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def waiting(self, chat: ChatKey) -> int:
+        """Return how many messages of ``chat`` this debouncer is waiting on."""
+        state = self._waiting.get(chat)
+        return state.count if state else 0
+
+    def touch(self, chat: ChatKey, *, count: int = 1, unfinished: bool = False) -> None:
+        """Note ``count`` new messages in ``chat`` and restart its quiet wait."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        state = self._waiting.get(chat)
+        if state is None:
+            first_at, total = now, count
+        else:
+            state.handle.cancel()
+            first_at, total = state.first_at, state.count + count
+        if total >= self._pacing.max_batch:
+            handle: asyncio.Handle = loop.call_soon(self._fire, chat)
+        else:
+            deadline = quiet_deadline(
+                self._pacing,
+                now=now,
+                first_at=first_at,
+                draw=self._rng.random(),
+                unfinished=unfinished,
+            )
+            handle = loop.call_at(deadline, self._fire, chat)
+        self._waiting[chat] = _Waiting(first_at, total, handle)
+
+    def fire_all(self) -> None:
+        """Answer every waiting chat now (used when the console input ends)."""
+        for chat in list(self._waiting):
+            self._waiting[chat].handle.cancel()
+            self._fire(chat)
+
+    def cancel_all(self) -> None:
+        """Forget every wait; the messages stay stored and are re-armed on start."""
+        for state in self._waiting.values():
+            state.handle.cancel()
+        self._waiting.clear()
+
+    def _fire(self, chat: ChatKey) -> None:
+        del self._waiting[chat]
+        self._on_quiet(chat)

@@ -1,0 +1,68 @@
+"""The errors pacebot raises; adapters translate library errors into this tree.
+
+PacebotError
+├── ConfigError            bad or missing configuration (names key, value, expected form)
+├── StorageError           the database cannot be opened or migrated
+├── LLMError
+│   ├── LLMUnavailable     transport failure after retries: timeout, 429, 5xx, refused
+│   └── BadLLMReply        the LLM answered, but nothing usable could be read from it
+└── PlatformError
+    ├── SendFailed         a send did not go through (``maybe_delivered`` says if unsure)
+    ├── RateLimited        the platform asked us to wait ``retry_after_s`` seconds
+    └── ChatUnavailable    the bot was removed or blocked; stop sending to that chat
+"""
+
+from __future__ import annotations
+
+
+class PacebotError(Exception):
+    """Base of every error pacebot raises on purpose."""
+
+
+class ConfigError(PacebotError):
+    """The configuration or environment is not usable."""
+
+
+class StorageError(PacebotError):
+    """The database cannot be opened, migrated or written."""
+
+
+class LLMError(PacebotError):
+    """An LLM call did not give a usable answer."""
+
+
+class LLMUnavailable(LLMError):
+    """The LLM could not be reached or refused, after the client's own retries."""
+
+
+class BadLLMReply(LLMError):
+    """The LLM answered with something that is not a valid reply."""
+
+
+class PlatformError(PacebotError):
+    """A chat platform refused or failed a request."""
+
+
+class SendFailed(PlatformError):
+    """A message was not sent.
+
+    ``maybe_delivered`` is true when the request may have reached the platform (a
+    timeout after sending): such a message is never sent again, since a chatter would
+    rather miss one line than read it twice.
+    """
+
+    def __init__(self, message: str, *, maybe_delivered: bool = False) -> None:
+        super().__init__(message)
+        self.maybe_delivered = maybe_delivered
+
+
+class RateLimited(PlatformError):
+    """The platform asked to wait before the next request."""
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ChatUnavailable(PlatformError):
+    """The bot can no longer post in this chat (removed, blocked, chat gone)."""

@@ -1,0 +1,107 @@
+"""One loguru logger for everything, secrets scrubbed from every line.
+
+stdlib logging (PTB, httpx, APScheduler, uvicorn) is routed into loguru. httpx logs
+request URLs, which hold the Telegram token, so its loggers stay at WARNING and every
+sink redacts the secrets it was told about.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from loguru import logger
+
+if TYPE_CHECKING:
+    from loguru import Record
+
+REDACTED = "***"
+_QUIET_LOGGERS = ("httpx", "httpcore", "hpack", "openai._base_client")
+_FORMAT = (
+    "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {extra[chat]: <24} | {message}{extra[error]}"
+)
+
+
+class Redactor:
+    """Replace known secrets (and their URL-quoted forms) in log text."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: list[str] = []
+        self.add(*secrets)
+
+    def add(self, *secrets: str) -> None:
+        """Scrub these secrets from now on; short strings are ignored as too common."""
+        for secret in secrets:
+            if len(secret) >= 6:
+                for form in {secret, quote(secret, safe="")}:
+                    if form not in self._secrets:
+                        self._secrets.append(form)
+        self._secrets.sort(key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, REDACTED)
+        return text
+
+
+redactor = Redactor()
+
+
+def _patch(record: Record) -> None:
+    record["message"] = redactor(record["message"])
+    record["extra"].setdefault("chat", "-")
+    exception = record["exception"]
+    if exception is None or exception.value is None:
+        record["extra"]["error"] = ""
+        return
+    # Render the traceback here, redacted: a library's message may quote a URL that
+    # holds the token, and the sinks would print it as it is.
+    lines = traceback.format_exception(exception.type, exception.value, exception.traceback)
+    record["extra"]["error"] = "\n" + redactor("".join(lines).rstrip())
+    record["exception"] = None
+
+
+class _InterceptHandler(logging.Handler):
+    """Send stdlib log records to loguru."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level: str | int = logger.level(record.levelname).name
+        except ValueError:
+            level = record.levelno
+        logger.opt(depth=6, exception=record.exc_info).log(
+            level, "{}: {}", record.name, record.getMessage()
+        )
+
+
+def setup_logging(*, level: str, log_dir: Path | None, secrets: Iterable[str] = ()) -> None:
+    """Log to stderr and, if ``log_dir`` is set, to a rotated file there."""
+    redactor.add(*secrets)
+    logger.remove()
+    logger.configure(patcher=_patch, extra={"chat": "-", "error": ""})
+    logger.add(sys.stderr, level=level, format=_FORMAT, backtrace=False, diagnose=False)
+    if log_dir is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        logger.add(
+            log_dir / "pacebot.log",
+            level=level,
+            format=_FORMAT,
+            rotation="10 MB",
+            retention=5,
+            encoding="utf-8",
+            backtrace=False,
+            diagnose=False,
+        )
+    route_stdlib_logging()
+
+
+def route_stdlib_logging() -> None:
+    """Send stdlib logging into loguru; keep URL-logging HTTP clients quiet."""
+    logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

@@ -1,0 +1,161 @@
+"""Platform-neutral values that flow through the pipeline.
+
+Adapters turn library types (a PTB ``Update``, a OneBot event, a console line) into these
+frozen dataclasses at the edge; the core never sees anything else.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+from bot.errors import ConfigError
+
+
+class ChatKind(enum.StrEnum):
+    """Whether a chat is one person or many."""
+
+    PRIVATE = "private"
+    GROUP = "group"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatKey:
+    """Identify one chat on one platform, e.g. ``telegram:group:-100123``."""
+
+    platform: str
+    kind: ChatKind
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.platform}:{self.kind}:{self.id}"
+
+    @property
+    def is_group(self) -> bool:
+        return self.kind is ChatKind.GROUP
+
+    @classmethod
+    def parse(cls, text: str) -> ChatKey:
+        """Parse ``platform:kind:id``; raise ``ConfigError`` naming the expected form."""
+        platform, _, rest = text.partition(":")
+        kind, _, chat_id = rest.partition(":")
+        if not platform or not chat_id or kind not in {k.value for k in ChatKind}:
+            msg = (
+                f"chat key {text!r} is not of the form platform:kind:id "
+                "(e.g. telegram:private:123, qq:group:456)"
+            )
+            raise ConfigError(msg)
+        return cls(platform, ChatKind(kind), chat_id)
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """One message from a chatter, normalised by its adapter.
+
+    ``sent_at`` is the platform's own timestamp (timezone-aware); the message belongs to
+    the chat day of that moment, not of the moment it was received.
+    """
+
+    chat: ChatKey
+    message_id: str
+    sender_id: str
+    sender_name: str
+    text: str
+    sent_at: datetime
+    addresses_bot: bool = False
+    reply_to_id: str | None = None
+    chat_title: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message as the store keeps it: a chatter's or one the bot sent."""
+
+    chat: ChatKey
+    message_id: str
+    sender_id: str
+    sender_name: str
+    text: str
+    sent_at: datetime
+    from_bot: bool
+    addresses_bot: bool = False
+    reply_to_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The waiting messages of one chat taken together for one answer."""
+
+    id: int
+    chat: ChatKey
+    messages: tuple[StoredMessage, ...]
+
+
+class BatchOutcome(enum.StrEnum):
+    """How a batch ended; ``open`` batches are still being answered."""
+
+    OPEN = "open"
+    ANSWERED = "answered"  # replies went to the outbox
+    SILENT = "silent"  # the LLM chose to say nothing
+    SKIPPED = "skipped"  # not addressed in a group with reply_mode = "mention"
+    FAILED = "failed"  # the LLM was unavailable or its output unusable
+    ABANDONED = "abandoned"  # the process stopped mid-answer; its messages wait again
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One message the bot means to send, as the LLM planned it."""
+
+    content: str
+    send_delay_seconds: float = 0.0
+    reply_to: str | None = None
+
+
+class OutboxState(enum.StrEnum):
+    """The life of a reply: ``scheduled → sending → sent | cancelled | dropped``."""
+
+    SCHEDULED = "scheduled"
+    SENDING = "sending"
+    SENT = "sent"
+    CANCELLED = "cancelled"
+    DROPPED = "dropped"
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedReply:
+    """A reply ready for the outbox: its text and when it is due (wall clock)."""
+
+    content: str
+    due_at: datetime
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """A reply in the durable outbox."""
+
+    id: int
+    chat: ChatKey
+    batch_id: int
+    seq: int
+    content: str
+    due_at: datetime
+    state: OutboxState
+    reply_to: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of an LLM request."""
+
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """What an LLM returned: its text and why it stopped."""
+
+    text: str
+    finish_reason: str | None

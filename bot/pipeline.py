@@ -1,0 +1,247 @@
+"""The story of one conversation: store, debounce, answer, queue, send.
+
+``Pipeline.receive`` stores a message before anything else, cancels replies that the
+chatter has just talked over, and (re)arms the chat's debounce timer. When a chat goes
+quiet, one batch task per chat takes its waiting messages, makes one LLM call and queues
+the replies for the :class:`~bot.sender.Sender`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from loguru import logger
+
+from bot.answer import Answer, Answerer
+from bot.commands import CommandRunner, parse_command
+from bot.config import Config
+from bot.debounce import Debouncer, looks_unfinished
+from bot.models import BatchOutcome, ChatKey, IncomingMessage
+from bot.ports import Platform, Store
+from bot.sender import Sender
+
+REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
+
+
+class Pipeline:
+    """Carry messages from the adapters to the outbox; implements ``MessageSink``."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        platforms: Mapping[str, Platform],
+        answerer: Answerer,
+        *,
+        now: Callable[[], datetime],
+        rng: random.Random | None = None,
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._platforms = platforms
+        self._answerer = answerer
+        self._now = now
+        self.sender = Sender(
+            store,
+            platforms,
+            config.pacing,
+            bot_name=config.bot.name,
+            now=now,
+            on_idle=self._on_sender_idle,
+        )
+        self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
+        self.commands = CommandRunner(config, self, now=now)
+        self._batches: dict[ChatKey, asyncio.Task[None]] = {}
+        self._quiet_again: set[ChatKey] = set()  # went quiet while the last answer was going out
+        self._answering: dict[ChatKey, frozenset[str]] = {}  # senders the queue answers
+        self._titles: dict[ChatKey, str] = {}
+        self._stopping = False
+
+    # -- in -------------------------------------------------------------------------
+
+    async def receive(self, message: IncomingMessage) -> None:
+        """Store ``message``, then cancel talked-over replies and restart the wait."""
+        chat = message.chat
+        log = logger.bind(chat=str(chat))
+        if self._stopping:
+            log.debug("stopping; message {} not taken", message.message_id)
+            return
+        if message.chat_title:
+            self._titles[chat] = message.chat_title
+        command = parse_command(message.text)
+        if command is not None:
+            await self._run_command(message, *command)
+            return
+        if chat.is_group and not message.addresses_bot and not self._store_unaddressed():
+            return
+        stored = await self._store.add_message(message, received_at=self._now())
+        if not stored:
+            log.debug("message {} already stored", message.message_id)
+            return
+        log.debug("stored message {}", message.message_id)
+        await self._cancel_talked_over(message)
+        self.debouncer.touch(chat, unfinished=looks_unfinished(message.text))
+
+    async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
+        """Keep the edited text; an edit never starts a second answer."""
+        if await self._store.edit_message(chat, message_id, text):
+            logger.bind(chat=str(chat)).debug("message {} edited", message_id)
+
+    def _store_unaddressed(self) -> bool:
+        groups = self._config.groups
+        return groups.store_unaddressed or groups.reply_mode != "mention"
+
+    async def _cancel_talked_over(self, message: IncomingMessage) -> None:
+        """Cancel unsent replies when the person being answered writes again (SPEC §2.6)."""
+        if self._config.pacing.on_new_message != "cancel":
+            return
+        chat = message.chat
+        if not self.sender.busy(chat):
+            return
+        answered = self._answering.get(chat, frozenset())
+        if chat.is_group and message.sender_id not in answered and not message.addresses_bot:
+            return
+        cancelled = await self._store.cancel_scheduled(chat, now=self._now())
+        if cancelled:
+            logger.bind(chat=str(chat)).info(
+                "{} unsent replies cancelled: they wrote again", cancelled
+            )
+            self.sender.wake(chat)
+
+    async def _run_command(self, message: IncomingMessage, name: str, args: list[str]) -> None:
+        answer = await self.commands.run(message, name, args)
+        platform = self._platforms.get(message.chat.platform)
+        if platform is None:
+            return
+        if len(answer) > platform.text_limit:
+            answer = answer[: platform.text_limit - 1] + "…"
+        try:
+            await platform.send_text(message.chat, answer, reply_to=message.message_id)
+        except Exception as exc:  # a command answer is best-effort
+            logger.bind(chat=str(message.chat)).warning("command answer not sent: {}", exc)
+
+    # -- batches --------------------------------------------------------------------
+
+    def _on_quiet(self, chat: ChatKey) -> None:
+        if self._stopping:
+            return
+        if chat in self._batches or self.sender.busy(chat):
+            # One answer at a time: the next batch starts once this one's replies are out,
+            # so it sees what was just said.
+            self._quiet_again.add(chat)
+            return
+        task = asyncio.create_task(self._answer(chat), name=f"batch:{chat}")
+        self._batches[chat] = task
+        task.add_done_callback(functools.partial(self._batch_done, chat))
+
+    def _batch_done(self, chat: ChatKey, task: asyncio.Task[None]) -> None:
+        del self._batches[chat]
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.bind(chat=str(chat)).opt(exception=exc).error("batch failed")
+        self._answer_next(chat)
+
+    def _on_sender_idle(self, chat: ChatKey) -> None:
+        self._answering.pop(chat, None)
+        self._answer_next(chat)
+
+    def _answer_next(self, chat: ChatKey) -> None:
+        if chat in self._quiet_again and chat not in self._batches and not self.sender.busy(chat):
+            self._quiet_again.discard(chat)
+            self._on_quiet(chat)
+
+    async def _answer(self, chat: ChatKey) -> None:
+        limit = self._config.pacing.max_batch
+        batch = await self._store.open_batch(chat, limit=limit, now=self._now())
+        if batch is None:
+            return
+        platform = self._platforms.get(chat.platform)
+        if platform is None:
+            await self._store.close_batch(
+                batch.id, BatchOutcome.FAILED, now=self._now(), error="platform not running"
+            )
+            return
+        log = logger.bind(chat=str(chat), batch=batch.id)
+        log.info("answering {} message(s)", len(batch.messages))
+        try:
+            answer = await self._answerer.answer(
+                batch, text_limit=platform.text_limit, chat_title=self._titles.get(chat)
+            )
+        except Exception as exc:  # a bug must not leave the chat's messages stuck in the batch
+            log.opt(exception=exc).error("answering failed")
+            answer = Answer(BatchOutcome.FAILED, error=f"internal error: {type(exc).__name__}")
+        items = await self._store.close_batch(
+            batch.id, answer.outcome, now=self._now(), replies=answer.replies, error=answer.error
+        )
+        log.info("batch {}: {} reply(ies) queued", answer.outcome, len(items))
+        if items:
+            self._answering[chat] = frozenset(m.sender_id for m in batch.messages)
+            self.sender.wake(chat)
+        # More messages than one batch holds: answer the rest next.
+        if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
+            waiting = (await self._store.waiting_counts()).get(chat, 0)
+            if waiting:
+                self.debouncer.touch(chat, count=waiting)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """After a restart: release interrupted batches, re-arm waits, resume the outbox."""
+        now = self._now()
+        abandoned = await self._store.abandon_open_batches(now=now)
+        pending = await self._store.recover_outbox(
+            now=now, stale_after_s=self._config.pacing.stale_after_s
+        )
+        waiting = await self._store.waiting_counts()
+        if abandoned or pending or waiting:
+            logger.info(
+                "recovering: {} interrupted batch(es), {} chat(s) with queued replies, "
+                "{} chat(s) with waiting messages",
+                abandoned,
+                len(pending),
+                len(waiting),
+            )
+        for chat in pending:
+            self.sender.wake(chat)
+        for index, (chat, count) in enumerate(waiting.items(), start=1):
+            self.debouncer.touch(chat, count=count)
+            if index % REARM_SLICE == 0:
+                await asyncio.sleep(0)  # let the loop breathe between slices
+
+    async def drain(self) -> None:
+        """Answer everything waiting now and wait until all replies are sent."""
+        while len(self.debouncer) or self._batches or not self.sender.idle:
+            self.debouncer.fire_all()
+            await asyncio.gather(*self._batches.values(), return_exceptions=True)
+            await self.sender.drain()
+
+    async def stop(self) -> None:
+        """Stop taking messages; unanswered batches wait for the next start."""
+        self._stopping = True
+        self.debouncer.cancel_all()
+        for task in list(self._batches.values()):
+            task.cancel()
+        await asyncio.gather(*self._batches.values(), return_exceptions=True)
+        await self._store.abandon_open_batches(now=self._now())
+        await self.sender.stop()
+
+    # -- what commands read (``CommandHost``) --------------------------------------------
+
+    def waiting_messages(self, chat: ChatKey) -> int:
+        """Return how many messages of ``chat`` wait for an answer right now."""
+        return self.debouncer.waiting(chat)
+
+    async def queued_replies(self, chat: ChatKey) -> int:
+        """Return how many replies to ``chat`` wait in the outbox."""
+        return await self._store.scheduled_count(chat)
+
+    async def llm_errors_since(self, since: datetime) -> int:
+        """Return how many batches failed since ``since``."""
+        return await self._store.failed_batches_since(since)
+
+    async def system_prompt(self, chat: ChatKey) -> str:
+        """Return the system prompt ``chat``'s next batch would get."""
+        return self._answerer.system_prompt_for(chat, chat_title=self._titles.get(chat))

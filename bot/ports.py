@@ -1,0 +1,184 @@
+"""The small interfaces the core owns and the outside implements.
+
+Adapters implement :class:`Platform` (send text, show typing) and :class:`LLM`
+(complete); ``storage/`` implements :class:`Store`. Adapters hand what they receive to a
+:class:`MessageSink`, which the pipeline implements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from bot.models import (
+    Batch,
+    BatchOutcome,
+    ChatKey,
+    ChatMessage,
+    Completion,
+    IncomingMessage,
+    OutboxItem,
+    PlannedReply,
+    StoredMessage,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PacingLimits:
+    """How fast a platform lets a bot post."""
+
+    chat_interval_s: float  # at least this long between two messages to one chat
+    group_per_minute: int  # at most this many messages to one group in any 60 s
+    overall_per_s: float  # at most this many messages per second in all
+
+
+class Platform(Protocol):
+    """A chat platform the bot can post to."""
+
+    @property
+    def name(self) -> str:
+        """The platform part of chat keys, e.g. ``telegram``."""
+        ...
+
+    @property
+    def text_limit(self) -> int:
+        """The most characters one message may hold."""
+        ...
+
+    @property
+    def typing_refresh_s(self) -> float | None:
+        """How often to repeat the typing indicator; ``None`` if the platform has none."""
+        ...
+
+    @property
+    def limits(self) -> PacingLimits:
+        """The posting rate the platform tolerates."""
+        ...
+
+    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
+        """Post ``text`` (quoting ``reply_to`` if given); return the platform message id.
+
+        Raises ``SendFailed``, ``RateLimited`` or ``ChatUnavailable``.
+        """
+        ...
+
+    async def show_typing(self, chat: ChatKey) -> None:
+        """Show the typing indicator once; failures are swallowed, it is cosmetic."""
+        ...
+
+
+class LLM(Protocol):
+    """An OpenAI-compatible chat model."""
+
+    async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
+        """Return the model's answer; raise ``LLMUnavailable`` when it cannot be reached."""
+        ...
+
+
+class MessageSink(Protocol):
+    """Where adapters deliver what chatters write."""
+
+    async def receive(self, message: IncomingMessage) -> None:
+        """Take one new message (stored before this returns)."""
+        ...
+
+    async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
+        """Take the new text of an edited message; never starts a second answer."""
+        ...
+
+
+class Store(Protocol):
+    """Durable state: messages, batches and the outbox."""
+
+    async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
+        """Store a chatter's message once; return ``False`` if it was already stored."""
+        ...
+
+    async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
+        """Replace a stored message's text; return ``False`` if it is unknown."""
+        ...
+
+    async def waiting_counts(self) -> dict[ChatKey, int]:
+        """Count, per chat, the messages no batch has taken yet."""
+        ...
+
+    async def open_batch(self, chat: ChatKey, *, limit: int, now: datetime) -> Batch | None:
+        """Take up to ``limit`` oldest waiting messages of a chat into a new open batch."""
+        ...
+
+    async def close_batch(
+        self,
+        batch_id: int,
+        outcome: BatchOutcome,
+        *,
+        now: datetime,
+        replies: Sequence[PlannedReply] = (),
+        error: str | None = None,
+    ) -> list[OutboxItem]:
+        """Record how a batch ended and, in the same transaction, queue its replies."""
+        ...
+
+    async def abandon_open_batches(self, *, now: datetime) -> int:
+        """Mark batches left open by a crash abandoned; their messages wait again."""
+        ...
+
+    async def recent_history(
+        self, chat: ChatKey, *, exclude_batch: int, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` newest answered-or-sent messages, oldest first."""
+        ...
+
+    async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
+        """Return the cancelled replies of the chat's last answered batch before this one."""
+        ...
+
+    async def next_scheduled(self, chat: ChatKey) -> OutboxItem | None:
+        """Return the chat's earliest scheduled reply, if any."""
+        ...
+
+    async def claim_for_sending(self, item_id: int, *, now: datetime) -> bool:
+        """Move a reply from scheduled to sending; ``False`` if it is no longer scheduled."""
+        ...
+
+    async def mark_sent(
+        self, item_id: int, *, platform_message_id: str, sender_name: str, now: datetime
+    ) -> None:
+        """Record a reply as sent and keep it as a bot message in the chat's history."""
+        ...
+
+    async def release(self, item_id: int, *, now: datetime) -> None:
+        """Return a reply that was certainly not delivered from sending to scheduled."""
+        ...
+
+    async def mark_dropped(self, item_id: int, *, now: datetime, reason: str) -> None:
+        """Give up on one reply."""
+        ...
+
+    async def cancel_scheduled(self, chat: ChatKey, *, now: datetime) -> int:
+        """Cancel every scheduled reply of a chat; return how many."""
+        ...
+
+    async def drop_scheduled(self, chat: ChatKey, *, now: datetime, reason: str) -> int:
+        """Drop every scheduled reply of a chat; return how many."""
+        ...
+
+    async def recover_outbox(self, *, now: datetime, stale_after_s: float) -> list[ChatKey]:
+        """After a restart: drop ``sending`` and stale ``scheduled`` replies.
+
+        Return the chats that still have fresh scheduled replies.
+        """
+        ...
+
+    async def scheduled_count(self, chat: ChatKey | None = None) -> int:
+        """Count scheduled replies, of one chat or of all."""
+        ...
+
+    async def failed_batches_since(self, since: datetime) -> int:
+        """Count batches that failed since ``since``."""
+        ...
+
+    async def close(self) -> None:
+        """Commit and close the database."""
+        ...

@@ -1,0 +1,152 @@
+"""Build what the LLM sees for one batch, within a token budget counted offline.
+
+The system prompt holds the persona, the current local time, the chat and the output
+contract, and is never cut. The user message holds the recent history, trimmed from
+its oldest end, and the new batch. User text is only ever concatenated, never used as
+a format template, so ``{``, ``}`` and ``%`` in it are harmless.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from bot.models import ChatKey, ChatMessage, StoredMessage
+
+MESSAGE_CHARS_MAX = 2000  # longest single message shown to the LLM
+MESSAGE_CHARS_MIN = 100  # how far an oversized batch may shrink each message
+_PER_MESSAGE_TOKENS = 4  # role and separators of one chat message
+_TRUNCATED = "…[truncated]"
+
+
+def _is_wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in {"W", "F"}
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimate tokens without a tokenizer: one per CJK character, one per 4 others."""
+    wide = sum(1 for char in text if _is_wide(char))
+    return wide + math.ceil((len(text) - wide) / 4)
+
+
+def estimate_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
+    """Estimate the tokens of a whole request."""
+    return sum(_PER_MESSAGE_TOKENS + estimate_tokens(m.content) for m in messages)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(_TRUNCATED)] + _TRUNCATED
+
+
+@dataclass(frozen=True, slots=True)
+class PromptInput:
+    """Everything one batch's prompt is made of."""
+
+    persona: str
+    contract: str
+    bot_name: str
+    chat: ChatKey
+    now: datetime
+    zone: ZoneInfo
+    budget_tokens: int
+    batch: Sequence[StoredMessage]
+    chat_title: str | None = None
+    history: Sequence[StoredMessage] = ()
+    unsaid: Sequence[str] = ()
+    recalled: str = ""
+    notes: Sequence[str] = field(default_factory=tuple)
+
+
+def describe_now(now: datetime, zone: ZoneInfo) -> str:
+    """Say the local date, weekday and time, e.g. ``Sunday 2026-11-22 14:03``."""
+    local = now.astimezone(zone)
+    return f"{local:%A %Y-%m-%d %H:%M} ({zone.key})"
+
+
+def _describe_chat(chat: ChatKey, title: str | None) -> str:
+    if chat.is_group:
+        named = f" called “{title}”" if title else ""
+        return f"a {chat.platform} group chat{named}; several people talk, each line names them"
+    return f"a private {chat.platform} chat with one person"
+
+
+def system_prompt(spec: PromptInput) -> str:
+    """Return the system prompt: persona, time, chat, recalled memory, contract."""
+    parts = [
+        spec.persona.strip(),
+        f"Now: {describe_now(spec.now, spec.zone)}.",
+        f"This is {_describe_chat(spec.chat, spec.chat_title)}. You are {spec.bot_name}.",
+    ]
+    if spec.recalled:
+        parts.append("What you remember that may help:\n" + spec.recalled.strip())
+    parts.append(spec.contract.strip())
+    return "\n\n".join(parts)
+
+
+def _line(message: StoredMessage, *, zone: ZoneInfo, bot_name: str, limit: int) -> str:
+    local = message.sent_at.astimezone(zone)
+    who = f"{bot_name} (you)" if message.from_bot else message.sender_name
+    quote = f" ↩#{message.reply_to_id}" if message.reply_to_id else ""
+    text = _clip(message.text, limit)
+    return f"[#{message.message_id} {local:%m-%d %H:%M}] {who}{quote}: {text}"
+
+
+def _batch_block(spec: PromptInput, limit: int) -> str:
+    lines = [_line(m, zone=spec.zone, bot_name=spec.bot_name, limit=limit) for m in spec.batch]
+    return "New messages (answer these):\n" + "\n".join(lines)
+
+
+def _unsaid_block(unsaid: Sequence[str]) -> str:
+    if not unsaid:
+        return ""
+    said = "\n".join(f"- {text}" for text in unsaid)
+    return (
+        "You had planned to say the following, but did not send it because they wrote "
+        "again; say it now only if it still fits:\n" + said
+    )
+
+
+def build_prompt(spec: PromptInput) -> list[ChatMessage]:
+    """Return the request for one batch, trimming history to fit the budget."""
+    system = ChatMessage("system", system_prompt(spec))
+    fixed = [
+        *spec.notes,
+        _unsaid_block(spec.unsaid),
+    ]
+    fixed_text = "\n\n".join(part for part in fixed if part)
+    remaining = (
+        spec.budget_tokens
+        - estimate_prompt_tokens([system])
+        - _PER_MESSAGE_TOKENS
+        - estimate_tokens(fixed_text)
+    )
+
+    # The batch always goes in; if it alone is too big, shrink each of its messages.
+    limit = MESSAGE_CHARS_MAX
+    batch_text = _batch_block(spec, limit)
+    while estimate_tokens(batch_text) > remaining and limit > MESSAGE_CHARS_MIN:
+        limit = max(MESSAGE_CHARS_MIN, limit // 2)
+        batch_text = _batch_block(spec, limit)
+    remaining -= estimate_tokens(batch_text)
+
+    kept: list[str] = []
+    for message in reversed(spec.history):
+        line = _line(message, zone=spec.zone, bot_name=spec.bot_name, limit=MESSAGE_CHARS_MAX)
+        cost = estimate_tokens(line) + 1
+        if cost > remaining:
+            break
+        kept.append(line)
+        remaining -= cost
+    kept.reverse()
+
+    sections = []
+    if kept:
+        sections.append("Recent conversation (oldest first):\n" + "\n".join(kept))
+    if fixed_text:
+        sections.append(fixed_text)
+    sections.append(batch_text)
+    return [system, ChatMessage("user", "\n\n".join(sections))]

@@ -1,0 +1,217 @@
+"""Post queued replies in order, each at its due time, with typing shown while waiting.
+
+One task per chat runs only while that chat has scheduled replies. Before a send the
+row moves ``scheduled → sending`` with a conditional update, so a cancel and a send never
+both win; a row left in ``sending`` by a crash is never sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import enum
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from loguru import logger
+
+from bot.config import PacingConfig
+from bot.errors import ChatUnavailable, RateLimited, SendFailed
+from bot.models import ChatKey, OutboxItem
+from bot.pacing import Pacer
+from bot.ports import Platform, Store
+
+_BACKOFF_INITIAL_S = 1.0
+_BACKOFF_MAX_S = 30.0
+_STOP_GRACE_S = 5.0  # how long a send already on the wire may take to finish at shutdown
+
+
+class _Outcome(enum.Enum):
+    SENT = enum.auto()
+    RETRY_NOW = enum.auto()  # the platform asked us to wait, and we did
+    RETRY_LATER = enum.auto()  # certainly not delivered: back off, then try again
+    SKIPPED = enum.auto()  # cancelled meanwhile, or dropped
+    CHAT_GONE = enum.auto()  # the bot can no longer post in this chat
+
+
+class Sender:
+    """Deliver the outbox, chat by chat."""
+
+    def __init__(
+        self,
+        store: Store,
+        platforms: Mapping[str, Platform],
+        pacing: PacingConfig,
+        *,
+        bot_name: str,
+        now: Callable[[], datetime],
+        on_idle: Callable[[ChatKey], None] = lambda chat: None,
+    ) -> None:
+        self._store = store
+        self._on_idle = on_idle
+        self._platforms = platforms
+        self._pacing = pacing
+        self._bot_name = bot_name
+        self._now = now
+        self._pacers: dict[str, Pacer] = {}
+        self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
+        self._wakes: dict[ChatKey, asyncio.Event] = {}
+        self._stopping = False
+
+    @property
+    def idle(self) -> bool:
+        """Tell whether no chat has replies being delivered."""
+        return not self._tasks
+
+    def busy(self, chat: ChatKey) -> bool:
+        """Tell whether ``chat`` still has replies being delivered."""
+        return chat in self._tasks
+
+    def wake(self, chat: ChatKey) -> None:
+        """Look at ``chat``'s outbox again: new replies were queued or some cancelled."""
+        if self._stopping:
+            return
+        event = self._wakes.setdefault(chat, asyncio.Event())
+        event.set()
+        if chat not in self._tasks:
+            task = asyncio.create_task(self._deliver(chat), name=f"sender:{chat}")
+            self._tasks[chat] = task
+            task.add_done_callback(functools.partial(self._finished, chat))
+
+    async def drain(self) -> None:
+        """Wait until every chat's queued replies are delivered."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Stop sending; a send already on the wire may finish, queued ones stay queued."""
+        self._stopping = True
+        for event in self._wakes.values():
+            event.set()
+        tasks = list(self._tasks.values())
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=_STOP_GRACE_S)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+    def _finished(self, chat: ChatKey, task: asyncio.Task[None]) -> None:
+        if self._tasks.get(chat) is task:
+            del self._tasks[chat]
+            self._wakes.pop(chat, None)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.bind(chat=str(chat)).opt(exception=exc).error("sender failed")
+        if not self._stopping:
+            self._on_idle(chat)
+
+    def _pacer(self, platform: Platform) -> Pacer:
+        pacer = self._pacers.get(platform.name)
+        if pacer is None:
+            loop = asyncio.get_running_loop()
+            pacer = Pacer(platform.limits, clock=loop.time)
+            self._pacers[platform.name] = pacer
+        return pacer
+
+    async def _deliver(self, chat: ChatKey) -> None:
+        log = logger.bind(chat=str(chat))
+        platform = self._platforms.get(chat.platform)
+        if platform is None:
+            log.error("no platform {} is running; replies stay queued", chat.platform)
+            return
+        wake = self._wakes.setdefault(chat, asyncio.Event())
+        backoff_s = _BACKOFF_INITIAL_S
+        while not self._stopping:
+            wake.clear()
+            item = await self._store.next_scheduled(chat)
+            if item is None:
+                return
+            due_in_s = (item.due_at - self._now()).total_seconds()
+            if await self._pause(chat, platform, wake, seconds=due_in_s):
+                continue  # woken: something changed, look again
+            late_s = (self._now() - item.due_at).total_seconds()
+            if late_s > self._pacing.stale_after_s:
+                log.warning("reply {} dropped: {:.0f} s past due", item.id, late_s)
+                await self._store.mark_dropped(item.id, now=self._now(), reason="stale")
+                continue
+            slot = self._pacer(platform).reserve(chat)
+            slot_in_s = slot - asyncio.get_running_loop().time()
+            if await self._pause(chat, platform, wake, seconds=slot_in_s):
+                continue
+            outcome = await self._send(item, platform)
+            if outcome is _Outcome.RETRY_LATER:
+                retry_in_s, backoff_s = backoff_s, min(backoff_s * 2, _BACKOFF_MAX_S)
+                await self._pause(chat, platform, wake, seconds=retry_in_s, typing=False)
+            elif outcome is _Outcome.CHAT_GONE:
+                return
+            elif outcome is _Outcome.SENT:
+                backoff_s = _BACKOFF_INITIAL_S
+
+    async def _send(self, item: OutboxItem, platform: Platform) -> _Outcome:
+        """Send one reply and record how it went."""
+        chat = item.chat
+        log = logger.bind(chat=str(chat))
+        if not await self._store.claim_for_sending(item.id, now=self._now()):
+            return _Outcome.SKIPPED  # cancelled meanwhile
+        try:
+            message_id = await platform.send_text(chat, item.content, reply_to=item.reply_to)
+        except RateLimited as exc:
+            log.warning("rate limited; retrying reply {} in {:.1f} s", item.id, exc.retry_after_s)
+            await self._store.release(item.id, now=self._now())
+            await asyncio.sleep(exc.retry_after_s)
+            return _Outcome.RETRY_NOW
+        except ChatUnavailable as exc:
+            log.warning("chat unavailable ({}); dropping its queued replies", exc)
+            await self._store.mark_dropped(item.id, now=self._now(), reason="chat unavailable")
+            await self._store.drop_scheduled(chat, now=self._now(), reason="chat unavailable")
+            return _Outcome.CHAT_GONE
+        except SendFailed as exc:
+            if exc.maybe_delivered:
+                log.warning("reply {} may have been delivered ({}); not resending", item.id, exc)
+                await self._store.mark_dropped(item.id, now=self._now(), reason="maybe delivered")
+                return _Outcome.SKIPPED
+            log.warning("reply {} not sent ({}); will retry", item.id, exc)
+            await self._store.release(item.id, now=self._now())
+            return _Outcome.RETRY_LATER
+        except Exception:
+            log.exception("unexpected error sending reply {}; dropping it", item.id)
+            await self._store.mark_dropped(item.id, now=self._now(), reason="send error")
+            return _Outcome.SKIPPED
+        await self._store.mark_sent(
+            item.id, platform_message_id=message_id, sender_name=self._bot_name, now=self._now()
+        )
+        log.debug("sent reply {} as message {}", item.id, message_id)
+        return _Outcome.SENT
+
+    async def _pause(
+        self,
+        chat: ChatKey,
+        platform: Platform,
+        wake: asyncio.Event,
+        *,
+        seconds: float,
+        typing: bool = True,
+    ) -> bool:
+        """Wait ``seconds`` showing typing; return ``True`` if woken early."""
+        if seconds <= 0:
+            return wake.is_set()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        refresh_s = platform.typing_refresh_s if typing else None
+        while (remaining := deadline - loop.time()) > 0:
+            if refresh_s is not None:
+                await self._show_typing(chat, platform, timeout_s=remaining)
+                remaining = deadline - loop.time()
+            step = remaining if refresh_s is None else min(remaining, refresh_s)
+            try:
+                await asyncio.wait_for(wake.wait(), timeout=max(step, 0))
+            except TimeoutError:
+                continue
+            return True
+        return False
+
+    async def _show_typing(self, chat: ChatKey, platform: Platform, *, timeout_s: float) -> None:
+        try:
+            await asyncio.wait_for(platform.show_typing(chat), timeout=timeout_s)
+        except TimeoutError:
+            logger.bind(chat=str(chat)).debug("typing indicator timed out")

@@ -1,0 +1,1 @@
+"""Jobs that run on the clock."""

@@ -1,0 +1,163 @@
+"""A recording platform for pipeline tests, and a harness that runs the real core.
+
+The harness uses the real parts everywhere but the chat platform: a SQLite file, the
+real ``openai`` SDK against :class:`~tests.fake_llm.FakeLLMServer`, and the real
+pipeline. Wire tests for Telegram live in ``test_telegram*.py`` and ``test_e2e_telegram.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from adapters.runtime import running_core
+from bot.config import Config, Secrets, parse_config
+from bot.errors import PlatformError
+from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.pipeline import Pipeline
+from bot.ports import PacingLimits, Platform
+from tests.fake_llm import FakeLLMServer
+
+PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
+GROUP = ChatKey("test", ChatKind.GROUP, "-100")
+TEST_KEY = "sk-test-0123456789abcdef"
+
+
+UNPACED = PacingLimits(chat_interval_s=0.0, group_per_minute=1000, overall_per_s=1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    chat: ChatKey
+    text: str
+    reply_to: str | None
+    at: float  # loop time
+
+
+@dataclass
+class RecordingPlatform:
+    """A ``Platform`` that records sends and typing with their loop times."""
+
+    name: str = "test"
+    text_limit: int = 4096
+    typing_refresh_s: float | None = 0.02
+    limits: PacingLimits = field(default_factory=lambda: UNPACED)
+    sent: list[Sent] = field(default_factory=list)
+    typing: list[tuple[ChatKey, float]] = field(default_factory=list)
+    failures: list[PlatformError] = field(default_factory=list)
+    send_delay_s: float = 0.0
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(9000))
+
+    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
+        if self.send_delay_s:
+            await asyncio.sleep(self.send_delay_s)
+        if self.failures:
+            raise self.failures.pop(0)
+        self.sent.append(Sent(chat, text, reply_to, asyncio.get_running_loop().time()))
+        return str(next(self._ids))
+
+    async def show_typing(self, chat: ChatKey) -> None:
+        self.typing.append((chat, asyncio.get_running_loop().time()))
+
+    def texts(self, chat: ChatKey | None = None) -> list[str]:
+        return [s.text for s in self.sent if chat is None or s.chat == chat]
+
+    async def wait_for_sends(self, n: int, *, within_s: float = 3.0) -> list[Sent]:
+        """Wait until ``n`` messages were sent; fail after ``within_s`` seconds."""
+        async with asyncio.timeout(within_s):
+            while len(self.sent) < n:  # noqa: ASYNC110 - polling a plain list kept by the fake
+                await asyncio.sleep(0.005)
+        return list(self.sent)
+
+
+FAST_PACING = {
+    "debounce_min_s": 0.05,
+    "debounce_max_s": 0.05,
+    "max_wait_s": 1.0,
+    "max_delay_s": 1.0,
+    "typing_chars_per_s": 1000.0,
+}
+
+
+def make_config(tmp_path: Path, llm_url: str, **sections: dict[str, Any]) -> Config:
+    """Return a config for tests: fast pacing, the fake LLM, data under ``tmp_path``."""
+    data: dict[str, Any] = {
+        "bot": {"name": "小满", "aliases": ["xiaoman"], "data_dir": str(tmp_path / "data")},
+        "pacing": dict(FAST_PACING),
+        "llm": {"base_url": llm_url, "timeout_s": 2.0, "max_retries": 0},
+    }
+    for name, values in sections.items():
+        data[name] = {**data.get(name, {}), **values}
+    return parse_config(data, base_dir=tmp_path)
+
+
+@dataclass
+class Harness:
+    config: Config
+    pipeline: Pipeline
+    platform: RecordingPlatform
+    llm: FakeLLMServer
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def message(
+        self,
+        text: str,
+        *,
+        chat: ChatKey = PRIVATE,
+        sender_id: str = "7",
+        sender_name: str = "小明",
+        addresses_bot: bool | None = None,
+        message_id: str | None = None,
+    ) -> IncomingMessage:
+        return IncomingMessage(
+            chat=chat,
+            message_id=message_id or str(next(self._ids)),
+            sender_id=sender_id,
+            sender_name=sender_name,
+            text=text,
+            sent_at=datetime.now(UTC),
+            addresses_bot=(not chat.is_group) if addresses_bot is None else addresses_bot,
+        )
+
+    async def say(self, text: str, **kwargs: Any) -> IncomingMessage:
+        message = self.message(text, **kwargs)
+        await self.pipeline.receive(message)
+        return message
+
+    async def settle(self) -> None:
+        """Answer everything waiting and wait until every reply is out."""
+        await self.pipeline.drain()
+
+
+@contextlib.asynccontextmanager
+async def harness(
+    tmp_path: Path,
+    llm_server: FakeLLMServer,
+    *,
+    platform: RecordingPlatform | None = None,
+    config: Config | None = None,
+    **sections: dict[str, Any],
+) -> AsyncIterator[Harness]:
+    """Run the real core (SQLite, openai SDK, pipeline) with a recording platform."""
+    config = config or make_config(tmp_path, llm_server.base_url, **sections)
+    platform = platform or RecordingPlatform()
+    platforms: dict[str, Platform] = {platform.name: platform}
+    secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY)
+    async with running_core(config, secrets, platforms) as pipeline:
+        yield Harness(config, pipeline, platform, llm_server)
+
+
+def user_prompt(request: dict[str, Any]) -> str:
+    """Return the user message of a recorded LLM request."""
+    return str(request["messages"][-1]["content"])
+
+
+def replies_json(*contents: str, delay: float = 0.0, **extra: Any) -> dict[str, Any]:
+    """Build a reply plan with the same delay between replies."""
+    return {"replies": [{"content": c, "send_delay_seconds": delay, **extra} for c in contents]}

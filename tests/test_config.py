@@ -1,0 +1,115 @@
+"""Config loading: defaults, validation messages that name key and form, secrets, check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.cli import main
+from bot.config import Config, load_config, parse_config, read_persona
+from bot.errors import ConfigError
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "config.toml"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_example_config_matches_defaults() -> None:
+    """The shipped config.toml documents exactly the defaults."""
+    config = load_config(EXAMPLE)
+    assert config.model_dump(exclude={"bot"}) == Config().model_dump(exclude={"bot"})
+    assert config.bot.data_dir == EXAMPLE.parent / "data"
+
+
+def test_empty_file_gives_defaults(tmp_path: Path) -> None:
+    """Every field has a default, and relative paths resolve next to the config file."""
+    config = load_config(write(tmp_path, ""))
+    assert config.pacing.debounce_min_s == 5.0
+    assert config.database_path == tmp_path / "data" / "pacebot.sqlite3"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[pacing]\ndebounce_min_s = -1\n", "pacing.debounce_min_s = -1: Input should be greater"),
+        ("[pacing]\nmax_batch = 'many'\n", "pacing.max_batch = 'many'"),
+        ("[pacing]\nundo = 1\n", "pacing.undo: unknown key"),
+        ("[bots]\nname = 'x'\n", "bots: unknown key"),
+        ("[bot]\ntimezone = 'Mars/Olympus'\n", "must be an IANA time zone"),
+        ("[bot]\nadmins = ['alice']\n", "use platform:numeric-id"),
+        ("[memory]\nday_boundary = '4am'\n", "must be a time of day HH:MM"),
+        ("[groups]\nreply_mode = 'sometimes'\n", "groups.reply_mode = 'sometimes'"),
+        ("[llm]\napi_key_env = 'sk-secret value'\n", "must be the name of an environment variable"),
+        ("[pacing]\ndebounce_min_s = 20.0\n", "must not exceed debounce_max_s"),
+    ],
+)
+def test_bad_values_name_key_value_and_form(tmp_path: Path, text: str, expected: str) -> None:
+    """A bad value is an error that names the key, the value and the expected form."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert expected in str(caught.value)
+
+
+def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:
+    """A syntax error is reported as a ConfigError naming the file."""
+    path = write(tmp_path, "[bot\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path)
+
+
+def test_config_is_frozen() -> None:
+    """Validated config cannot be changed at run time."""
+    config = parse_config({}, base_dir=Path())
+    with pytest.raises(ValueError, match="frozen"):
+        config.pacing.max_batch = 3  # type: ignore[misc]
+
+
+def test_persona_file_is_read_relative_to_config(tmp_path: Path) -> None:
+    """persona_file is found next to the config file and its text becomes the persona."""
+    (tmp_path / "persona.md").write_text("你是阿福。\n", encoding="utf-8")
+    config = load_config(write(tmp_path, '[bot]\npersona_file = "persona.md"\n'))
+    assert read_persona(config) == "你是阿福。"
+
+
+def test_check_fails_without_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pacebot check` exits 1 and names each missing secret of an enabled platform."""
+    monkeypatch.delenv("PACEBOT_LLM_API_KEY", raising=False)
+    monkeypatch.delenv("TELEGRAM_BOT_TOKEN", raising=False)
+    path = write(tmp_path, "[telegram]\nenabled = true\n")
+    assert main(["check", "-c", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "PACEBOT_LLM_API_KEY is not set" in err
+    assert "TELEGRAM_BOT_TOKEN is not set" in err
+
+
+def test_check_passes_and_lists_platforms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pacebot check` exits 0 and says what would start when all is well."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", "sk-test-key")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:abc")
+    path = write(tmp_path, "[telegram]\nenabled = true\n")
+    assert main(["check", "-c", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "would start: telegram" in out
+    assert "123:abc" not in out
+
+
+def test_check_reports_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pacebot check` on an invalid file exits 1 with the key in the message."""
+    path = write(tmp_path, "[pacing]\nmax_batch = 0\n")
+    assert main(["check", "-c", str(path)]) == 1
+    assert "pacing.max_batch = 0" in capsys.readouterr().err
+
+
+def test_check_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`pacebot check` on a missing file exits 1 saying it cannot be read."""
+    assert main(["check", "-c", str(tmp_path / "nope.toml")]) == 1
+    assert "cannot read config file" in capsys.readouterr().err

@@ -1,0 +1,130 @@
+"""The debounce: a fresh random wait after the latest message, capped by max_wait and max_batch."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from bot.config import PacingConfig
+from bot.debounce import Debouncer, looks_unfinished, quiet_deadline
+from bot.models import ChatKey, ChatKind
+
+CHAT = ChatKey("telegram", ChatKind.PRIVATE, "1")
+OTHER = ChatKey("telegram", ChatKind.PRIVATE, "2")
+PACING = PacingConfig(debounce_min_s=5, debounce_max_s=15, max_wait_s=60, max_batch=3)
+
+
+@pytest.mark.parametrize(
+    ("now", "draw", "expected"),
+    [
+        (100.0, 0.0, 105.0),  # the shortest wait
+        (100.0, 1.0, 115.0),  # the longest wait
+        (100.0, 0.5, 110.0),
+        (155.0, 1.0, 160.0),  # capped: first message at 100, max_wait 60
+    ],
+)
+def test_quiet_deadline(now: float, draw: float, expected: float) -> None:
+    """The deadline is now + a wait drawn in [min, max], never past first + max_wait."""
+    assert quiet_deadline(PACING, now=now, first_at=100.0, draw=draw) == expected
+
+
+def test_unfinished_message_waits_longest() -> None:
+    """A message that reads unfinished gets the longest wait whatever the draw."""
+    assert quiet_deadline(PACING, now=0.0, first_at=0.0, draw=0.0, unfinished=True) == 15.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("我想想，", True), ("wait...", True), ("我想想", True), ("好的。", False), ("ok", False)],
+)
+def test_looks_unfinished(text: str, expected: bool) -> None:
+    """Trailing commas, ellipses and 'let me think' read as unfinished."""
+    assert looks_unfinished(text) is expected
+
+
+FAST = PacingConfig(debounce_min_s=0.05, debounce_max_s=0.05, max_wait_s=0.2, max_batch=10)
+
+
+async def test_fires_once_after_quiet() -> None:
+    """Three quick touches lead to one firing, after the wait following the last one."""
+    fired: list[tuple[ChatKey, float]] = []
+    loop = asyncio.get_running_loop()
+    debouncer = Debouncer(FAST, lambda chat: fired.append((chat, loop.time())))
+    start = loop.time()
+    for _ in range(2):
+        debouncer.touch(CHAT)
+        await asyncio.sleep(0.02)
+    last = loop.time()
+    debouncer.touch(CHAT)
+    await asyncio.sleep(0.12)
+    assert [chat for chat, _ in fired] == [CHAT]
+    assert fired[0][1] - last >= 0.05 - 0.005
+    assert fired[0][1] - start < 0.2
+    assert len(debouncer) == 0
+
+
+async def test_each_touch_resets_the_timer() -> None:
+    """A message inside the wait pushes the answer back."""
+    fired: list[ChatKey] = []
+    debouncer = Debouncer(FAST, fired.append)
+    debouncer.touch(CHAT)
+    await asyncio.sleep(0.035)
+    debouncer.touch(CHAT)
+    await asyncio.sleep(0.035)  # 70 ms after the first touch: it would have fired by now
+    assert fired == []
+    await asyncio.sleep(0.04)
+    assert fired == [CHAT]
+
+
+async def test_max_wait_caps_a_steady_stream() -> None:
+    """Messages every 30 ms never let the chat go quiet, but max_wait_s fires anyway."""
+    pacing = PacingConfig(debounce_min_s=0.05, debounce_max_s=0.05, max_wait_s=0.12, max_batch=100)
+    fired: list[float] = []
+    loop = asyncio.get_running_loop()
+    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()))
+    start = loop.time()
+    while loop.time() - start < 0.25 and not fired:
+        debouncer.touch(CHAT)
+        await asyncio.sleep(0.03)
+    assert len(fired) == 1
+    assert 0.12 - 0.005 <= fired[0] - start < 0.2
+
+
+async def test_max_batch_fires_at_once() -> None:
+    """The max_batch-th waiting message fires the chat without waiting."""
+    fired: list[ChatKey] = []
+    debouncer = Debouncer(FAST.model_copy(update={"max_batch": 3}), fired.append)
+    debouncer.touch(CHAT)
+    debouncer.touch(CHAT)
+    assert debouncer.waiting(CHAT) == 2
+    debouncer.touch(CHAT)
+    await asyncio.sleep(0)
+    assert fired == [CHAT]
+
+
+async def test_chats_are_independent() -> None:
+    """A message in one chat does not delay another chat."""
+    fired: list[ChatKey] = []
+    debouncer = Debouncer(FAST, fired.append, rng=random.Random(1))
+    debouncer.touch(CHAT)
+    await asyncio.sleep(0.03)
+    debouncer.touch(OTHER)
+    await asyncio.sleep(0.03)
+    assert fired == [CHAT]
+    await asyncio.sleep(0.04)
+    assert fired == [CHAT, OTHER]
+
+
+async def test_fire_all_and_cancel_all() -> None:
+    """fire_all answers every waiting chat now; cancel_all forgets the rest."""
+    fired: list[ChatKey] = []
+    debouncer = Debouncer(FAST, fired.append)
+    debouncer.touch(CHAT)
+    debouncer.fire_all()
+    debouncer.touch(OTHER)
+    debouncer.cancel_all()
+    await asyncio.sleep(0.08)
+    assert fired == [CHAT]
+    assert len(debouncer) == 0

@@ -1,0 +1,135 @@
+"""The schema migration runner on real SQLite files."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import closing
+from pathlib import Path
+
+import aiosqlite
+import pytest
+
+from bot.errors import StorageError
+from storage.sqlite import Migration, load_migrations, migrate, split_statements
+
+STEP_ONE = Migration(1, "0001_one.sql", "CREATE TABLE one (a INTEGER);")
+STEP_TWO = Migration(
+    2, "0002_two.sql", "CREATE TABLE two (b INTEGER);\nINSERT INTO two VALUES (2);"
+)
+BROKEN_TWO = Migration(
+    2, "0002_broken.sql", "CREATE TABLE two (b INTEGER);\nINSERT INTO nowhere VALUES (1);"
+)
+
+
+def tables(path: Path) -> list[str]:
+    """List the tables in the file, by name."""
+    with closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        return [name for (name,) in rows]
+
+
+def user_version(path: Path) -> int:
+    """Read the schema version of the file."""
+    with closing(sqlite3.connect(path)) as db:
+        version: int = db.execute("PRAGMA user_version").fetchone()[0]
+        return version
+
+
+@pytest.fixture
+async def db(tmp_path: Path) -> AsyncIterator[aiosqlite.Connection]:
+    """Open an autocommit connection to a new file."""
+    async with aiosqlite.connect(tmp_path / "test.sqlite3", isolation_level=None) as conn:
+        yield conn
+
+
+def test_bundled_migrations_are_numbered_from_one() -> None:
+    """The shipped SQL files load as versions 1, 2, ... in order."""
+    versions = [migration.version for migration in load_migrations()]
+
+    assert versions == list(range(1, len(versions) + 1))
+    assert load_migrations()[0].name == "0001_initial.sql"
+
+
+def test_split_keeps_triggers_whole() -> None:
+    """Statements split at semicolons, except inside a trigger body, strings or comments."""
+    trigger = (
+        "CREATE TRIGGER t_ai AFTER INSERT ON t BEGIN\n"
+        "INSERT INTO log VALUES (new.a);\n"
+        "DELETE FROM log WHERE a = 'x;y';\n"
+        "END;"
+    )
+    script = (
+        "-- a comment; with a semicolon\n"
+        "CREATE TABLE t (a TEXT DEFAULT ';');\n"
+        f"{trigger}\n"
+        "PRAGMA user_version = 5\n"
+    )
+
+    statements = split_statements(script)
+
+    assert statements == [
+        "-- a comment; with a semicolon\nCREATE TABLE t (a TEXT DEFAULT ';');",
+        trigger,
+        "PRAGMA user_version = 5",
+    ]
+
+
+def test_split_ignores_a_trailing_comment() -> None:
+    """A script ending in a comment yields no empty or comment-only statement."""
+    assert split_statements("SELECT 1;\n-- done\n") == ["SELECT 1;"]
+
+
+async def test_migrate_applies_steps_in_order(db: aiosqlite.Connection, tmp_path: Path) -> None:
+    """Each pending step runs and the version follows."""
+    version = await migrate(db, [STEP_ONE, STEP_TWO])
+
+    assert version == 2
+    assert tables(tmp_path / "test.sqlite3") == ["one", "two"]
+    assert user_version(tmp_path / "test.sqlite3") == 2
+
+
+async def test_migrate_twice_is_a_no_op(db: aiosqlite.Connection, tmp_path: Path) -> None:
+    """Running the migrations again applies nothing a second time."""
+    await migrate(db, [STEP_ONE, STEP_TWO])
+
+    version = await migrate(db, [STEP_ONE, STEP_TWO])
+
+    with closing(sqlite3.connect(tmp_path / "test.sqlite3")) as check:
+        rows = check.execute("SELECT b FROM two").fetchall()
+    assert (version, rows) == (2, [(2,)])
+
+
+async def test_failed_step_rolls_back_whole(db: aiosqlite.Connection, tmp_path: Path) -> None:
+    """A step that fails half-way leaves neither its tables nor a new version behind."""
+    with pytest.raises(sqlite3.OperationalError, match="no such table: nowhere"):
+        await migrate(db, [STEP_ONE, BROKEN_TWO])
+
+    assert tables(tmp_path / "test.sqlite3") == ["one"]
+    assert user_version(tmp_path / "test.sqlite3") == 1
+    assert not db.in_transaction
+
+
+async def test_newer_database_is_refused(db: aiosqlite.Connection) -> None:
+    """A version above the newest known step raises StorageError naming both versions."""
+    await db.execute("PRAGMA user_version = 7")
+
+    with pytest.raises(StorageError, match=r"version 7, newer than this pacebot knows \(2\)"):
+        await migrate(db, [STEP_ONE, STEP_TWO])
+
+
+async def test_two_connections_migrate_once(tmp_path: Path) -> None:
+    """Two connections migrating one fresh file at once apply each step exactly once."""
+    path = tmp_path / "shared.sqlite3"
+    async with (
+        aiosqlite.connect(path, isolation_level=None, timeout=5) as first,
+        aiosqlite.connect(path, isolation_level=None, timeout=5) as second,
+    ):
+        versions = await asyncio.gather(
+            migrate(first, [STEP_ONE, STEP_TWO]), migrate(second, [STEP_ONE, STEP_TWO])
+        )
+
+    with closing(sqlite3.connect(path)) as check:
+        rows = check.execute("SELECT b FROM two").fetchall()
+    assert (list(versions), rows) == ([2, 2], [(2,)])

@@ -1,0 +1,386 @@
+"""The pipeline with real SQLite and the real openai SDK: burst → one call → paced replies."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.errors import ChatUnavailable, RateLimited, SendFailed
+from tests.fake_llm import FakeLLMServer
+from tests.fakes import GROUP, PRIVATE, RecordingPlatform, harness, replies_json, user_prompt
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLMServer]:
+    async with FakeLLMServer() as server:
+        yield server
+
+
+async def test_burst_is_one_call_and_paced_replies(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """Three quick messages make one LLM call; replies come in order, paced, typing between."""
+    llm.reply_json(replies_json("第一句", "第二句", "第三句", delay=0.1))
+    async with harness(tmp_path, llm) as bot:
+        loop = asyncio.get_running_loop()
+        for text in ("在吗", "我跟你说个事", "明天去爬山吗？"):
+            await bot.say(text)
+        await bot.platform.wait_for_sends(3)
+        answered_at = bot.platform.sent[0].at
+    assert len(llm.requests) == 1
+    prompt = user_prompt(llm.requests[0])
+    assert [line.split(": ", 1)[1] for line in prompt.splitlines()[-3:]] == [
+        "在吗",
+        "我跟你说个事",
+        "明天去爬山吗？",
+    ]
+    sent = bot.platform.sent
+    assert [s.text for s in sent] == ["第一句", "第二句", "第三句"]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(sent)]
+    assert all(0.09 <= gap < 0.3 for gap in gaps), gaps
+    typing_between = [t for _, t in bot.platform.typing if sent[0].at < t < sent[2].at]
+    assert len(typing_between) >= 2
+    assert answered_at <= loop.time()
+
+
+async def test_first_reply_goes_out_at_once(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """The first reply is sent right after the LLM answers, whatever its delay field says."""
+    llm.reply_json({"replies": [{"content": "嗨", "send_delay_seconds": 0}]})
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("hi")
+        loop = asyncio.get_running_loop()
+        await llm.wait_for_requests(1)
+        asked_at = loop.time()
+        await bot.platform.wait_for_sends(1)
+    assert bot.platform.sent[0].at - asked_at < 0.1
+
+
+async def test_messages_during_an_answer_go_to_the_next_batch(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A message sent while a batch is answered goes to a second batch that sees the replies."""
+    llm.hang(0.2, content=json.dumps(replies_json("先回答第一个")))
+    llm.reply_json(replies_json("再回答第二个"))
+    async with harness(tmp_path, llm, pacing={"on_new_message": "finish"}) as bot:
+        await bot.say("第一个问题？")
+        await llm.wait_for_requests(1)
+        await bot.say("第二个问题？")
+        await bot.platform.wait_for_sends(2)
+    assert len(llm.requests) == 2
+    second = user_prompt(llm.requests[1])
+    assert "小满 (you): 先回答第一个" in second
+    assert second.rstrip().endswith("第二个问题？")
+    assert "第一个问题？" in second.split("New messages")[0]
+
+
+@pytest.mark.parametrize(
+    ("failure", "status"),
+    [("429", 429), ("500", 500), ("timeout", None)],
+)
+async def test_llm_failure_keeps_chat_silent_then_recovers(
+    tmp_path: Path, llm: FakeLLMServer, failure: str, status: int | None
+) -> None:
+    """After a 429, 500 or timeout the chat stays silent; the next message is answered."""
+    if status is None:
+        llm.hang(3.0)
+    else:
+        llm.fail(status)
+    llm.reply_json(replies_json("我回来了"))
+    async with harness(tmp_path, llm, llm={"timeout_s": 0.3}) as bot:
+        await bot.say("你好")
+        await llm.wait_for_requests(1)
+        await bot.settle()
+        assert bot.platform.sent == []
+        assert await bot.pipeline.llm_errors_since(datetime(2000, 1, 1, tzinfo=UTC)) == 1
+        await bot.say("还在吗")
+        await bot.platform.wait_for_sends(1)
+    assert bot.platform.texts() == ["我回来了"]
+    assert "你好" in user_prompt(llm.requests[-1]).split("New messages")[0]
+
+
+async def test_group_unaddressed_is_stored_but_not_answered(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """In mention mode a group batch without an address makes no LLM call but stays as context."""
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("今天好热", chat=GROUP, sender_id="1", sender_name="阿强")
+        await bot.settle()
+        assert llm.requests == []
+        await bot.say(
+            "小满你觉得呢？", chat=GROUP, sender_id="2", sender_name="阿珍", addresses_bot=True
+        )
+        await bot.platform.wait_for_sends(1)
+    assert len(llm.requests) == 1
+    assert "阿强: 今天好热" in user_prompt(llm.requests[0]).split("New messages")[0]
+
+
+async def test_group_burst_from_two_people_keeps_both_and_quotes(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Two members in one batch: one call names both, and replies quote the messages they answer."""
+    async with harness(tmp_path, llm, groups={"reply_mode": "always"}) as bot:
+        first = await bot.say("周六去哪", chat=GROUP, sender_id="1", sender_name="阿强")
+        second = await bot.say("我想去海边", chat=GROUP, sender_id="2", sender_name="阿珍")
+        llm.reply_json(
+            {
+                "replies": [
+                    {"content": "去山里吧", "send_delay_seconds": 0, "reply_to": first.message_id},
+                    {
+                        "content": "海边也行",
+                        "send_delay_seconds": 0,
+                        "reply_to": int(second.message_id),
+                    },
+                    {"content": "哈哈", "send_delay_seconds": 0, "reply_to": "nope"},
+                ]
+            }
+        )
+        await bot.platform.wait_for_sends(3)
+    prompt = user_prompt(llm.requests[0])
+    assert f"[#{first.message_id} " in prompt
+    assert f"[#{second.message_id} " in prompt
+    assert ("阿强" in prompt, "阿珍" in prompt) == (True, True)
+    assert [(s.text, s.reply_to) for s in bot.platform.sent] == [
+        ("去山里吧", first.message_id),
+        ("海边也行", second.message_id),
+        ("哈哈", None),
+    ]
+
+
+async def test_smart_mode_may_stay_silent(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """In smart mode the LLM sees every batch and an empty list means silence."""
+    llm.reply_json({"replies": []})
+    async with harness(tmp_path, llm, groups={"reply_mode": "smart"}) as bot:
+        await bot.say("哈哈哈", chat=GROUP)
+        await bot.settle()
+    assert len(llm.requests) == 1
+    assert bot.platform.sent == []
+
+
+async def test_empty_reply_to_a_question_in_private_asks_again(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """An empty list is not accepted for a private question: the LLM is asked once more."""
+    llm.reply_json({"replies": []})
+    llm.reply_json(replies_json("八点"))
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("明天几点？")
+        await bot.platform.wait_for_sends(1)
+    assert len(llm.requests) == 2
+    assert bot.platform.texts() == ["八点"]
+
+
+async def test_empty_reply_to_ok_in_private_is_silence(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A lone "ok" may go unanswered: one call, nothing sent."""
+    llm.reply_json({"replies": []})
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("ok")
+        await bot.settle()
+    assert len(llm.requests) == 1
+    assert bot.platform.sent == []
+
+
+async def test_fenced_json_is_read(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """Fenced JSON with prose around it is parsed without a second call."""
+    llm.reply('好的！\n```json\n{"replies": [{"content": "收到", "send_delay_seconds": 0}]}\n```')
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("hi")
+        await bot.platform.wait_for_sends(1)
+    assert bot.platform.texts() == ["收到"]
+    assert len(llm.requests) == 1
+
+
+async def test_prose_goes_to_the_splitter(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """Prose instead of JSON makes one splitter call whose JSON is used."""
+    llm.reply("当然可以。我们明天见！")
+    llm.reply_json(replies_json("当然可以。", "我们明天见！"))
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("明天见？")
+        await bot.platform.wait_for_sends(2)
+    assert len(llm.requests) == 2
+    assert "当然可以。我们明天见！" in json.dumps(llm.requests[1]["messages"], ensure_ascii=False)
+    assert bot.platform.texts() == ["当然可以。", "我们明天见！"]
+
+
+async def test_garbage_everywhere_falls_back_to_text_split(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """When the splitter fails too, the prose is split on sentences and no JSON reaches the chat."""
+    llm.reply("第一句话。第二句话！")
+    llm.reply("still not json")
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("hi")
+        await bot.platform.wait_for_sends(2)
+    assert bot.platform.texts() == ["第一句话。", "第二句话！"]
+
+
+async def test_truncated_json_never_reaches_the_chat(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A reply cut off at the token limit is invalid; what is sent is never raw JSON."""
+    llm.reply(
+        '{"replies": [{"content": "完整的一句", "send_delay_seconds": 0}, {"content": "被截',
+        finish_reason="length",
+    )
+    llm.fail(500)  # the splitter is down as well
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("hi")
+        await bot.settle()
+    assert len(llm.requests) == 2
+    assert all("{" not in text and "replies" not in text for text in bot.platform.texts())
+    assert bot.platform.texts()[:1] == ["完整的一句"]
+
+
+@pytest.mark.parametrize("mode", ["cancel", "finish"])
+async def test_writing_again_cancels_or_finishes(
+    tmp_path: Path, llm: FakeLLMServer, mode: str
+) -> None:
+    """Writing again cancels unsent replies (told to the next batch) or lets them finish."""
+    llm.reply_json(replies_json("一", "二", "三", delay=0.3))
+    llm.reply_json(replies_json("好"))
+    async with harness(tmp_path, llm, pacing={"on_new_message": mode}) as bot:
+        await bot.say("讲个故事")
+        await bot.platform.wait_for_sends(1)
+        await bot.say("算了不用了")
+        await bot.settle()
+    if mode == "cancel":
+        assert bot.platform.texts() == ["一", "好"]
+        assert "- 二\n- 三" in user_prompt(llm.requests[1])
+    else:
+        assert bot.platform.texts() == ["一", "二", "三", "好"]
+
+
+async def test_group_cancel_only_for_the_people_answered(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """In a group, a bystander's message does not cancel replies meant for someone else."""
+    llm.reply_json(replies_json("一", "二", delay=0.2))
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("小满在吗", chat=GROUP, sender_id="1", addresses_bot=True)
+        await bot.platform.wait_for_sends(1)
+        await bot.say("路过", chat=GROUP, sender_id="99")
+        await bot.settle()
+    assert bot.platform.texts() == ["一", "二"]
+
+
+async def test_max_batch_splits_a_flood(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """Five messages with max_batch 3 are answered as a batch of three, then one of two."""
+    async with harness(tmp_path, llm, pacing={"max_batch": 3}) as bot:
+        for n in range(5):
+            await bot.say(f"消息{n}")
+        await bot.settle()
+    assert len(llm.requests) == 2
+    first, second = (user_prompt(r).split("New messages")[1] for r in llm.requests)
+    assert ("消息0" in first, "消息2" in first, "消息3" in first) == (True, True, False)
+    assert ("消息3" in second, "消息4" in second) == (True, True)
+
+
+async def test_long_reply_is_split_at_the_platform_limit(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A reply longer than the platform limit is sent as several messages within it."""
+    llm.reply_json(replies_json("长" * 250))
+    async with harness(tmp_path, llm, platform=RecordingPlatform(text_limit=100)) as bot:
+        await bot.say("说点长的")
+        await bot.settle()
+    assert [len(t) for t in bot.platform.texts()] == [100, 100, 50]
+
+
+async def test_commands_skip_the_llm_and_the_timer(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """/status is answered directly, is not stored as chat, and does not restart the wait."""
+    pacing = {"debounce_min_s": 0.3, "debounce_max_s": 0.3}
+    async with harness(tmp_path, llm, pacing=pacing, bot={"admins": ["test:7"]}) as bot:
+        await bot.say("你好")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await asyncio.sleep(0.15)
+        await bot.say("/status", chat=PRIVATE)
+        await llm.wait_for_requests(1)
+        waited = loop.time() - started
+        await bot.settle()
+    assert waited < 0.45
+    status = bot.platform.texts()[0]
+    assert "waiting messages: 1" in status
+    assert "/status" not in user_prompt(llm.requests[0])
+
+
+async def test_non_admin_command_is_refused(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A non-admin's /prompt gets a short refusal and reveals nothing."""
+    async with harness(tmp_path, llm, bot={"admins": ["test:1"]}) as bot:
+        await bot.say("/prompt", sender_id="2")
+        await bot.say("/prompt", sender_id="1")
+        await bot.settle()
+    refusal, prompt = bot.platform.texts()
+    assert refusal == "Sorry, only admins can use that command."
+    assert "system prompt of test:private:42" in prompt
+    assert llm.requests == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "啊" * 100_000,
+        "😀😂🎉",
+        "\u202eمرحبا بالعالم\u202c",
+        "{}%s{0}",
+        "%(name)s {0!r}",
+        "\x00\x07bin",
+    ],
+)
+async def test_bad_input_is_answered_normally(
+    tmp_path: Path, llm: FakeLLMServer, text: str
+) -> None:
+    """Empty, huge, emoji, RTL, format strings and control characters never break the chat."""
+    async with harness(tmp_path, llm) as bot:
+        await bot.say(text)
+        await bot.say("正常消息")
+        await bot.platform.wait_for_sends(1)
+    assert bot.platform.texts() == ["好的"]
+    assert "正常消息" in user_prompt(llm.requests[0])
+
+
+async def test_duplicate_delivery_is_answered_once(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """The same platform message delivered twice is stored and answered once."""
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("你好", message_id="77")
+        await bot.say("你好", message_id="77")
+        await bot.settle()
+    assert user_prompt(llm.requests[0]).count("你好") == 1
+
+
+async def test_rate_limit_is_honoured(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A RateLimited send waits retry_after and then goes out once."""
+    platform = RecordingPlatform(failures=[RateLimited("slow down", retry_after_s=0.1)])
+    async with harness(tmp_path, llm, platform=platform) as bot:
+        await bot.say("hi")
+        loop = asyncio.get_running_loop()
+        asked = loop.time()
+        await bot.platform.wait_for_sends(1)
+    assert bot.platform.texts() == ["好的"]
+    assert bot.platform.sent[0].at - asked >= 0.1
+
+
+async def test_chat_unavailable_drops_its_queue(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """When the bot was removed from a chat, its queued replies are dropped and nothing crashes."""
+    llm.reply_json(replies_json("一", "二"))
+    platform = RecordingPlatform(failures=[ChatUnavailable("kicked")])
+    async with harness(tmp_path, llm, platform=platform) as bot:
+        await bot.say("hi")
+        await bot.settle()
+        assert await bot.pipeline.queued_replies(PRIVATE) == 0
+        await bot.say("我又把你加回来了")
+        await bot.platform.wait_for_sends(1)
+    assert bot.platform.texts() == ["好的"]
+
+
+async def test_maybe_delivered_is_not_resent(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A send that timed out after leaving is never repeated; the next reply still goes."""
+    llm.reply_json(replies_json("一", "二"))
+    platform = RecordingPlatform(failures=[SendFailed("timed out", maybe_delivered=True)])
+    async with harness(tmp_path, llm, platform=platform) as bot:
+        await bot.say("hi")
+        await bot.settle()
+    assert bot.platform.texts() == ["二"]
