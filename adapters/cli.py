@@ -89,7 +89,11 @@ def _serve(args: argparse.Namespace) -> int:
         if not console and not enabled_platforms(config):
             msg = "no platform is enabled: set [telegram] enabled = true, or use `pacebot console`"
             raise ConfigError(msg)
-        start_logging(config, secrets, level=_log_level(args, config))
+        level = _log_level(args, config)
+        # In the console the terminal is the chat: only problems go to stderr unless asked.
+        chosen = args.log_level or os.environ.get("PACEBOT_LOG_LEVEL")
+        stderr_level = "WARNING" if console and not chosen else None
+        start_logging(config, secrets, level=level, stderr_level=stderr_level)
         asyncio.run(chat_in_console(config, secrets) if console else run(config, secrets))
     except PacebotError as exc:
         print(f"pacebot: {exc}", file=sys.stderr)

@@ -19,7 +19,7 @@ from adapters.console import ConsolePlatform, stdin_reader
 from adapters.openai_llm import OpenAILLM
 from adapters.telegram import TelegramPlatform
 from bot.answer import Answerer
-from bot.config import Config, Secrets, read_persona
+from bot.config import Config, Secrets, enabled_platforms, read_persona
 from bot.log import setup_logging
 from bot.pipeline import Pipeline
 from bot.ports import Platform
@@ -59,10 +59,11 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-async def run(config: Config, secrets: Secrets) -> None:
-    """Run every enabled platform until SIGINT or SIGTERM."""
-    stop = asyncio.Event()
-    _stop_on_signals(stop)
+@contextlib.asynccontextmanager
+async def running_bot(
+    config: Config, secrets: Secrets, *, telegram_poll_timeout_s: float = 10.0
+) -> AsyncIterator[Pipeline]:
+    """Start the core and every enabled platform; stop them in reverse on exit."""
     platforms: dict[str, Platform] = {}
     async with contextlib.AsyncExitStack() as stack:
         pipeline = await stack.enter_async_context(running_core(config, secrets, platforms))
@@ -72,13 +73,22 @@ async def run(config: Config, secrets: Secrets) -> None:
                 api_base_url=config.telegram.api_base_url,
                 bot_name=config.bot.name,
                 aliases=config.bot.aliases,
+                poll_timeout_s=telegram_poll_timeout_s,
             )
             platforms["telegram"] = telegram
             await telegram.start(pipeline)
-            stack.push_async_callback(telegram.stop)
-        logger.info("pacebot running: {}; Ctrl-C to stop", ", ".join(platforms) or "nothing")
+            stack.push_async_callback(telegram.stop)  # first to stop: no new updates
+        yield pipeline
+
+
+async def run(config: Config, secrets: Secrets) -> None:
+    """Run every enabled platform until SIGINT or SIGTERM."""
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    async with running_bot(config, secrets):
+        logger.info("pacebot running: {}; Ctrl-C to stop", ", ".join(enabled_platforms(config)))
         await stop.wait()
-        logger.info("stopping")
+        logger.info("stopping: no new updates; unsent replies stay queued")
 
 
 async def chat_in_console(config: Config, secrets: Secrets) -> None:
@@ -89,6 +99,7 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as pipeline:
         reader = await stdin_reader()
+        logger.info("console ready; end the input (Ctrl-D) to finish")
         reading = asyncio.create_task(console.read_input(pipeline, reader), name="console:input")
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -101,6 +112,10 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
         stopped.cancel()
 
 
-def start_logging(config: Config, secrets: Secrets, *, level: str) -> None:
+def start_logging(
+    config: Config, secrets: Secrets, *, level: str, stderr_level: str | None = None
+) -> None:
     """Log at ``level`` to stderr and ``<data_dir>/logs``, scrubbing these secrets."""
-    setup_logging(level=level, log_dir=config.log_dir, secrets=secrets.every)
+    setup_logging(
+        level=level, log_dir=config.log_dir, secrets=secrets.every, stderr_level=stderr_level
+    )

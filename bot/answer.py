@@ -74,11 +74,13 @@ def plan_replies(
     text_limit: int,
     batch_ids: frozenset[str],
 ) -> tuple[PlannedReply, ...]:
-    """Turn relative delays into due times, split long replies, keep valid quotes only."""
+    """Turn delays into due times (the first reply at once), split long ones, check quotes."""
     planned: list[PlannedReply] = []
     due = start
-    for reply in replies:
-        due += timedelta(seconds=reply.send_delay_seconds)
+    for position, reply in enumerate(replies):
+        # The first goes out at once: the LLM call already took its time.
+        if position:
+            due += timedelta(seconds=reply.send_delay_seconds)
         quote = reply.reply_to if reply.reply_to in batch_ids else None
         for index, piece in enumerate(split_to_limit(reply.content, text_limit)):
             planned.append(PlannedReply(piece, due, quote if index == 0 else None))

@@ -79,12 +79,20 @@ class _InterceptHandler(logging.Handler):
         )
 
 
-def setup_logging(*, level: str, log_dir: Path | None, secrets: Iterable[str] = ()) -> None:
+def setup_logging(
+    *,
+    level: str,
+    log_dir: Path | None,
+    secrets: Iterable[str] = (),
+    stderr_level: str | None = None,
+) -> None:
     """Log to stderr and, if ``log_dir`` is set, to a rotated file there."""
     redactor.add(*secrets)
     logger.remove()
     logger.configure(patcher=_patch, extra={"chat": "-", "error": ""})
-    logger.add(sys.stderr, level=level, format=_FORMAT, backtrace=False, diagnose=False)
+    logger.add(
+        sys.stderr, level=stderr_level or level, format=_FORMAT, backtrace=False, diagnose=False
+    )
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
         logger.add(

@@ -8,8 +8,8 @@ both win; a row left in ``sending`` by a crash is never sent again.
 from __future__ import annotations
 
 import asyncio
-import functools
 import enum
+import functools
 from collections.abc import Callable, Mapping
 from datetime import datetime
 
@@ -24,6 +24,7 @@ from bot.ports import Platform, Store
 _BACKOFF_INITIAL_S = 1.0
 _BACKOFF_MAX_S = 30.0
 _STOP_GRACE_S = 5.0  # how long a send already on the wire may take to finish at shutdown
+_NO_WAIT_S = 0.005  # shorter waits (clock rounding, timer resolution) are not waited for
 
 
 class _Outcome(enum.Enum):
@@ -193,7 +194,7 @@ class Sender:
         typing: bool = True,
     ) -> bool:
         """Wait ``seconds`` showing typing; return ``True`` if woken early."""
-        if seconds <= 0:
+        if seconds < _NO_WAIT_S:
             return wake.is_set()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds

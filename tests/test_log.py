@@ -1,0 +1,61 @@
+"""Logging: secrets are scrubbed from every line, tracebacks included; httpx stays quiet."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from loguru import logger
+
+from bot.log import REDACTED, Redactor, setup_logging
+
+TOKEN = "123456:AAE-secret-token_value"
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> Iterator[Path]:
+    setup_logging(level="TRACE", log_dir=tmp_path, secrets=[TOKEN, "short"])
+    yield tmp_path / "pacebot.log"
+    logger.remove()
+    logging.basicConfig(handlers=[], force=True)
+
+
+def test_redactor_replaces_plain_and_url_quoted_forms() -> None:
+    """A secret is replaced as written and as it appears URL-quoted."""
+    redact = Redactor([TOKEN])
+    assert redact(f"https://x/bot{TOKEN}/getMe") == f"https://x/bot{REDACTED}/getMe"
+    assert redact("123456%3AAAE-secret-token_value") == REDACTED
+
+
+def test_secret_in_message_and_traceback_is_scrubbed(log_file: Path) -> None:
+    """Neither a message nor an exception's traceback carries the secret into the log."""
+    logger.bind(chat="telegram:private:1").info("calling https://api/bot{}/getMe", TOKEN)
+    message = f"failed for {TOKEN}"
+    try:
+        raise RuntimeError(message)
+    except RuntimeError:
+        logger.exception("boom")
+    text = log_file.read_text(encoding="utf-8")
+    assert TOKEN not in text
+    assert text.count(REDACTED) == 2
+    assert "telegram:private:1" in text
+    assert "RuntimeError: failed for ***" in text
+
+
+def test_stdlib_logs_are_routed_and_httpx_is_quiet(log_file: Path) -> None:
+    """stdlib records reach the log file, except httpx's INFO request lines."""
+    logging.getLogger("telegram.ext").warning("from ptb")
+    logging.getLogger("httpx").info(
+        "HTTP Request: POST https://api.telegram.org/bot%s/getUpdates", TOKEN
+    )
+    text = log_file.read_text(encoding="utf-8")
+    assert "telegram.ext: from ptb" in text
+    assert "HTTP Request" not in text
+
+
+def test_short_strings_are_not_treated_as_secrets(log_file: Path) -> None:
+    """Strings under six characters are not scrubbed: they would mangle ordinary words."""
+    logger.info("a short word")
+    assert "a short word" in log_file.read_text(encoding="utf-8")
