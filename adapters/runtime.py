@@ -9,20 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import signal
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from loguru import logger
 
 from adapters.console import ConsolePlatform, stdin_reader
 from adapters.openai_llm import OpenAILLM
+from adapters.qq import QQPlatform  # before logging is set up: importing nonebot resets loguru
 from adapters.telegram import TelegramPlatform
 from bot.answer import Answerer
 from bot.config import Config, Secrets, enabled_platforms, read_persona
 from bot.log import setup_logging
+from bot.memory import Memory
 from bot.pipeline import Pipeline
 from bot.ports import Platform
+from scheduler.jobs import start_scheduler
+from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
 
 
@@ -31,26 +38,59 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """The store, the main LLM and the memory built on them."""
+
+    store: SqliteStore
+    llm: OpenAILLM
+    memory: Memory
+
+
 @contextlib.asynccontextmanager
-async def running_core(
-    config: Config, secrets: Secrets, platforms: dict[str, Platform]
-) -> AsyncIterator[Pipeline]:
-    """Open the store and LLM clients, recover, and yield the running pipeline."""
+async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]:
+    """Open the store and the LLM client; close them on exit."""
     persona = read_persona(config)
     async with contextlib.AsyncExitStack() as stack:
         store = await SqliteStore.open(config.database_path)
         stack.push_async_callback(store.close)
         llm = OpenAILLM.from_config(config.llm, api_key=secrets.llm_api_key)
         stack.push_async_callback(llm.aclose)
+        memory = Memory(config, store, llm, initial_persona=persona, now=utc_now)
+        yield Parts(store, llm, memory)
+
+
+@contextlib.asynccontextmanager
+async def running_core(
+    config: Config,
+    secrets: Secrets,
+    platforms: dict[str, Platform],
+    *,
+    nightly: bool = True,
+) -> AsyncIterator[Pipeline]:
+    """Recover and run the pipeline (and the nightly job); stop both on exit."""
+    async with opened_parts(config, secrets) as parts, contextlib.AsyncExitStack() as stack:
         splitter = OpenAILLM.splitter_from_config(config.llm, api_key=secrets.splitter_api_key)
         stack.push_async_callback(splitter.aclose)
         answerer = Answerer(
-            config, store, llm, splitter=splitter, persona=lambda: persona, now=utc_now
+            config, parts.store, parts.llm, splitter=splitter, memory=parts.memory, now=utc_now
         )
-        pipeline = Pipeline(config, store, platforms, answerer, now=utc_now)
+        pipeline = Pipeline(config, parts.store, platforms, answerer, parts.memory, now=utc_now)
         stack.push_async_callback(pipeline.stop)
         await pipeline.recover()
+        if nightly:
+            job = functools.partial(run_nightly, parts.memory, parts.store, config)
+            scheduler = start_scheduler(config, job)
+            stack.callback(scheduler.shutdown, wait=False)
+            catch_up = asyncio.create_task(job(), name="nightly:catch-up")
+            stack.push_async_callback(_cancel, catch_up)
         yield pipeline
+
+
+async def _cancel(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -77,7 +117,18 @@ async def running_bot(
             )
             platforms["telegram"] = telegram
             await telegram.start(pipeline)
-            stack.push_async_callback(telegram.stop)  # first to stop: no new updates
+            stack.push_async_callback(telegram.stop)  # stops before the pipeline: no new updates
+        if config.qq.enabled:
+            qq = QQPlatform(
+                host=config.qq.host,
+                port=config.qq.port,
+                access_token=secrets.onebot_access_token,
+                bot_name=config.bot.name,
+                aliases=config.bot.aliases,
+            )
+            platforms["qq"] = qq
+            await qq.start(pipeline)
+            stack.push_async_callback(qq.stop)
         yield pipeline
 
 

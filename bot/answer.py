@@ -17,6 +17,7 @@ from loguru import logger
 
 from bot.config import Config
 from bot.errors import BadLLMReply, LLMUnavailable
+from bot.memory import Memory
 from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, PlannedReply, Reply
 from bot.ports import LLM, Store
 from bot.prompt import PromptInput, build_prompt, system_prompt
@@ -97,19 +98,22 @@ class Answerer:
         llm: LLM,
         *,
         splitter: LLM,
-        persona: Callable[[], str],
+        memory: Memory,
         now: Callable[[], datetime],
     ) -> None:
         self._config = config
         self._store = store
         self._llm = llm
         self._splitter = splitter
-        self._persona = persona
+        self._memory = memory
         self._now = now
 
-    def _prompt_input(self, chat: ChatKey, *, chat_title: str | None) -> PromptInput:
+    def _prompt_input(
+        self, chat: ChatKey, *, chat_title: str | None, persona: str, recalled: str = ""
+    ) -> PromptInput:
         return PromptInput(
-            persona=self._persona(),
+            persona=persona,
+            recalled=recalled,
             contract=REPLY_CONTRACT,
             bot_name=self._config.bot.name,
             chat=chat,
@@ -120,17 +124,23 @@ class Answerer:
             batch=(),
         )
 
-    def system_prompt_for(self, chat: ChatKey, *, chat_title: str | None) -> str:
-        """Return the system prompt a batch of ``chat`` would get now."""
-        return system_prompt(self._prompt_input(chat, chat_title=chat_title))
+    async def system_prompt_for(self, chat: ChatKey, *, chat_title: str | None) -> str:
+        """Return the system prompt a batch of ``chat`` would get now (without recall)."""
+        persona = await self._memory.persona(chat)
+        return system_prompt(self._prompt_input(chat, chat_title=chat_title, persona=persona.text))
 
     async def prompt_for(self, batch: Batch, *, chat_title: str | None) -> list[ChatMessage]:
         """Build the request for ``batch`` from its chat's history."""
         chat = batch.chat
+        persona = await self._memory.persona(chat)
+        asked = [m.text for m in batch.messages if not m.from_bot]
+        recalled = await self._memory.recall(chat, asked, persona=persona)
         history = await self._store.recent_history(chat, exclude_batch=batch.id, limit=200)
         unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
         spec = replace(
-            self._prompt_input(chat, chat_title=chat_title),
+            self._prompt_input(
+                chat, chat_title=chat_title, persona=persona.text, recalled=recalled.render()
+            ),
             batch=batch.messages,
             history=history,
             unsaid=unsaid,

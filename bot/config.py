@@ -31,6 +31,17 @@ from bot.errors import ConfigError
 _ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+
+def is_loopback(host: str) -> bool:
+    """Tell whether ``host`` names a loopback address (only this machine can connect)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 PositiveSeconds = Annotated[float, Field(gt=0)]
 NonNegativeSeconds = Annotated[float, Field(ge=0)]
 
@@ -235,12 +246,7 @@ class QQConfig(_Section):
 
     @property
     def is_loopback(self) -> bool:
-        if self.host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(self.host).is_loopback
-        except ValueError:
-            return False
+        return is_loopback(self.host)
 
 
 class Config(_Section):
@@ -340,11 +346,18 @@ class Secrets:
     llm_api_key: str
     splitter_api_key: str
     telegram_token: str | None = None
+    onebot_access_token: str | None = None
 
     @property
     def every(self) -> tuple[str, ...]:
         """All the secret values, for scrubbing from logs."""
-        return tuple(s for s in (self.llm_api_key, self.splitter_api_key, self.telegram_token) if s)
+        values = (
+            self.llm_api_key,
+            self.splitter_api_key,
+            self.telegram_token,
+            self.onebot_access_token,
+        )
+        return tuple(s for s in values if s)
 
 
 def read_secrets(config: Config, *, console: bool) -> Secrets:
@@ -361,14 +374,23 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
     llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
     splitter_env = config.llm.splitter.api_key_env
     splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
-    telegram_token = None
+    telegram_token = onebot_token = None
     if config.telegram.enabled and not console:
         telegram_token = need(config.telegram.token_env, "[telegram] token_env")
+    if config.qq.enabled and not console:
+        token_env = config.qq.access_token_env
+        onebot_token = os.environ.get(token_env, "").strip() or None
+        if onebot_token is None and not config.qq.is_loopback:
+            problems.append(
+                f"[qq] access_token_env: environment variable {token_env} is not set, and it is "
+                f"required because qq.host = {config.qq.host!r} is not a loopback address"
+            )
     if problems:
         raise ConfigError("\n".join(problems))
-    return Secrets(llm_key, splitter_key, telegram_token)
+    return Secrets(llm_key, splitter_key, telegram_token, onebot_token)
 
 
 def enabled_platforms(config: Config) -> list[str]:
     """Name the platforms ``pacebot run`` would start."""
-    return [name for name, on in (("telegram", config.telegram.enabled),) if on]
+    switches = (("telegram", config.telegram.enabled), ("qq", config.qq.enabled))
+    return [name for name, on in switches if on]

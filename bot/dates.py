@@ -33,6 +33,7 @@ current chat day, from :func:`chat_day`). The choices, where a phrase is ambiguo
 
 from __future__ import annotations
 
+import heapq
 import re
 import unicodedata
 from collections.abc import Callable, Iterator
@@ -48,6 +49,9 @@ MAX_RANGE_DAYS = 366
 
 MAX_DAYS_AGO = 3660
 """How far back "N天前" / "N days ago" may reach (about ten years); further is no match."""
+
+MAX_EXPRESSIONS = 64
+"""How many date expressions one text is read for; the rest of a huge paste is skipped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +82,7 @@ class DateRange:
         return iter(self.days())
 
 
-def chat_day(
-    moment: datetime, *, zone: ZoneInfo, boundary: time = DEFAULT_DAY_BOUNDARY
-) -> date:
+def chat_day(moment: datetime, *, zone: ZoneInfo, boundary: time = DEFAULT_DAY_BOUNDARY) -> date:
     """Return the chat day ``moment`` belongs to.
 
     Defined through :func:`chat_day_bounds`, so a moment always lies inside the bounds of
@@ -90,10 +92,11 @@ def chat_day(
         msg = f"chat_day needs a timezone-aware datetime, got naive {moment.isoformat()}"
         raise ValueError(msg)
     day = moment.astimezone(zone).date()
-    if moment < _day_start(day, zone, boundary):
-        return day - timedelta(days=1)
-    if moment >= _day_start(day + timedelta(days=1), zone, boundary):
-        return day + timedelta(days=1)  # only if the boundary sits in a DST gap at midnight
+    # At most one step each way, unless a DST gap pushes a late boundary past midnight.
+    while moment < _day_start(day, zone, boundary):
+        day -= timedelta(days=1)
+    while moment >= _day_start(day + timedelta(days=1), zone, boundary):
+        day += timedelta(days=1)
     return day
 
 
@@ -126,8 +129,15 @@ def find_dates(text: str, *, today: date) -> list[DateRange]:
     Ranges come in the order their expressions appear, each once; none reaches past
     ``today``. A text without a recognised date expression gives an empty list.
     """
+    normalised = unicodedata.normalize("NFKC", text)
     found: list[DateRange] = []
-    for match in _PATTERN.finditer(unicodedata.normalize("NFKC", text)):
+    end = 0
+    for count, match in enumerate(_matches(normalised)):
+        if count == MAX_EXPRESSIONS:
+            break
+        if match.start() < end:  # overlaps a match already taken
+            continue
+        end = match.end()
         kind = match.lastgroup
         if kind is None:  # pragma: no cover - every alternative is a named group
             continue
@@ -141,6 +151,13 @@ def find_dates(text: str, *, today: date) -> list[DateRange]:
     return found
 
 
+def _matches(text: str) -> Iterator[re.Match[str]]:
+    """Yield the Chinese and the English matches in ``text``, by position."""
+    return heapq.merge(
+        _ZH_PATTERN.finditer(text), _EN_PATTERN.finditer(text), key=lambda m: m.start()
+    )
+
+
 def referred_days(text: str, *, today: date) -> tuple[date, ...]:
     """Return every chat day that ``text`` refers to, oldest first, at most the newest
     :data:`MAX_RANGE_DAYS` of them."""
@@ -150,10 +167,12 @@ def referred_days(text: str, *, today: date) -> tuple[date, ...]:
 
 # --- the pattern ----------------------------------------------------------------------
 #
-# One alternation of named groups, scanned once. At a given position the first
-# alternative that matches wins, so longer phrases come before their prefixes
-# (大前天 before 前天, 上周三 before 上周). Text is NFKC-normalised first, which turns
-# full-width digits, letters and punctuation into ASCII.
+# Two alternations of named groups, Chinese and English, each scanned once. At a given
+# position the first alternative that matches wins, so longer phrases come before their
+# prefixes (大前天 before 前天, 上周三 before 上周). Each scan starts with a lookahead for
+# the characters an expression can begin with, so ordinary text is skipped at about one
+# character test per position (100 kB in a few ms instead of ~100 ms). Text is
+# NFKC-normalised first, which turns full-width digits, letters and punctuation into ASCII.
 
 _CN_DIGITS = {
     "零": 0,
@@ -171,7 +190,7 @@ _CN_DIGITS = {
 }
 _CN_NUM = "[零〇一二两三四五六七八九十百]+"
 _NUM = rf"(?:(?<![0-9])[0-9]{{1,6}}(?![0-9])|{_CN_NUM})"
-_DAY_NUM = rf"(?:(?<![0-9])[0-9]{{1,2}}(?![0-9])|[一二三四五六七八九十]{{1,3}})"
+_DAY_NUM = r"(?:(?<![0-9])[0-9]{1,2}(?![0-9])|[一二三四五六七八九十]{1,3})"
 
 _CN_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _CN_WEEK = "(?:周|星期|礼拜)"
@@ -197,8 +216,7 @@ _EN_MONTH = (
     "|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
 _EN_MONTH_FULL = (
-    "(?:january|february|march|april|may|june|july|august|september|october|november"
-    "|december)"
+    "(?:january|february|march|april|may|june|july|august|september|october|november|december)"
 )
 _EN_NUMBERS = {
     "a": 1,
@@ -230,10 +248,10 @@ _A = "(?<![a-z])"  # English word start: \b fails next to CJK, which counts as a
 _Z = "(?![a-z])"  # English word end
 _ORD = "(?:st|nd|rd|th)?"
 
-_ALTERNATIVES: dict[str, str] = {
+_ZH_ALTERNATIVES: dict[str, str] = {
     # 2026-03-05, 2026/3/5, 2026.3.5
-    "iso": rf"(?<![0-9])(?P<iso_y>[0-9]{{4}})\s*([-/.])\s*(?P<iso_m>[0-9]{{1,2}})\s*\2"
-    rf"\s*(?P<iso_d>[0-9]{{1,2}})(?![0-9])",
+    "iso": r"(?<![0-9])(?P<iso_y>[0-9]{4})\s*(?P<iso_sep>[-/.])\s*(?P<iso_m>[0-9]{1,2})"
+    r"\s*(?P=iso_sep)\s*(?P<iso_d>[0-9]{1,2})(?![0-9])",
     # 2026年3月5日, 二〇二六年三月五号, 2026年3月
     "cn_ymd": r"(?P<ymd_y>(?<![0-9])[0-9]{4}|[零〇一二三四五六七八九]{4})\s*年\s*"
     rf"(?P<ymd_m>{_NUM})\s*月份?\s*(?:(?P<ymd_d>{_DAY_NUM})\s*[日号])?",
@@ -250,16 +268,22 @@ _ALTERNATIVES: dict[str, str] = {
     r"(?P<rc_u>天|日|周|星期|礼拜|月)",
     # 3月5日, 三月五号, 3月 — but not 3个月
     "cn_md": rf"(?<![0-9个几第])(?P<md_m>{_NUM})\s*月份?\s*(?:(?P<md_d>{_DAY_NUM})\s*[日号])?",
-    # 5号, 5日, 十五号 — not 5号线 / 3号楼, and no 一日三餐
-    "cn_dom": r"(?<![0-9第几])(?:(?P<dom_a>[0-9]{1,2})\s*[日号]|(?P<dom_c>[一二三四五六七八九十]{1,3})号)"
-    r"(?![线楼机位门房床桌车厅馆店窗台楼院球手码])",
-    "cn_day": r"(?P<cd>大前天|(?<![以之从提目眼面跟门空生事向])前天|昨天|昨日|昨晚|昨儿|今天|今日|今晚|今早)",
+    # 5号, 5日, 十五号, 二十一日 — not 5号线 / 3号楼, and not the 一日 of 一日三餐
+    "cn_dom": r"(?<![0-9第几零〇一二两三四五六七八九十百])(?:(?P<dom_a>[0-9]{1,2})\s*[日号]"
+    r"|(?P<dom_c>[一二三]?十[一二三四五六七八九]?)[日号]|(?P<dom_u>[一二三四五六七八九])号)"
+    r"(?![线楼机位门房床桌车厅馆店窗台院球手码内后])",
+    # 大前天, 前天 (not the 前天 in 以前天气), 昨天, 今天
+    "cn_day": r"(?P<cd>大前天|(?<![以之从提目眼面跟门空生事向])前天"
+    r"|昨天|昨日|昨晚|昨儿|今天|今日|今晚|今早)",
     # 上周, 上周三, 上上周, 这周, 本周五, 上周末, 上个礼拜天
     "cn_week": rf"(?P<wk>上上上|上上|上一?|这|本)个?{_CN_WEEK}"
     r"(?:(?P<wk_d>[一二三四五六日天])|(?P<wk_end>末))?",
     # 周三, 星期天 — not 下周三, 每周三, 一周一次
     "cn_weekday": rf"(?<![上下这本每个那几0-9一二两三四五六七八九十]){_CN_WEEK}"
     r"(?P<bw_d>[一二三四五六日天])",
+}
+
+_EN_ALTERNATIVES: dict[str, str] = {
     "en_day": rf"{_A}(?P<ed>(?:the\s+)?day\s+before\s+yesterday|yesterday|today|tonight"
     rf"|last\s+night|this\s+(?:morning|afternoon|evening)){_Z}",
     # 3 days ago, two weeks ago, a couple of days ago
@@ -270,7 +294,7 @@ _ALTERNATIVES: dict[str, str] = {
     # the past week, past month (rolling)
     "en_past": rf"{_A}past\s+(?P<ep_u>week|month){_Z}",
     # last Friday, this week, last month, previous weekend
-    "en_rel": rf"{_A}(?P<en_rel>last|previous|this)\s+"
+    "en_rel": rf"{_A}(?P<rel_word>last|previous|this)\s+"
     rf"(?:(?P<en_wd>{_EN_WEEKDAY})|(?P<en_unit>weekend|week|month)){_Z}",
     # March 5, Mar. 5th, March 5, 2026
     "en_md": rf"{_A}(?P<emd_m>{_EN_MONTH})\.?\s+(?P<emd_d>[0-9]{{1,2}}){_ORD}(?![0-9a-z:])"
@@ -287,10 +311,32 @@ _ALTERNATIVES: dict[str, str] = {
     "en_weekday": rf"{_A}(?<!next\s)(?<!every\s)(?<!coming\s)(?P<ew>{_EN_WEEKDAY}){_Z}",
 }
 
-_PATTERN = re.compile(
-    "|".join(f"(?P<{name}>{body})" for name, body in _ALTERNATIVES.items()),
-    re.IGNORECASE,
+# What a Chinese expression can start with; a superset of the alternatives' first chars.
+_ZH_START = (
+    r"(?<![0-9])[0-9]+\s*(?:[-/.]|个?\s*[天日周星礼月号年])"
+    r"|[零〇一二两三四五六七八九十百]+\s*个?\s*[天日周星礼月号年]"
+    r"|今[天日晚早年]|昨|大前天|前[天年]|上[上一个周星礼月]|这个?[周星礼月]|本[个周星礼月]"
+    r"|最?近|过去|周|星期|礼拜|去年"
 )
+_EN_FIRST_WORDS = (
+    *_EN_NUMBERS,
+    *_EN_WEEKDAYS,
+    *_EN_MONTHS,
+    *("the", "day", "yesterday", "today", "tonight", "last", "this", "past", "previous"),
+    *("couple", "on", "in", "during"),
+)
+_EN_START = (
+    r"(?<![0-9])[0-9]+(?:st|nd|rd|th)?\s+[a-z]"
+    f"|[{''.join(sorted({word[0] for word in _EN_FIRST_WORDS}))}]"
+)
+
+
+def _alternation(alternatives: dict[str, str]) -> str:
+    return "|".join(f"(?P<{name}>{body})" for name, body in alternatives.items())
+
+
+_ZH_PATTERN = re.compile(f"(?={_ZH_START})(?:{_alternation(_ZH_ALTERNATIVES)})")
+_EN_PATTERN = re.compile(f"{_A}(?={_EN_START})(?:{_alternation(_EN_ALTERNATIVES)})", re.IGNORECASE)
 
 
 # --- arithmetic -----------------------------------------------------------------------
@@ -454,7 +500,9 @@ def _cn_md(m: re.Match[str], today: date) -> DateRange:
 
 
 def _cn_dom(m: re.Match[str], today: date) -> DateRange:
-    return DateRange.single(_latest_day_of_month(today, _number(m["dom_a"] or m["dom_c"])))
+    return DateRange.single(
+        _latest_day_of_month(today, _number(m["dom_a"] or m["dom_c"] or m["dom_u"]))
+    )
 
 
 _CN_DAYS_BACK = {
@@ -518,7 +566,7 @@ def _en_past(m: re.Match[str], today: date) -> DateRange:
 
 
 def _en_rel(m: re.Match[str], today: date) -> DateRange:
-    last = m["en_rel"].lower() != "this"
+    last = m["rel_word"].lower() != "this"
     if m["en_wd"]:
         weekday = _EN_WEEKDAYS.index(m["en_wd"].lower())
         if last:

@@ -27,6 +27,10 @@ class StorageError(PacebotError):
     """The database cannot be opened, migrated or written."""
 
 
+class SummaryExists(StorageError):
+    """A chat day already has a live (not popped) summary."""
+
+
 class LLMError(PacebotError):
     """An LLM call did not give a usable answer."""
 

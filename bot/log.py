@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 REDACTED = "***"
 _QUIET_LOGGERS = ("httpx", "httpcore", "hpack", "openai._base_client")
 _FORMAT = (
-    "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {extra[chat]: <24} | {message}{extra[error]}"
+    "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {extra[where]: <24} | {message}{extra[error]}"
 )
 
 
@@ -54,7 +54,9 @@ redactor = Redactor()
 
 def _patch(record: Record) -> None:
     record["message"] = redactor(record["message"])
-    record["extra"].setdefault("chat", "-")
+    extra = record["extra"]
+    chat = extra.get("chat", "-")
+    extra["where"] = f"{chat} batch {extra['batch']}" if "batch" in extra else chat
     exception = record["exception"]
     if exception is None or exception.value is None:
         record["extra"]["error"] = ""
@@ -89,7 +91,7 @@ def setup_logging(
     """Log to stderr and, if ``log_dir`` is set, to a rotated file there."""
     redactor.add(*secrets)
     logger.remove()
-    logger.configure(patcher=_patch, extra={"chat": "-", "error": ""})
+    logger.configure(patcher=_patch, extra={"chat": "-", "where": "-", "error": ""})
     logger.add(
         sys.stderr, level=stderr_level or level, format=_FORMAT, backtrace=False, diagnose=False
     )

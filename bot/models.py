@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 
 from bot.errors import ConfigError
 
@@ -159,3 +159,29 @@ class Completion:
 
     text: str
     finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class DaySummary:
+    """What the LLM wrote down about one chat day."""
+
+    summary: str  # absolute dates written in, never "today" or "tomorrow"
+    topics: tuple[str, ...] = ()
+    key_points: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """A summary pushed onto a chat's prompt stack, with its knowledge-index data."""
+
+    id: int
+    chat: ChatKey
+    day: date
+    content: DaySummary
+    added_prompt: str  # the text the summary adds to the persona
+    message_count: int
+    created_at: datetime
+    is_deleted: bool = False
+    deleted_at: datetime | None = None
+    deleted_by: str | None = None

@@ -20,6 +20,7 @@ from bot.answer import Answer, Answerer
 from bot.commands import CommandRunner, parse_command
 from bot.config import Config
 from bot.debounce import Debouncer, looks_unfinished
+from bot.memory import Memory
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store
 from bot.sender import Sender
@@ -36,6 +37,7 @@ class Pipeline:
         store: Store,
         platforms: Mapping[str, Platform],
         answerer: Answerer,
+        memory: Memory,
         *,
         now: Callable[[], datetime],
         rng: random.Random | None = None,
@@ -54,7 +56,7 @@ class Pipeline:
             on_idle=self._on_sender_idle,
         )
         self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
-        self.commands = CommandRunner(config, self, now=now)
+        self.commands = CommandRunner(config, self, memory, now=now)
         self._batches: dict[ChatKey, asyncio.Task[None]] = {}
         self._quiet_again: set[ChatKey] = set()  # went quiet while the last answer was going out
         self._answering: dict[ChatKey, frozenset[str]] = {}  # senders the queue answers
@@ -244,4 +246,4 @@ class Pipeline:
 
     async def system_prompt(self, chat: ChatKey) -> str:
         """Return the system prompt ``chat``'s next batch would get."""
-        return self._answerer.system_prompt_for(chat, chat_title=self._titles.get(chat))
+        return await self._answerer.system_prompt_for(chat, chat_title=self._titles.get(chat))

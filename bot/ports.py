@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol
 
 from bot.models import (
@@ -18,10 +18,12 @@ from bot.models import (
     ChatKey,
     ChatMessage,
     Completion,
+    DaySummary,
     IncomingMessage,
     OutboxItem,
     PlannedReply,
     StoredMessage,
+    SummaryRecord,
 )
 
 
@@ -181,4 +183,62 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Commit and close the database."""
+        ...
+
+
+class MemoryStore(Protocol):
+    """Durable memory: each chat's prompt stack of day summaries and their search index.
+
+    Summaries never cross chats: every method takes the chat it acts on.
+    """
+
+    async def chats_active_between(self, start: datetime, end: datetime) -> list[ChatKey]:
+        """Return the chats with chatter messages sent in ``[start, end)``."""
+        ...
+
+    async def messages_between(
+        self, chat: ChatKey, start: datetime, end: datetime, *, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` messages (chatters' and the bot's) sent in ``[start, end)``."""
+        ...
+
+    async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
+        """Tell whether ``day`` has a live summary (or any, popped ones included)."""
+        ...
+
+    async def push_summary(
+        self,
+        chat: ChatKey,
+        day: date,
+        content: DaySummary,
+        *,
+        added_prompt: str,
+        full_prompt_before: str,
+        full_prompt_after: str,
+        message_count: int,
+        now: datetime,
+    ) -> SummaryRecord:
+        """Push a day's summary and index it, atomically; ``SummaryExists`` if one is live."""
+        ...
+
+    async def live_summaries(self, chat: ChatKey) -> list[SummaryRecord]:
+        """Return the chat's live summaries in push order (oldest first)."""
+        ...
+
+    async def pop_summary(self, chat: ChatKey, *, by: str, now: datetime) -> SummaryRecord | None:
+        """Soft-delete the newest live summary (and hide its index row); ``None`` if none."""
+        ...
+
+    async def restore_summary(self, chat: ChatKey, *, now: datetime) -> SummaryRecord | None:
+        """Undo the last pop if nothing was pushed since; return what came back, or ``None``."""
+        ...
+
+    async def summaries_on(self, chat: ChatKey, days: Sequence[date]) -> list[SummaryRecord]:
+        """Return the live summaries of those chat days, oldest first."""
+        ...
+
+    async def search_summaries(
+        self, chat: ChatKey, query: str, *, limit: int
+    ) -> list[SummaryRecord]:
+        """Return the live summaries that best match ``query``'s keywords, best first."""
         ...

@@ -152,11 +152,12 @@ def _strip_fences(text: str) -> str:
     return text
 
 
-def _find_plan(text: str) -> object:
-    """Return the first JSON value in ``text`` that looks like a reply plan.
+def find_json_object(text: str, *, key: str, accept_list: bool = False) -> dict[str, Any]:
+    """Return the first JSON object in ``text`` that has ``key``; raise ``BadLLMReply``.
 
-    That is an object with a ``replies`` key, or an array of objects that starts before
-    any ``{`` (an array inside a cut-off object must not pass for a whole answer).
+    An object nested one level down counts too (``{"response": {"replies": [...]}}``).
+    With ``accept_list``, a bare array that starts before any ``{`` is taken as the
+    value of ``key`` (an array inside a cut-off object must not pass for a whole answer).
     """
     decoder = json.JSONDecoder()
     first_object: dict[str, Any] | None = None
@@ -176,29 +177,45 @@ def _find_plan(text: str) -> object:
             pos = start + 1
             continue
         if isinstance(value, dict):
-            if "replies" in value:
+            if key in value:
                 return value
-            for inner in value.values():  # {"response": {"replies": [...]}}
-                if isinstance(inner, dict) and "replies" in inner:
+            for inner in value.values():
+                if isinstance(inner, dict) and key in inner:
                     return inner
             if first_object is None:
                 first_object = value
         elif (
-            isinstance(value, list)
+            accept_list
+            and isinstance(value, list)
             and not seen_brace
             and all(isinstance(item, dict | str) for item in value)
             and (value or text[:start].strip() == text[end:].strip() == "")
         ):
-            return {"replies": value}
+            return {key: value}
         seen_brace = seen_brace or is_brace
         pos = end
     if first_object is not None and not broken:
         keys = ", ".join(sorted(first_object)[:5]) or "none"
-        msg = f"the JSON object has no 'replies' key (keys: {keys})"
+        msg = f"the JSON object has no {key!r} key (keys: {keys})"
         raise BadLLMReply(msg)
     problem = "cut off or malformed JSON" if broken else "no JSON object"
-    msg = f"{problem} in the reply ({len(text)} chars: {_preview(text)})"
+    msg = f"{problem} in the answer ({len(text)} chars: {_preview(text)})"
     raise BadLLMReply(msg)
+
+
+def json_body(text: str, *, finish_reason: str | None) -> str:
+    """Return the text to look for JSON in: no reasoning block, no code fence.
+
+    Raise ``BadLLMReply`` for an answer cut off at the token limit or an empty one.
+    """
+    if finish_reason == "length":
+        msg = "the answer was cut off by the token limit (finish_reason=length)"
+        raise BadLLMReply(msg)
+    body = _strip_fences(strip_reasoning(text).strip())
+    if not body:
+        msg = "the answer is empty"
+        raise BadLLMReply(msg)
+    return body
 
 
 def _describe(error: ValidationError) -> str:
@@ -220,14 +237,8 @@ def parse_replies(text: str, *, finish_reason: str | None, max_delay_s: float) -
     An empty list is valid: the LLM chose silence, and the caller decides whether that
     is allowed. Items with empty content are dropped; a wrong type anywhere is invalid.
     """
-    if finish_reason == "length":
-        msg = "the answer was cut off by the token limit (finish_reason=length)"
-        raise BadLLMReply(msg)
-    body = _strip_fences(strip_reasoning(text).strip())
-    if not body:
-        msg = "the answer is empty"
-        raise BadLLMReply(msg)
-    data = _find_plan(body)
+    body = json_body(text, finish_reason=finish_reason)
+    data = find_json_object(body, key="replies", accept_list=True)
     try:
         plan = _ReplyPlan.model_validate(data)
     except ValidationError as exc:

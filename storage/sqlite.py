@@ -1,4 +1,4 @@
-"""Keep messages, batches and the outbox in one SQLite file.
+"""Keep messages, batches, the outbox and each chat's memory in one SQLite file.
 
 The database runs in WAL mode with ``synchronous=NORMAL``: a committed write survives a
 killed process. Every public method is one short transaction on one connection, guarded
@@ -8,6 +8,10 @@ programming error and raise ``ValueError``.
 
 The schema is versioned with ``PRAGMA user_version``: ``storage/migrations/NNNN_*.sql``
 are applied in order on open, each in its own transaction.
+
+Memory (the prompt stack and its knowledge index) has its SQL in ``storage/memory.py`` and
+its word cutting in ``storage/search.py``; the methods here hold the lock around them and
+cut words in a worker thread, outside the lock.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
@@ -26,17 +30,20 @@ from typing import Any, Self
 
 import aiosqlite
 
-from bot.errors import StorageError
+from bot.errors import StorageError, SummaryExists
 from bot.models import (
     Batch,
     BatchOutcome,
     ChatKey,
+    DaySummary,
     IncomingMessage,
     OutboxItem,
     OutboxState,
     PlannedReply,
     StoredMessage,
+    SummaryRecord,
 )
+from storage import memory, search
 
 _BUSY_TIMEOUT_MS = 5000  # another process holding the write lock: wait, then fail
 _BOT_SENDER_ID = "bot"
@@ -182,7 +189,7 @@ def _outbox_item(row: sqlite3.Row) -> OutboxItem:
 
 
 class SqliteStore:
-    """The :class:`bot.ports.Store` on one SQLite file."""
+    """The :class:`bot.ports.Store` and :class:`bot.ports.MemoryStore` on one SQLite file."""
 
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         """Wrap an open, migrated connection; use :meth:`open` instead."""
@@ -210,6 +217,9 @@ class SqliteStore:
         try:
             await _configure(db, path)
             await migrate(db, load_migrations())
+            # Load jieba's dictionary (about 0.5 s, once per process) off the event loop
+            # now, so the first summary or recall does not wait for it.
+            await asyncio.to_thread(search.warm_up)
         except sqlite3.Error as error:
             await db.close()
             msg = f"cannot open the database {path}: {error}"
@@ -298,6 +308,36 @@ class SqliteStore:
                 " AND (from_bot = 1 OR (batch_id IS NOT NULL AND batch_id <> ?))"
                 " ORDER BY sent_at DESC, id DESC LIMIT ?",
                 (str(chat), exclude_batch, limit),
+            )
+        return [_stored_message(row, chat) for row in reversed(list(rows))]
+
+    async def chats_active_between(self, start: datetime, end: datetime) -> list[ChatKey]:
+        """Return the chats with chatter messages sent in ``[start, end)``, by chat key."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT DISTINCT chat_key FROM messages"
+                " WHERE from_bot = 0 AND sent_at >= ? AND sent_at < ? ORDER BY chat_key",
+                (_unix(start, "start"), _unix(end, "end")),
+            )
+        return [ChatKey.parse(chat_key) for (chat_key,) in rows]
+
+    async def messages_between(
+        self, chat: ChatKey, start: datetime, end: datetime, *, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` messages (chatters' and the bot's) sent in ``[start, end)``.
+
+        They come oldest first; if there are more, the newest ``limit`` are kept, since
+        how a day ended matters more to its summary than how it began.
+        """
+        if limit < 1:
+            msg = f"limit must be at least 1, got {limit}"
+            raise ValueError(msg)
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT {_MESSAGE_COLUMNS} FROM messages"
+                " WHERE chat_key = ? AND sent_at >= ? AND sent_at < ?"
+                " ORDER BY sent_at DESC, id DESC LIMIT ?",
+                (str(chat), _unix(start, "start"), _unix(end, "end"), limit),
             )
         return [_stored_message(row, chat) for row in reversed(list(rows))]
 
@@ -551,6 +591,91 @@ class SqliteStore:
                     (str(chat),),
                 )
         return int(next(iter(rows))[0])
+
+    # -- memory ------------------------------------------------------------------------
+
+    async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
+        """Tell whether ``day`` has a live summary (or any, popped ones included)."""
+        async with self._connection() as db:
+            return await memory.has_summary(db, chat, day, include_popped=include_popped)
+
+    async def push_summary(
+        self,
+        chat: ChatKey,
+        day: date,
+        content: DaySummary,
+        *,
+        added_prompt: str,
+        full_prompt_before: str,
+        full_prompt_after: str,
+        message_count: int,
+        now: datetime,
+    ) -> SummaryRecord:
+        """Push a day's summary and index it, atomically; ``SummaryExists`` if one is live."""
+        created_at = _unix(now, "now")
+        content = DaySummary(
+            summary=_clean(content.summary),
+            topics=tuple(_clean(topic) for topic in content.topics),
+            key_points=tuple(_clean(point) for point in content.key_points),
+            keywords=tuple(_clean(keyword) for keyword in content.keywords),
+        )
+        parts = [content.summary, *content.topics, *content.key_points, *content.keywords]
+        search_text = await asyncio.to_thread(search.index_text, parts)
+        async with self._transaction() as db:
+            record = await memory.push(
+                db,
+                chat,
+                day,
+                content,
+                search_text=search_text,
+                added_prompt=_clean(added_prompt),
+                full_prompt_before=_clean(full_prompt_before),
+                full_prompt_after=_clean(full_prompt_after),
+                message_count=message_count,
+                created_at=created_at,
+            )
+        if record is None:
+            msg = f"{chat} already has a live summary for {day.isoformat()}"
+            raise SummaryExists(msg)
+        return record
+
+    async def live_summaries(self, chat: ChatKey) -> list[SummaryRecord]:
+        """Return the chat's live summaries in push order (oldest first)."""
+        async with self._connection() as db:
+            return await memory.live_summaries(db, chat)
+
+    async def pop_summary(self, chat: ChatKey, *, by: str, now: datetime) -> SummaryRecord | None:
+        """Soft-delete the newest live summary (and hide its index row); ``None`` if none."""
+        deleted_at = _unix(now, "now")
+        async with self._transaction() as db:
+            return await memory.pop(db, chat, by=by, deleted_at=deleted_at)
+
+    async def restore_summary(self, chat: ChatKey, *, now: datetime) -> SummaryRecord | None:
+        """Undo the last pop if nothing was pushed since; return what came back, or ``None``.
+
+        ``None`` also when the popped day has been summarised again meanwhile.
+        """
+        restored_at = _unix(now, "now")
+        async with self._transaction() as db:
+            return await memory.restore(db, chat, restored_at=restored_at)
+
+    async def summaries_on(self, chat: ChatKey, days: Sequence[date]) -> list[SummaryRecord]:
+        """Return the live summaries of those chat days, oldest first."""
+        async with self._connection() as db:
+            return await memory.summaries_on(db, chat, days)
+
+    async def search_summaries(
+        self, chat: ChatKey, query: str, *, limit: int
+    ) -> list[SummaryRecord]:
+        """Return the live summaries that best match ``query``'s keywords, best first.
+
+        Any text is a valid query: one with no searchable words finds nothing.
+        """
+        terms = await asyncio.to_thread(search.query_terms, query)
+        if not terms or limit < 1:
+            return []
+        async with self._connection() as db:
+            return await memory.search_summaries(db, chat, terms, limit=limit)
 
     # -- plumbing ----------------------------------------------------------------------
 

@@ -149,7 +149,7 @@ async def harness(
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
     secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY)
-    async with running_core(config, secrets, platforms) as pipeline:
+    async with running_core(config, secrets, platforms, nightly=False) as pipeline:
         yield Harness(config, pipeline, platform, llm_server)
 
 

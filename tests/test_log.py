@@ -31,7 +31,7 @@ def test_redactor_replaces_plain_and_url_quoted_forms() -> None:
 
 def test_secret_in_message_and_traceback_is_scrubbed(log_file: Path) -> None:
     """Neither a message nor an exception's traceback carries the secret into the log."""
-    logger.bind(chat="telegram:private:1").info("calling https://api/bot{}/getMe", TOKEN)
+    logger.bind(chat="telegram:private:1", batch=7).info("calling https://api/bot{}/getMe", TOKEN)
     message = f"failed for {TOKEN}"
     try:
         raise RuntimeError(message)
@@ -40,7 +40,7 @@ def test_secret_in_message_and_traceback_is_scrubbed(log_file: Path) -> None:
     text = log_file.read_text(encoding="utf-8")
     assert TOKEN not in text
     assert text.count(REDACTED) == 2
-    assert "telegram:private:1" in text
+    assert "telegram:private:1 batch 7 | calling" in text
     assert "RuntimeError: failed for ***" in text
 
 

@@ -117,11 +117,22 @@ async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
 
 
 async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) -> None:
-    """A new database gets every migration, the three tables and the newest version."""
-    tables = peek(db_path, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    """A new database gets every migration, its tables and the newest version."""
+    tables = peek(
+        db_path,
+        "SELECT name FROM pragma_table_list WHERE schema = 'main'"
+        " AND type IN ('table', 'virtual') AND name NOT LIKE 'sqlite%' ORDER BY name",
+    )
     version = peek(db_path, "PRAGMA user_version")
 
-    assert tables == [("batches",), ("messages",), ("outbox",)]
+    assert tables == [
+        ("batches",),
+        ("knowledge_fts",),
+        ("knowledge_index",),
+        ("messages",),
+        ("outbox",),
+        ("prompt_history",),
+    ]
     assert version == [(LATEST_VERSION,)]
 
 

@@ -1,0 +1,260 @@
+"""What the bot remembers of a chat: its diary of day summaries on a poppable stack.
+
+The effective persona is the initial persona followed by the chat's live summaries in
+push order. When that grows past its share of the context budget, the oldest summaries
+leave the prompt (they stay recallable). Only the newest summary can be popped, one at
+a time, down to the initial persona; memory never crosses chats.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from pydantic import BaseModel, ValidationError, field_validator
+
+from bot.config import Config
+from bot.dates import chat_day, chat_day_bounds
+from bot.errors import BadLLMReply, SummaryExists
+from bot.models import (
+    ChatKey,
+    ChatMessage,
+    DaySummary,
+    StoredMessage,
+    SummaryRecord,
+)
+from bot.ports import LLM, MemoryStore
+from bot.prompt import estimate_tokens
+from bot.recall import Recalled, recall
+from bot.replies import find_json_object, json_body
+
+PERSONA_SHARE = 0.4  # of memory.context_budget_tokens, for the persona and its summaries
+SUMMARY_MESSAGES_MAX = 2000  # messages of one chat day shown to the summariser
+_LINE_CHARS_MAX = 500
+
+_SUMMARY_INSTRUCTIONS = """\
+You keep the diary of a chat you take part in. Summarise the chat day below for your \
+future self, in the language the chat is mostly written in.
+
+Answer with JSON only, exactly these fields:
+{"summary": "...", "topics": ["..."], "key_points": ["..."], "keywords": ["..."]}
+
+- summary: 3-8 sentences: who talked about what, what was decided or promised, moods, \
+anything worth remembering about the people. Write absolute dates (for example \
+2026-03-05 or 3月5日); never "today", "tomorrow", "yesterday" or "this week".
+- topics: up to 5 short topic names.
+- key_points: up to 5 facts or plans worth remembering, each one short line, with \
+absolute dates.
+- keywords: up to 10 words someone might later use to ask about this day.
+"""
+
+
+class _SummaryShape(BaseModel):
+    summary: str
+    topics: list[str] = []
+    key_points: list[str] = []
+    keywords: list[str] = []
+
+    @field_validator("summary")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            msg = "the summary is empty"
+            raise ValueError(msg)
+        return value.strip()
+
+    @field_validator("topics", "key_points", "keywords", mode="before")
+    @classmethod
+    def _listify(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.replace("，", ",").split(",") if part.strip()]
+        return value
+
+
+def parse_summary(text: str, *, finish_reason: str | None) -> DaySummary:
+    """Read a day summary out of an LLM answer; raise ``BadLLMReply`` if there is none."""
+    data = find_json_object(json_body(text, finish_reason=finish_reason), key="summary")
+    try:
+        shape = _SummaryShape.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "summary"
+        msg = f"not a valid summary: {where}: {first['msg']}"
+        raise BadLLMReply(msg) from None
+
+    def clean(items: list[str], most: int) -> tuple[str, ...]:
+        return tuple(item.strip() for item in items if item.strip())[:most]
+
+    return DaySummary(
+        summary=shape.summary,
+        topics=clean(shape.topics, 5),
+        key_points=clean(shape.key_points, 5),
+        keywords=clean(shape.keywords, 10),
+    )
+
+
+def render_summary(day: date, content: DaySummary) -> str:
+    """Return the text a summary adds to the persona."""
+    lines = [f"[Memory of {day.isoformat()} ({day:%A})] {content.summary}"]
+    if content.key_points:
+        lines.append("Key points: " + "; ".join(content.key_points))
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    """The effective persona of a chat and which summaries made it in."""
+
+    text: str
+    kept: tuple[SummaryRecord, ...]
+    dropped: tuple[SummaryRecord, ...]  # oldest ones, over budget: recallable only
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text)
+
+
+def effective_persona(
+    initial: str, stack: Sequence[SummaryRecord], *, budget_tokens: int
+) -> Persona:
+    """Stack the live summaries on the initial persona, newest kept first within budget."""
+    share = int(budget_tokens * PERSONA_SHARE) - estimate_tokens(initial)
+    kept: list[SummaryRecord] = []
+    for record in reversed(stack):
+        cost = estimate_tokens(record.added_prompt) + 1
+        if cost > share:
+            break
+        kept.append(record)
+        share -= cost
+    kept.reverse()
+    dropped = tuple(stack[: len(stack) - len(kept)])
+    text = "\n\n".join([initial.strip(), *(r.added_prompt for r in kept)])
+    return Persona(text, tuple(kept), dropped)
+
+
+def full_stack_text(initial: str, stack: Sequence[SummaryRecord]) -> str:
+    """Return the whole prompt stack, untrimmed, as the history rows record it."""
+    return "\n\n".join([initial.strip(), *(r.added_prompt for r in stack)])
+
+
+def _transcript_line(message: StoredMessage, *, bot_name: str, config: Config) -> str:
+    local = message.sent_at.astimezone(config.bot.zone)
+    who = f"{bot_name} (you)" if message.from_bot else message.sender_name
+    text = message.text
+    if len(text) > _LINE_CHARS_MAX:
+        text = text[:_LINE_CHARS_MAX] + "…"
+    return f"[{local:%H:%M}] {who}: {text}"
+
+
+def summary_request(
+    chat: ChatKey, day: date, messages: Sequence[StoredMessage], *, config: Config
+) -> list[ChatMessage]:
+    """Build the summary call for one chat day."""
+    kind = "group chat" if chat.is_group else "private chat"
+    lines = [_transcript_line(m, bot_name=config.bot.name, config=config) for m in messages]
+    header = f"Chat day {day.isoformat()} ({day:%A}), a {kind}, times in {config.bot.timezone}:"
+    return [
+        ChatMessage("system", _SUMMARY_INSTRUCTIONS),
+        ChatMessage("user", header + "\n" + "\n".join(lines)),
+    ]
+
+
+class SummaryResult(enum.Enum):
+    """How an attempt to summarise one chat day ended."""
+
+    PUSHED = enum.auto()
+    ALREADY = enum.auto()  # a live summary exists (or, for the nightly job, a popped one)
+    NOTHING = enum.auto()  # no chatter wrote that day
+
+
+class Memory:
+    """Each chat's prompt stack: build the persona, summarise days, pop and restore."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: MemoryStore,
+        llm: LLM,
+        *,
+        initial_persona: str,
+        now: Callable[[], datetime],
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._llm = llm
+        self.initial_persona = initial_persona
+        self._now = now
+
+    def today(self) -> date:
+        """Return the current chat day."""
+        memory = self._config.memory
+        return chat_day(self._now(), zone=self._config.bot.zone, boundary=memory.day_boundary_time)
+
+    async def persona(self, chat: ChatKey) -> Persona:
+        """Return the chat's effective persona."""
+        stack = await self._store.live_summaries(chat)
+        budget = self._config.memory.context_budget_tokens
+        return effective_persona(self.initial_persona, stack, budget_tokens=budget)
+
+    async def summarise(self, chat: ChatKey, day: date, *, on_purpose: bool) -> SummaryResult:
+        """Summarise one chat day and push it; raise ``LLMError`` if the LLM fails.
+
+        The nightly job (``on_purpose=False``) never re-creates a popped day; an admin's
+        ``/summary run`` may. Either way a day has at most one live summary.
+        """
+        if await self._store.has_summary(chat, day, include_popped=not on_purpose):
+            return SummaryResult.ALREADY
+        start, end = chat_day_bounds(
+            day, zone=self._config.bot.zone, boundary=self._config.memory.day_boundary_time
+        )
+        messages = await self._store.messages_between(chat, start, end, limit=SUMMARY_MESSAGES_MAX)
+        if not any(not m.from_bot for m in messages):
+            return SummaryResult.NOTHING
+        request = summary_request(chat, day, messages, config=self._config)
+        completion = await self._llm.complete(request, json_mode=self._config.llm.json_mode)
+        content = parse_summary(completion.text, finish_reason=completion.finish_reason)
+        stack = await self._store.live_summaries(chat)
+        before = full_stack_text(self.initial_persona, stack)
+        added = render_summary(day, content)
+        try:
+            await self._store.push_summary(
+                chat,
+                day,
+                content,
+                added_prompt=added,
+                full_prompt_before=before,
+                full_prompt_after=f"{before}\n\n{added}",
+                message_count=sum(1 for m in messages if not m.from_bot),
+                now=self._now(),
+            )
+        except SummaryExists:  # a concurrent run got there first
+            return SummaryResult.ALREADY
+        return SummaryResult.PUSHED
+
+    async def pop(self, chat: ChatKey, *, by: str) -> SummaryRecord | None:
+        """Pop the newest live summary; ``None`` when only the initial persona is left."""
+        return await self._store.pop_summary(chat, by=by, now=self._now())
+
+    async def restore(self, chat: ChatKey) -> SummaryRecord | None:
+        """Undo the last pop if nothing newer was pushed since."""
+        return await self._store.restore_summary(chat, now=self._now())
+
+    async def recall(
+        self, chat: ChatKey, texts: Sequence[str], *, persona: Persona | None = None
+    ) -> Recalled:
+        """Recall what ``texts`` ask about, leaving out what ``persona`` already holds."""
+        in_persona = {r.id for r in persona.kept} if persona else set()
+        return await recall(
+            self._store,
+            chat,
+            texts,
+            today=self.today(),
+            hits=self._config.memory.recall_hits,
+            in_persona=in_persona,
+        )
+
+    async def stack(self, chat: ChatKey) -> list[SummaryRecord]:
+        """Return the chat's live summaries in push order."""
+        return await self._store.live_summaries(chat)

@@ -1,0 +1,100 @@
+"""The nightly job: summarise every chat's finished days, a few chats at a time.
+
+A plain async function, tested without a scheduler. It is idempotent: a day that has a
+summary (live or popped) is left alone, and the store refuses a second live summary
+for a day even when two runs race. A chat that fails is logged and, having no
+summary, is tried again at the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from loguru import logger
+
+from bot.config import Config
+from bot.dates import chat_day_bounds
+from bot.errors import LLMError, StorageError
+from bot.memory import Memory, SummaryResult
+from bot.models import ChatKey
+from bot.ports import MemoryStore
+
+
+@dataclass
+class NightlyReport:
+    """What one run did, per chat day."""
+
+    pushed: list[tuple[ChatKey, date]] = field(default_factory=list)
+    skipped: list[tuple[ChatKey, date]] = field(default_factory=list)
+    failed: list[tuple[ChatKey, date]] = field(default_factory=list)
+
+
+def days_to_summarise(today: date, *, catch_up_days: int) -> list[date]:
+    """Return the finished chat days a run looks at, oldest first (yesterday at least)."""
+    return [today - timedelta(days=n) for n in range(max(catch_up_days, 1), 0, -1)]
+
+
+async def pending_work(
+    store: MemoryStore, config: Config, days: Sequence[date], *, only: ChatKey | None = None
+) -> list[tuple[ChatKey, date]]:
+    """Return the (chat, day) pairs with chatter messages and no summary, live or popped."""
+    zone, boundary = config.bot.zone, config.memory.day_boundary_time
+    work: list[tuple[ChatKey, date]] = []
+    for day in days:
+        start, end = chat_day_bounds(day, zone=zone, boundary=boundary)
+        chats = [only] if only else await store.chats_active_between(start, end)
+        for chat in chats:
+            if not await store.has_summary(chat, day, include_popped=True):
+                work.append((chat, day))
+    return work
+
+
+async def summarise_days(
+    memory: Memory,
+    work: Sequence[tuple[ChatKey, date]],
+    *,
+    concurrency: int,
+    on_purpose: bool = False,
+    progress: Callable[[ChatKey, date, SummaryResult | None], None] | None = None,
+) -> NightlyReport:
+    """Summarise each (chat, day), at most ``concurrency`` at once; never raise for one."""
+    report = NightlyReport()
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(chat: ChatKey, day: date) -> None:
+        log = logger.bind(chat=str(chat))
+        result: SummaryResult | None = None
+        async with gate:
+            try:
+                result = await memory.summarise(chat, day, on_purpose=on_purpose)
+            except (LLMError, StorageError) as exc:
+                log.warning("summary of {} failed, will retry next run: {}", day, exc)
+                report.failed.append((chat, day))
+            else:
+                done = report.pushed if result is SummaryResult.PUSHED else report.skipped
+                done.append((chat, day))
+                if result is SummaryResult.PUSHED:
+                    log.info("summarised {}", day)
+        if progress is not None:
+            progress(chat, day, result)
+
+    await asyncio.gather(*(one(chat, day) for chat, day in work))
+    return report
+
+
+async def run_nightly(memory: Memory, store: MemoryStore, config: Config) -> NightlyReport:
+    """Summarise every chat's finished days not summarised yet (catching up after downtime)."""
+    days = days_to_summarise(memory.today(), catch_up_days=config.memory.catch_up_days)
+    work = await pending_work(store, config, days)
+    report = await summarise_days(memory, work, concurrency=config.memory.summary_concurrency)
+    if work:
+        logger.info(
+            "nightly summaries: {} pushed, {} skipped, {} failed",
+            len(report.pushed),
+            len(report.skipped),
+            len(report.failed),
+        )
+    return report

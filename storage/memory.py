@@ -1,0 +1,268 @@
+"""Keep each chat's prompt stack and its knowledge index in SQL.
+
+The functions here run on a connection :class:`storage.sqlite.SqliteStore` holds, inside
+the transaction it opened; they never commit. A summary is a ``prompt_history`` row (the
+stack, in push order by id) and a ``knowledge_index`` row (what recall searches). Popping
+is a soft delete of both; the FTS rows stay, and every query keeps ``is_deleted = 0``.
+Times come in as unix seconds and go out as aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, date, datetime
+
+import aiosqlite
+
+from bot.models import ChatKey, DaySummary, SummaryRecord
+from storage import search
+
+_RECORD_COLUMNS = (
+    "p.id, p.summary_date, p.added_prompt, p.created_at, p.is_deleted, p.deleted_at,"
+    " p.deleted_by, k.summary, k.topics, k.key_points, k.keywords, k.message_count"
+)
+_JOIN = "prompt_history AS p JOIN knowledge_index AS k ON k.prompt_history_id = p.id"
+
+
+async def has_summary(
+    db: aiosqlite.Connection, chat: ChatKey, day: date, *, include_popped: bool
+) -> bool:
+    """Tell whether ``day`` has a live summary (or any, if ``include_popped``)."""
+    live_only = "" if include_popped else " AND is_deleted = 0"
+    rows = await db.execute_fetchall(
+        "SELECT EXISTS (SELECT 1 FROM prompt_history"
+        f" WHERE chat_key = ? AND summary_date = ?{live_only})",
+        (str(chat), day.isoformat()),
+    )
+    return bool(next(iter(rows))[0])
+
+
+async def push(
+    db: aiosqlite.Connection,
+    chat: ChatKey,
+    day: date,
+    content: DaySummary,
+    *,
+    search_text: str,
+    added_prompt: str,
+    full_prompt_before: str,
+    full_prompt_after: str,
+    message_count: int,
+    created_at: float,
+) -> SummaryRecord | None:
+    """Insert a summary and its index row; ``None`` (nothing written) if the day is live."""
+    pushed = list(
+        await db.execute_fetchall(
+            "INSERT INTO prompt_history (chat_key, summary_date, added_prompt,"
+            " full_prompt_before, full_prompt_after, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+            # The partial unique index decides: one live summary per chat day.
+            " ON CONFLICT (chat_key, summary_date) WHERE is_deleted = 0 DO NOTHING"
+            " RETURNING id",
+            (
+                str(chat),
+                day.isoformat(),
+                added_prompt,
+                full_prompt_before,
+                full_prompt_after,
+                created_at,
+            ),
+        )
+    )
+    if not pushed:
+        return None
+    history_id: int = pushed[0][0]
+    await db.execute(
+        "INSERT INTO knowledge_index (prompt_history_id, chat_key, summary_date, summary,"
+        " topics, key_points, keywords, message_count, search_text)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            history_id,
+            str(chat),
+            day.isoformat(),
+            content.summary,
+            _json_list(content.topics),
+            _json_list(content.key_points),
+            _json_list(content.keywords),
+            message_count,
+            search_text,
+        ),
+    )
+    return await _record(db, chat, history_id)
+
+
+async def live_summaries(db: aiosqlite.Connection, chat: ChatKey) -> list[SummaryRecord]:
+    """Return the chat's live summaries in push order."""
+    rows = await db.execute_fetchall(
+        f"SELECT {_RECORD_COLUMNS} FROM {_JOIN}"
+        " WHERE p.chat_key = ? AND p.is_deleted = 0 ORDER BY p.id",
+        (str(chat),),
+    )
+    return [_summary_record(row, chat) for row in rows]
+
+
+async def pop(
+    db: aiosqlite.Connection, chat: ChatKey, *, by: str, deleted_at: float
+) -> SummaryRecord | None:
+    """Soft-delete the chat's newest live summary and hide its index row."""
+    popped = list(
+        await db.execute_fetchall(
+            "UPDATE prompt_history SET is_deleted = 1, deleted_at = :at, deleted_by = :by,"
+            " pop_seq = 1 + coalesce((SELECT max(pop_seq) FROM prompt_history"
+            "  WHERE chat_key = :chat AND is_deleted = 1), 0)"
+            " WHERE id = (SELECT max(id) FROM prompt_history"
+            "  WHERE chat_key = :chat AND is_deleted = 0)"
+            " RETURNING id",
+            {"chat": str(chat), "at": deleted_at, "by": by},
+        )
+    )
+    if not popped:
+        return None
+    history_id: int = popped[0][0]
+    await db.execute(
+        "UPDATE knowledge_index SET is_deleted = 1 WHERE prompt_history_id = ?", (history_id,)
+    )
+    return await _record(db, chat, history_id)
+
+
+async def restore(
+    db: aiosqlite.Connection, chat: ChatKey, *, restored_at: float
+) -> SummaryRecord | None:
+    """Bring back the chat's last popped summary, unless a live one is newer or same-day."""
+    candidates = list(
+        await db.execute_fetchall(
+            "SELECT id, summary_date FROM prompt_history"
+            " WHERE chat_key = ? AND is_deleted = 1 ORDER BY pop_seq DESC LIMIT 1",
+            (str(chat),),
+        )
+    )
+    if not candidates:
+        return None
+    history_id: int = candidates[0]["id"]
+    # Something newer was pushed since, or the popped day was summarised again.
+    blocked = await db.execute_fetchall(
+        "SELECT EXISTS (SELECT 1 FROM prompt_history"
+        "  WHERE chat_key = :chat AND is_deleted = 0 AND id > :id)"
+        " OR EXISTS (SELECT 1 FROM prompt_history"
+        "  WHERE chat_key = :chat AND is_deleted = 0 AND summary_date = :day)",
+        {"chat": str(chat), "id": history_id, "day": candidates[0]["summary_date"]},
+    )
+    if next(iter(blocked))[0]:
+        return None
+    await db.execute(
+        "UPDATE prompt_history SET is_deleted = 0, deleted_at = NULL, deleted_by = NULL,"
+        " pop_seq = NULL, restored_at = ? WHERE id = ?",
+        (restored_at, history_id),
+    )
+    await db.execute(
+        "UPDATE knowledge_index SET is_deleted = 0 WHERE prompt_history_id = ?", (history_id,)
+    )
+    return await _record(db, chat, history_id)
+
+
+async def summaries_on(
+    db: aiosqlite.Connection, chat: ChatKey, days: Sequence[date]
+) -> list[SummaryRecord]:
+    """Return the chat's live summaries of ``days``, oldest day first."""
+    wanted = json.dumps(sorted({day.isoformat() for day in days}))
+    rows = await db.execute_fetchall(
+        f"SELECT {_RECORD_COLUMNS} FROM {_JOIN}"
+        " WHERE p.chat_key = ? AND p.is_deleted = 0"
+        " AND p.summary_date IN (SELECT value FROM json_each(?))"
+        " ORDER BY p.summary_date, p.id",
+        (str(chat), wanted),
+    )
+    return [_summary_record(row, chat) for row in rows]
+
+
+async def search_summaries(
+    db: aiosqlite.Connection, chat: ChatKey, terms: Sequence[str], *, limit: int
+) -> list[SummaryRecord]:
+    """Return the chat's live summaries matching ``terms`` (from ``search.query_terms``).
+
+    Indexed words are ranked by bm25. A one- or two-character Han question, or one no
+    indexed word matches, is also looked for as substrings, newest summary first.
+    """
+    if not terms or limit < 1:
+        return []
+    rows = list(
+        await db.execute_fetchall(
+            f"SELECT {_RECORD_COLUMNS} FROM knowledge_fts"
+            " JOIN knowledge_index AS k ON k.id = knowledge_fts.rowid"
+            " JOIN prompt_history AS p ON p.id = k.prompt_history_id"
+            " WHERE knowledge_fts MATCH ? AND k.chat_key = ? AND k.is_deleted = 0"
+            # The chat key column only narrows the search: it weighs nothing in the rank.
+            " ORDER BY bm25(knowledge_fts, 1.0, 0.0), k.id DESC LIMIT ?",
+            (
+                f"chat_key : {search.quote(str(chat))} AND search_text : ({search.any_of(terms)})",
+                str(chat),
+                limit,
+            ),
+        )
+    )
+    found = [_summary_record(row, chat) for row in rows]
+    if (found and not search.is_short_han(terms)) or len(found) >= limit:
+        return found
+    substrings = search.fallback_terms(terms)
+    if not substrings:
+        return found
+    # Summaries with no such word but with the term inside a longer one ("山" in "爬山").
+    haystack = (
+        "lower(k.summary || char(10) || k.topics || char(10) || k.key_points"
+        " || char(10) || k.keywords)"
+    )
+    any_term = " OR ".join([f"instr({haystack}, ?) > 0"] * len(substrings))
+    seen = [record.id for record in found]
+    rows = list(
+        await db.execute_fetchall(
+            f"SELECT {_RECORD_COLUMNS} FROM {_JOIN}"
+            " WHERE k.chat_key = ? AND k.is_deleted = 0"
+            f" AND p.id NOT IN (SELECT value FROM json_each(?)) AND ({any_term})"
+            " ORDER BY k.id DESC LIMIT ?",
+            (str(chat), json.dumps(seen), *substrings, limit - len(found)),
+        )
+    )
+    return found + [_summary_record(row, chat) for row in rows]
+
+
+async def _record(db: aiosqlite.Connection, chat: ChatKey, history_id: int) -> SummaryRecord:
+    rows = list(
+        await db.execute_fetchall(
+            f"SELECT {_RECORD_COLUMNS} FROM {_JOIN} WHERE p.id = ?", (history_id,)
+        )
+    )
+    return _summary_record(rows[0], chat)
+
+
+def _summary_record(row: sqlite3.Row, chat: ChatKey) -> SummaryRecord:
+    deleted_at: float | None = row["deleted_at"]
+    return SummaryRecord(
+        id=row["id"],
+        chat=chat,
+        day=date.fromisoformat(row["summary_date"]),
+        content=DaySummary(
+            summary=row["summary"],
+            topics=_tuple(row["topics"]),
+            key_points=_tuple(row["key_points"]),
+            keywords=_tuple(row["keywords"]),
+        ),
+        added_prompt=row["added_prompt"],
+        message_count=row["message_count"],
+        created_at=_aware(row["created_at"]),
+        is_deleted=bool(row["is_deleted"]),
+        deleted_at=None if deleted_at is None else _aware(deleted_at),
+        deleted_by=row["deleted_by"],
+    )
+
+
+def _json_list(items: Sequence[str]) -> str:
+    return json.dumps(list(items), ensure_ascii=False)
+
+
+def _tuple(json_list: str) -> tuple[str, ...]:
+    return tuple(str(item) for item in json.loads(json_list))
+
+
+def _aware(unix_s: float) -> datetime:
+    return datetime.fromtimestamp(unix_s, tz=UTC)

@@ -1,0 +1,191 @@
+"""The nightly job with a real store and the real openai SDK: idempotent, isolated, catching up."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from adapters.openai_llm import OpenAILLM
+from bot.config import Config
+from bot.dates import chat_day_bounds
+from bot.memory import Memory, SummaryResult
+from bot.models import ChatKey, ChatKind, IncomingMessage
+from scheduler.jobs import nightly_trigger
+from scheduler.nightly import run_nightly
+from storage.sqlite import SqliteStore
+from tests.fake_llm import FakeLLMServer
+from tests.fakes import TEST_KEY, make_config
+
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+TODAY = date(2026, 11, 22)
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=SHANGHAI)  # noon on chat day 11-22
+ALPHA = ChatKey("telegram", ChatKind.GROUP, "-1")
+BETA = ChatKey("qq", ChatKind.GROUP, "2")
+
+
+def summary_json(text: str) -> str:
+    return json.dumps({"summary": text, "topics": ["t"], "key_points": [], "keywords": ["k"]})
+
+
+@dataclass
+class World:
+    config: Config
+    store: SqliteStore
+    memory: Memory
+    llm: FakeLLMServer
+    clock: list[datetime]
+
+    async def say(self, chat: ChatKey, text: str, at: datetime, n: int) -> None:
+        message = IncomingMessage(chat, str(n), "7", "小明", text, at.astimezone(UTC))
+        await self.store.add_message(message, received_at=at.astimezone(UTC))
+
+    async def nightly(self) -> None:
+        await run_nightly(self.memory, self.store, self.config)
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    async with FakeLLMServer(default=summary_json("默认总结")) as server:
+        config = make_config(tmp_path, server.base_url, memory={"catch_up_days": 3})
+        clock = [NOW]
+        async with (
+            await SqliteStore.open(config.database_path) as store,
+            OpenAILLM.from_config(config.llm, api_key=TEST_KEY) as llm,
+        ):
+            memory = Memory(config, store, llm, initial_persona="初始人设", now=lambda: clock[0])
+            yield World(config, store, memory, server, clock)
+
+
+def on_day(day: date, hour: int = 12) -> datetime:
+    return datetime.combine(day, time(hour), SHANGHAI)
+
+
+async def test_each_active_chat_day_gets_one_summary(world: World) -> None:
+    """Every chat with messages yesterday is summarised once; a second run changes nothing."""
+    yesterday = TODAY - timedelta(days=1)
+    await world.say(ALPHA, "周六去爬山", on_day(yesterday), 1)
+    await world.say(BETA, "今天加班", on_day(yesterday), 2)
+    await world.nightly()
+    await world.nightly()
+    assert len(world.llm.requests) == 2
+    assert [r.day for r in await world.store.live_summaries(ALPHA)] == [yesterday]
+    assert [r.day for r in await world.store.live_summaries(BETA)] == [yesterday]
+
+
+async def test_two_runs_at_once_push_one_summary(world: World) -> None:
+    """A double run racing on the same chat day still leaves exactly one live summary."""
+    await world.say(ALPHA, "你好", on_day(TODAY - timedelta(days=1)), 1)
+    world.llm.hang(0.1, content=summary_json("第一次"))
+    world.llm.hang(0.1, content=summary_json("第二次"))
+    await asyncio.gather(world.nightly(), world.nightly())
+    assert len(await world.store.live_summaries(ALPHA)) == 1
+
+
+async def test_one_failing_chat_does_not_stop_the_others(world: World) -> None:
+    """A chat whose summary fails is retried next run; the other chats are summarised now."""
+    yesterday = TODAY - timedelta(days=1)
+    await world.say(ALPHA, "a", on_day(yesterday), 1)
+    await world.say(BETA, "b", on_day(yesterday), 2)
+    world.llm.fail(500)
+    await world.nightly()
+    done = [len(await world.store.live_summaries(c)) for c in (ALPHA, BETA)]
+    assert sorted(done) == [0, 1]
+    await world.nightly()
+    assert [len(await world.store.live_summaries(c)) for c in (ALPHA, BETA)] == [1, 1]
+
+
+async def test_crash_mid_summary_leaves_nothing_and_is_redone(world: World) -> None:
+    """A run killed during the LLM call writes no partial rows; the next run completes the day."""
+    await world.say(ALPHA, "a", on_day(TODAY - timedelta(days=1)), 1)
+    world.llm.hang(5.0)
+    run = asyncio.create_task(world.nightly())
+    await world.llm.wait_for_requests(1)
+    run.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await run
+    assert await world.store.live_summaries(ALPHA) == []
+    await world.nightly()
+    assert len(await world.store.live_summaries(ALPHA)) == 1
+
+
+async def test_catch_up_is_bounded_by_catch_up_days(world: World) -> None:
+    """After downtime the missed days are summarised, but no more than catch_up_days back."""
+    for back in (1, 2, 3, 5):
+        await world.say(ALPHA, f"{back} days back", on_day(TODAY - timedelta(days=back)), back)
+    await world.nightly()
+    days = [r.day for r in await world.store.live_summaries(ALPHA)]
+    assert days == [TODAY - timedelta(days=n) for n in (3, 2, 1)]
+
+
+async def test_today_is_not_summarised_by_the_job(world: World) -> None:
+    """The unfinished current chat day waits for its boundary."""
+    await world.say(ALPHA, "still today", on_day(TODAY, 9), 1)
+    await world.nightly()
+    assert world.llm.requests == []
+
+
+async def test_a_message_at_two_in_the_morning_belongs_to_the_day_before(world: World) -> None:
+    """02:00 on the 22nd is chat day 11-21 (the boundary is 04:00), and is summarised as such."""
+    await world.say(ALPHA, "深夜聊天", datetime(2026, 11, 22, 2, 0, tzinfo=SHANGHAI), 1)
+    await world.nightly()
+    assert [r.day for r in await world.store.live_summaries(ALPHA)] == [date(2026, 11, 21)]
+    assert "深夜聊天" in world.llm.requests[0]["messages"][1]["content"]
+
+
+async def test_popped_day_is_not_resummarised_but_can_be_on_purpose(world: World) -> None:
+    """The job leaves a popped day alone; an explicit run re-creates it."""
+    yesterday = TODAY - timedelta(days=1)
+    await world.say(ALPHA, "a", on_day(yesterday), 1)
+    await world.nightly()
+    assert await world.memory.pop(ALPHA, by="telegram:1") is not None
+    await world.nightly()
+    assert await world.store.live_summaries(ALPHA) == []
+    assert await world.memory.summarise(ALPHA, yesterday, on_purpose=True) is SummaryResult.PUSHED
+    assert len(await world.store.live_summaries(ALPHA)) == 1
+
+
+async def test_summary_prompt_holds_only_that_chat_and_day(world: World) -> None:
+    """The summariser sees one chat's messages of one chat day, and nothing of another chat."""
+    yesterday = TODAY - timedelta(days=1)
+    await world.say(ALPHA, "ALPHA-CANARY", on_day(yesterday), 1)
+    await world.say(BETA, "BETA-CANARY", on_day(yesterday), 2)
+    await world.say(ALPHA, "TODAY-CANARY", on_day(TODAY), 3)
+    await world.nightly()
+    prompts = sorted(r["messages"][1]["content"] for r in world.llm.requests)
+    assert ["ALPHA-CANARY" in p for p in prompts].count(True) == 1
+    assert all("TODAY-CANARY" not in p for p in prompts)
+    assert not any("ALPHA-CANARY" in p and "BETA-CANARY" in p for p in prompts)
+
+
+@pytest.mark.parametrize(
+    ("zone", "boundary", "after", "expected"),
+    [
+        ("Asia/Shanghai", "04:00", "2026-11-22T05:00", "2026-11-23T04:00"),
+        # Berlin leaves summer time on 2026-10-25: 04:00 local is 03:00 UTC that day.
+        ("Europe/Berlin", "04:00", "2026-10-24T12:00", "2026-10-25T04:00"),
+        # New York enters summer time on 2026-03-08 at 02:00.
+        ("America/New_York", "03:30", "2026-03-07T12:00", "2026-03-08T03:30"),
+    ],
+)
+def test_cron_fires_at_the_local_day_boundary(
+    tmp_path: Path, zone: str, boundary: str, after: str, expected: str
+) -> None:
+    """The nightly trigger fires at memory.day_boundary in bot.timezone, across DST changes."""
+    config = make_config(
+        tmp_path, "http://127.0.0.1:9/v1", bot={"timezone": zone}, memory={"day_boundary": boundary}
+    )
+    local = ZoneInfo(zone)
+    when = datetime.fromisoformat(after).replace(tzinfo=local)
+    due = datetime.fromisoformat(expected).replace(tzinfo=local)
+    fire = nightly_trigger(config).get_next_fire_time(None, when)
+    assert fire == due
+    start, _ = chat_day_bounds(due.date(), zone=local, boundary=config.memory.day_boundary_time)
+    assert fire.astimezone(UTC) == start

@@ -1,0 +1,108 @@
+"""`pacebot run` as a real process: SIGTERM mid-conversation stops cleanly, nothing sent twice."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.fake_llm import FakeLLMServer
+from tests.fake_telegram import FakeBotAPI
+from tests.fakes import replies_json
+
+KEY = "sk-run-process-key-123456"
+ALICE = 1001
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLMServer]:
+    async with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeBotAPI]:
+    async with FakeBotAPI() as server:
+        yield server
+
+
+def write_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""
+[bot]
+data_dir = "data"
+
+[pacing]
+debounce_min_s = 0.05
+debounce_max_s = 0.05
+max_delay_s = 5.0
+
+[llm]
+base_url = "{llm.base_url}"
+max_retries = 0
+
+[telegram]
+enabled = true
+api_base_url = "{api.base_url}"
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def start(config: Path, api: FakeBotAPI) -> asyncio.subprocess.Process:
+    env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": api.token}
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        "-c",
+        str(config),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+
+
+async def stop(process: asyncio.subprocess.Process) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    _, err = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode is not None
+    return process.returncode, err.decode()
+
+
+def texts(api: FakeBotAPI) -> list[str]:
+    return [m["text"] for m in api.sent_messages(ALICE)]
+
+
+async def test_sigterm_between_replies_then_restart(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """SIGTERM after the first of three replies exits 0; the restart sends the rest, none twice."""
+    config = write_config(tmp_path, llm, api)
+    llm.reply_json(replies_json("第一句", "第二句", "第三句", delay=1.5))
+    process = await start(config, api)
+    await api.wait_for("getUpdates", timeout=20)
+    api.push_message(ALICE, "讲个故事")
+    await api.wait_for("sendMessage", timeout=10)
+    code, err = await stop(process)
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert texts(api) == ["第一句"]
+
+    process = await start(config, api)
+    await api.wait_for(lambda: len(texts(api)) == 3, timeout=20)
+    code, err = await stop(process)
+    assert code == 0, err
+    assert texts(api) == ["第一句", "第二句", "第三句"]
+    assert len(llm.requests) == 1
+    assert KEY not in err
+    assert api.token not in err
