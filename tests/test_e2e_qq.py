@@ -1,0 +1,152 @@
+"""pacebot on QQ end to end: real nonebot2 + OneBot adapter ↔ a OneBot client, Telegram beside."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.runtime import running_bot
+from bot.config import Config, Secrets
+from bot.models import ChatKey, ChatKind
+from bot.pipeline import Pipeline
+from tests.fake_llm import FakeLLMServer
+from tests.fake_onebot import FakeOneBot, at, text
+from tests.fake_telegram import FakeBotAPI
+from tests.fakes import TEST_KEY, make_config, replies_json, user_prompt
+
+SELF_ID = 10001
+GROUP_ID = 500
+ALICE, BOB = 42, 43
+TOKEN = "onebot-secret-token-123"
+
+
+GROUP = ChatKey("qq", ChatKind.GROUP, str(GROUP_ID))
+
+
+async def wait_until(condition: Callable[[], bool], *, within_s: float = 5.0) -> None:
+    """Poll ``condition`` until it holds (the adapter delivers events on its own task)."""
+    async with asyncio.timeout(within_s):
+        while not condition():  # noqa: ASYNC110 - polling pipeline state from outside
+            await asyncio.sleep(0.01)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLMServer]:
+    async with FakeLLMServer() as server:
+        yield server
+
+
+def qq_config(tmp_path: Path, llm: FakeLLMServer, **sections: Any) -> Config:
+    return make_config(
+        tmp_path, llm.base_url, qq={"enabled": True, "port": free_port()}, **sections
+    )
+
+
+@contextlib.asynccontextmanager
+async def pacebot_with_onebot(
+    config: Config, *, telegram_token: str | None = None
+) -> AsyncIterator[tuple[Pipeline, FakeOneBot]]:
+    secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=telegram_token, onebot_access_token=TOKEN)
+    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
+        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
+        async with FakeOneBot(url, self_id=SELF_ID, access_token=TOKEN) as onebot:
+            yield pipeline, onebot
+
+
+async def test_group_mention_is_answered_with_a_quote(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """@bot in a group → one batch → a reply to that group quoting the message."""
+    async with pacebot_with_onebot(qq_config(tmp_path, llm)) as (pipeline, onebot):
+        asked = await onebot.send_group_message(
+            GROUP_ID, ALICE, [at(SELF_ID), text(" 周六去哪？")], card="小明"
+        )
+        llm.reply_json(
+            {"replies": [{"content": "去爬山", "send_delay_seconds": 0, "reply_to": str(asked)}]}
+        )
+        [call] = await onebot.wait_for_call("send_group_msg", within_s=5)
+        await pipeline.drain()
+    assert call.params["group_id"] == GROUP_ID
+    assert call.params["message"] == [
+        {"type": "reply", "data": {"id": str(asked)}},
+        {"type": "text", "data": {"text": "去爬山"}},
+    ]
+    last_line = user_prompt(llm.requests[0]).splitlines()[-1]
+    assert (last_line.startswith(f"[#{asked} "), last_line.endswith("] 小明: 周六去哪？")) == (
+        True,
+        True,
+    )
+
+
+async def test_unaddressed_group_message_is_context_only(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Unaddressed in mention mode: stored, no LLM call, later seen as context."""
+    async with pacebot_with_onebot(qq_config(tmp_path, llm)) as (pipeline, onebot):
+        await onebot.send_group_message(GROUP_ID, BOB, "今天好热", card="阿强")
+        await onebot.send_group_message(GROUP_ID, BOB, "真的热", card="阿强")
+        await wait_until(lambda: pipeline.waiting_messages(GROUP) == 2)
+        await pipeline.drain()
+        assert llm.requests == []
+        await onebot.send_group_message(GROUP_ID, ALICE, "小满你说呢", card="小明")
+        await onebot.wait_for_call("send_group_msg", within_s=5)
+        await pipeline.drain()
+    history = user_prompt(llm.requests[0]).split("New messages")[0]
+    assert ("阿强: 今天好热" in history, "阿强: 真的热" in history) == (True, True)
+
+
+async def test_private_chat_and_a_two_person_burst(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A private message is answered; a burst from two members is one call naming both."""
+    config = qq_config(tmp_path, llm, groups={"reply_mode": "always"})
+    async with pacebot_with_onebot(config) as (pipeline, onebot):
+        await onebot.send_private_message(ALICE, "在吗", nickname="小明")
+        await onebot.wait_for_call("send_private_msg", within_s=5)
+        await onebot.send_group_message(GROUP_ID, ALICE, "我想吃火锅", card="小明")
+        await onebot.send_group_message(GROUP_ID, BOB, "我想吃烧烤", card="阿强")
+        await onebot.wait_for_call("send_group_msg", within_s=5)
+        await pipeline.drain()
+    assert len(llm.requests) == 2
+    burst = user_prompt(llm.requests[1]).split("New messages")[1]
+    assert ("小明: 我想吃火锅" in burst, "阿强: 我想吃烧烤" in burst) == (True, True)
+    assert onebot.calls_of("send_private_msg")[0].params["user_id"] == ALICE
+
+
+async def test_reply_waits_for_a_reconnect(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A reply due while OneBot is away waits in the outbox and goes out after a reconnect."""
+    llm.reply_json(replies_json("第一句", "第二句", delay=0.3))
+    async with pacebot_with_onebot(qq_config(tmp_path, llm)) as (pipeline, onebot):
+        await onebot.send_private_message(ALICE, "讲两句")
+        await onebot.wait_for_call("send_private_msg", within_s=5)
+        await onebot.close()
+        onebot.calls.clear()
+        await onebot.connect()
+        [call] = await onebot.wait_for_call("send_private_msg", within_s=10)
+        await pipeline.drain()
+    assert call.params["message"][-1]["data"]["text"] == "第二句"
+
+
+async def test_telegram_and_qq_in_one_process(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """Both platforms answer in one process, and Telegram going away does not harm QQ."""
+    async with FakeBotAPI() as api:
+        config = qq_config(tmp_path, llm, telegram={"enabled": True, "api_base_url": api.base_url})
+        async with pacebot_with_onebot(config, telegram_token=api.token) as (pipeline, onebot):
+            await api.wait_for("getUpdates", timeout=5)
+            api.push_message(1001, "telegram 你好")
+            await onebot.send_private_message(ALICE, "qq 你好")
+            await api.wait_for("sendMessage", timeout=5)
+            await onebot.wait_for_call("send_private_msg", within_s=5)
+            await api.stop_listening()
+            await onebot.send_private_message(ALICE, "telegram 挂了你还在吗")
+            await onebot.wait_for_call("send_private_msg", count=2, within_s=5)
+            await pipeline.drain()
+    assert len(llm.requests) == 3
