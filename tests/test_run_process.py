@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_llm import FakeLLMServer
+from tests.fake_onebot import FakeOneBot
 from tests.fake_telegram import FakeBotAPI
 from tests.fakes import replies_json
 
@@ -106,3 +109,39 @@ async def test_sigterm_between_replies_then_restart(
     assert len(llm.requests) == 1
     assert KEY not in err
     assert api.token not in err
+
+
+async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """With Telegram and QQ on, SIGTERM stops both; logs, uvicorn's too, reach pacebot's file."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    config = write_config(tmp_path, llm, api)
+    config.write_text(
+        config.read_text(encoding="utf-8") + f"\n[qq]\nenabled = true\nport = {port}\n",
+        encoding="utf-8",
+    )
+    process = await start(config, api)
+    await api.wait_for("getUpdates", timeout=20)
+    onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
+    async with asyncio.timeout(20):
+        while not onebot.connected:  # the server is up once Telegram polls, but be patient
+            with contextlib.suppress(OSError):
+                await onebot.connect()
+            await asyncio.sleep(0.05)
+    try:
+        await onebot.send_private_message(42, "你好")
+        await onebot.wait_for_call("send_private_msg", within_s=10)
+    finally:
+        await onebot.close()
+    code, err = await stop(process)
+    log = (tmp_path / "data" / "logs" / "pacebot.log").read_text(encoding="utf-8")
+    assert code == 0, err
+    assert "Traceback" not in err
+    assert "QQ: OneBot connected as 10001" in log
+    assert "Telegram polling started" in log
+    assert "uvicorn" in log
+    assert KEY not in log
+    assert api.token not in log

@@ -1,0 +1,86 @@
+"""`pacebot summarize` and `pacebot recall` from the shell, as real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.config import load_config
+from bot.dates import chat_day
+from bot.models import ChatKey, ChatKind, IncomingMessage
+from storage.sqlite import SqliteStore
+from tests.fake_llm import FakeLLMServer
+
+KEY = "sk-cli-memory-key-123456"
+CHAT = ChatKey("telegram", ChatKind.GROUP, "-100123")
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLMServer]:
+    summary = {
+        "summary": "CLI-MARK 大家约了周六去香山。",
+        "topics": ["爬山"],
+        "key_points": [],
+        "keywords": ["香山"],
+    }
+    async with FakeLLMServer(default=json.dumps(summary, ensure_ascii=False)) as server:
+        yield server
+
+
+async def pacebot(*args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PACEBOT_LLM_API_KEY": KEY},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_summarize_then_recall(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """summarize writes yesterday's summary once; recall finds it by date and by keyword."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[bot]\ndata_dir = "data"\n[llm]\nbase_url = "{llm.base_url}"\nmax_retries = 0\n'
+    )
+    config = load_config(path)
+    at = datetime.now(UTC) - timedelta(days=1)
+    async with await SqliteStore.open(config.database_path) as store:
+        message = IncomingMessage(CHAT, "1", "7", "小明", "周六去香山吧", at)
+        await store.add_message(message, received_at=at)
+    yesterday = chat_day(at, zone=config.bot.zone, boundary=config.memory.day_boundary_time)
+
+    first = await pacebot("summarize", "-c", str(path))
+    again = await pacebot("summarize", "-c", str(path))
+    by_date = await pacebot("recall", "昨天聊了什么", "--chat", str(CHAT), "-c", str(path))
+    by_word = await pacebot("recall", "香山", "--chat", str(CHAT), "-c", str(path))
+    elsewhere = await pacebot("recall", "香山", "--chat", "qq:group:1", "-c", str(path))
+
+    assert first[0] == 0, first[2]
+    assert f"summarised {CHAT} {yesterday}" in first[1]
+    assert again[1].strip() == "nothing to summarise"
+    assert "recalled by dates" in by_date[1]
+    assert "CLI-MARK" in by_date[1]
+    assert "recalled by keywords" in by_word[1]
+    assert elsewhere[1].strip() == "nothing recalled"
+    assert len(llm.requests) == 1
+    assert KEY not in first[2] + by_date[2]
+
+
+async def test_recall_rejects_a_bad_chat_key(tmp_path: Path) -> None:
+    """A malformed --chat is refused with the expected form and exit code 2."""
+    code, _, err = await pacebot("recall", "x", "--chat", "group-1", "-c", str(tmp_path / "c.toml"))
+    assert code == 2
+    assert "platform:kind:id" in err
