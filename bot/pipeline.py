@@ -61,6 +61,7 @@ class Pipeline:
         self._quiet_again: set[ChatKey] = set()  # went quiet while the last answer was going out
         self._answering: dict[ChatKey, frozenset[str]] = {}  # senders the queue answers
         self._titles: dict[ChatKey, str] = {}
+        self._commands: set[asyncio.Task[None]] = set()
         self._stopping = False
 
     # -- in -------------------------------------------------------------------------
@@ -76,7 +77,11 @@ class Pipeline:
             self._titles[chat] = message.chat_title
         command = parse_command(message.text)
         if command is not None:
-            await self._run_command(message, *command)
+            # In a task of its own: /summary run waits for the LLM, and the adapter must
+            # go on storing messages meanwhile.
+            task = asyncio.create_task(self._run_command(message, *command), name=f"command:{chat}")
+            self._commands.add(task)
+            task.add_done_callback(self._command_done)
             return
         if chat.is_group and not message.addresses_bot and not self._store_unaddressed():
             return
@@ -125,6 +130,11 @@ class Pipeline:
             await platform.send_text(message.chat, answer, reply_to=message.message_id)
         except Exception as exc:  # a command answer is best-effort
             logger.bind(chat=str(message.chat)).warning("command answer not sent: {}", exc)
+
+    def _command_done(self, task: asyncio.Task[None]) -> None:
+        self._commands.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.opt(exception=exc).error("command failed")
 
     # -- batches --------------------------------------------------------------------
 
@@ -215,18 +225,19 @@ class Pipeline:
 
     async def drain(self) -> None:
         """Answer everything waiting now and wait until all replies are sent."""
-        while len(self.debouncer) or self._batches or not self.sender.idle:
+        while len(self.debouncer) or self._batches or self._commands or not self.sender.idle:
             self.debouncer.fire_all()
-            await asyncio.gather(*self._batches.values(), return_exceptions=True)
+            await asyncio.gather(*self._batches.values(), *self._commands, return_exceptions=True)
             await self.sender.drain()
 
     async def stop(self) -> None:
         """Stop taking messages; unanswered batches wait for the next start."""
         self._stopping = True
         self.debouncer.cancel_all()
-        for task in list(self._batches.values()):
+        tasks = [*self._batches.values(), *self._commands]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._batches.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self._store.abandon_open_batches(now=self._now())
         await self.sender.stop()
 

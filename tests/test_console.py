@@ -46,11 +46,8 @@ timeout_s = 5.0
     return path
 
 
-async def run_console(
-    config: Path, stdin: bytes, *, within_s: float = 20.0
-) -> tuple[int, str, str]:
-    env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "PACEBOT_LOG_LEVEL": "DEBUG"}
-    process = await asyncio.create_subprocess_exec(
+async def start_console(config: Path, env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "adapters.cli",
@@ -62,6 +59,13 @@ async def run_console(
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
+
+
+async def run_console(
+    config: Path, stdin: bytes, *, env: dict[str, str] | None = None, within_s: float = 20.0
+) -> tuple[int, str, str]:
+    env = env or {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "PACEBOT_LOG_LEVEL": "DEBUG"}
+    process = await start_console(config, env)
     try:
         out, err = await asyncio.wait_for(process.communicate(stdin), within_s)
     except TimeoutError:
@@ -99,38 +103,15 @@ async def test_console_user_is_admin(tmp_path: Path, llm: FakeLLMServer) -> None
 async def test_console_without_key_explains(tmp_path: Path, llm: FakeLLMServer) -> None:
     """Without the API key the console exits 1 naming the variable to set."""
     env = {k: v for k, v in os.environ.items() if k != "PACEBOT_LLM_API_KEY"}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "console",
-        "-c",
-        str(write_config(tmp_path, llm.base_url)),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    _, err = await asyncio.wait_for(process.communicate(), 20)
-    assert process.returncode == 1
-    assert "PACEBOT_LLM_API_KEY is not set" in err.decode()
+    code, _, err = await run_console(write_config(tmp_path, llm.base_url), b"hi\n", env=env)
+    assert code == 1
+    assert "PACEBOT_LLM_API_KEY is not set" in err
 
 
 async def test_console_ctrl_c_exits_cleanly(tmp_path: Path, llm: FakeLLMServer) -> None:
     """SIGINT while waiting for input stops the console with exit code 0 and no traceback."""
     env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "PACEBOT_LOG_LEVEL": "INFO"}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "console",
-        "-c",
-        str(write_config(tmp_path, llm.base_url)),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    process = await start_console(write_config(tmp_path, llm.base_url), env)
     assert process.stderr is not None
     await asyncio.wait_for(process.stderr.readline(), 20)  # the first log line: it is up
     process.send_signal(signal.SIGINT)

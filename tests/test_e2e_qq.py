@@ -156,10 +156,13 @@ async def test_admin_commands_work_on_qq(tmp_path: Path, llm: FakeLLMServer) -> 
     """An admin's /status in a QQ group is answered directly; another member's is refused."""
     config = qq_config(tmp_path, llm, bot={"admins": [f"qq:{ALICE}"]})
     async with pacebot_with_onebot(config) as (_, onebot):
-        await onebot.send_group_message(GROUP_ID, ALICE, "/status", card="小明")
-        await onebot.send_group_message(GROUP_ID, BOB, "/summary pop", card="阿强")
+        status = await onebot.send_group_message(GROUP_ID, ALICE, "/status", card="小明")
+        pop = await onebot.send_group_message(GROUP_ID, BOB, "/summary pop", card="阿强")
         calls = await onebot.wait_for_call("send_group_msg", count=2, within_s=5)
-    answers = [call.params["message"][-1]["data"]["text"] for call in calls]
-    assert answers[0].startswith(f"chat: qq:group:{GROUP_ID}")
-    assert answers[1] == "Sorry, only admins can use that command."
+    answers = {
+        call.params["message"][0]["data"]["id"]: call.params["message"][-1]["data"]["text"]
+        for call in calls
+    }
+    assert answers[str(status)].startswith(f"chat: qq:group:{GROUP_ID}")
+    assert answers[str(pop)] == "Sorry, only admins can use that command."
     assert llm.requests == []

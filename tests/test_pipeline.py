@@ -308,12 +308,12 @@ async def test_commands_skip_the_llm_and_the_timer(tmp_path: Path, llm: FakeLLMS
 async def test_non_admin_command_is_refused(tmp_path: Path, llm: FakeLLMServer) -> None:
     """A non-admin's /prompt gets a short refusal and reveals nothing."""
     async with harness(tmp_path, llm, bot={"admins": ["test:1"]}) as bot:
-        await bot.say("/prompt", sender_id="2")
-        await bot.say("/prompt", sender_id="1")
+        refused = await bot.say("/prompt", sender_id="2")
+        allowed = await bot.say("/prompt", sender_id="1")
         await bot.settle()
-    refusal, prompt = bot.platform.texts()
-    assert refusal == "Sorry, only admins can use that command."
-    assert "system prompt of test:private:42" in prompt
+    answers = {s.reply_to: s.text for s in bot.platform.sent}
+    assert answers[refused.message_id] == "Sorry, only admins can use that command."
+    assert "system prompt of test:private:42" in answers[allowed.message_id]
     assert llm.requests == []
 
 
