@@ -14,7 +14,7 @@ import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from loguru import logger
 
@@ -27,7 +27,7 @@ from bot.config import Config, Secrets, enabled_platforms, read_persona
 from bot.log import setup_logging
 from bot.memory import Memory
 from bot.pipeline import Pipeline
-from bot.ports import Platform
+from bot.ports import MessageSink, Platform
 from scheduler.jobs import start_scheduler
 from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
@@ -99,36 +99,55 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
+class PlatformAdapter(Platform, Protocol):
+    """A platform that receives on its own once started."""
+
+    async def start(self, sink: MessageSink) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def build_platforms(
+    config: Config, secrets: Secrets, *, telegram_poll_timeout_s: float = 10.0
+) -> dict[str, PlatformAdapter]:
+    """Build (not start) every enabled platform."""
+    platforms: dict[str, PlatformAdapter] = {}
+    if secrets.telegram_token is not None:
+        platforms["telegram"] = TelegramPlatform(
+            token=secrets.telegram_token,
+            api_base_url=config.telegram.api_base_url,
+            bot_name=config.bot.name,
+            aliases=config.bot.aliases,
+            poll_timeout_s=telegram_poll_timeout_s,
+        )
+    if config.qq.enabled:
+        platforms["qq"] = QQPlatform(
+            host=config.qq.host,
+            port=config.qq.port,
+            access_token=secrets.onebot_access_token,
+            bot_name=config.bot.name,
+            aliases=config.bot.aliases,
+        )
+    return platforms
+
+
 @contextlib.asynccontextmanager
 async def running_bot(
     config: Config, secrets: Secrets, *, telegram_poll_timeout_s: float = 10.0
 ) -> AsyncIterator[Pipeline]:
-    """Start the core and every enabled platform; stop them in reverse on exit."""
-    platforms: dict[str, Platform] = {}
+    """Start the core and every enabled platform; stop them in reverse on exit.
+
+    The platforms exist before the core recovers, so replies queued before a restart
+    find their platform; they start taking updates only once the core is running, and
+    stop taking them before the core stops.
+    """
+    adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
+    platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
         pipeline = await stack.enter_async_context(running_core(config, secrets, platforms))
-        if secrets.telegram_token is not None:
-            telegram = TelegramPlatform(
-                token=secrets.telegram_token,
-                api_base_url=config.telegram.api_base_url,
-                bot_name=config.bot.name,
-                aliases=config.bot.aliases,
-                poll_timeout_s=telegram_poll_timeout_s,
-            )
-            platforms["telegram"] = telegram
-            await telegram.start(pipeline)
-            stack.push_async_callback(telegram.stop)  # stops before the pipeline: no new updates
-        if config.qq.enabled:
-            qq = QQPlatform(
-                host=config.qq.host,
-                port=config.qq.port,
-                access_token=secrets.onebot_access_token,
-                bot_name=config.bot.name,
-                aliases=config.bot.aliases,
-            )
-            platforms["qq"] = qq
-            await qq.start(pipeline)
-            stack.push_async_callback(qq.stop)
+        for adapter in adapters.values():
+            await adapter.start(pipeline)
+            stack.push_async_callback(adapter.stop)
         yield pipeline
 
 

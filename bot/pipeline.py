@@ -219,6 +219,8 @@ class Pipeline:
         for chat in pending:
             self.sender.wake(chat)
         for index, (chat, count) in enumerate(waiting.items(), start=1):
+            if chat.platform not in self._platforms:
+                continue  # that platform is off this run: its messages wait for it
             self.debouncer.touch(chat, count=count)
             if index % REARM_SLICE == 0:
                 await asyncio.sleep(0)  # let the loop breathe between slices

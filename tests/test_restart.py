@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiosqlite
 import pytest
 
-from bot.models import BatchOutcome, IncomingMessage, PlannedReply
+from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage, PlannedReply
 from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
 from tests.fakes import PRIVATE, harness, make_config, replies_json, user_prompt
@@ -132,3 +133,19 @@ async def test_stop_during_llm_call_answers_after_restart(
     async with harness(tmp_path, llm, config=config) as bot:
         await bot.platform.wait_for_sends(1)
     assert bot.platform.texts() == ["重启后的回答"]
+
+
+async def test_messages_of_a_platform_that_is_off_keep_waiting(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Waiting messages of a platform not running this time are neither answered nor failed."""
+    config = make_config(tmp_path, llm.base_url)
+    elsewhere = ChatKey("qq", ChatKind.PRIVATE, "9")
+    async with await SqliteStore.open(config.database_path) as store:
+        message = replace(incoming(1, "QQ 上的消息"), chat=elsewhere)
+        await store.add_message(message, received_at=datetime.now(UTC))
+    async with harness(tmp_path, llm, config=config) as bot:
+        await bot.settle()
+    async with await SqliteStore.open(config.database_path) as store:
+        assert await store.waiting_counts() == {elsewhere: 1}
+    assert llm.requests == []
