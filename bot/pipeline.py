@@ -16,7 +16,7 @@ from datetime import datetime
 
 from loguru import logger
 
-from bot.answer import Answer, Answerer
+from bot.answer import Answer, Answerer, Decision, decide
 from bot.commands import CommandRunner, parse_command
 from bot.config import Config
 from bot.debounce import Debouncer, looks_unfinished
@@ -178,10 +178,13 @@ class Pipeline:
             return
         log = logger.bind(chat=str(chat), batch=batch.id)
         log.info("answering {} message(s)", len(batch.messages))
+        # Someone who is owed an answer sees "typing…" while the LLM thinks.
+        owed = decide(batch, reply_mode=self._config.groups.reply_mode) is Decision.ANSWER
         try:
-            answer = await self._answerer.answer(
-                batch, text_limit=platform.text_limit, chat_title=self._titles.get(chat)
-            )
+            async with self.sender.typing(chat, platform, enabled=owed):
+                answer = await self._answerer.answer(
+                    batch, text_limit=platform.text_limit, chat_title=self._titles.get(chat)
+                )
         except Exception as exc:  # a bug must not leave the chat's messages stuck in the batch
             log.opt(exception=exc).error("answering failed")
             answer = Answer(BatchOutcome.FAILED, error=f"internal error: {type(exc).__name__}")

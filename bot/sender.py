@@ -8,9 +8,10 @@ both win; a row left in ``sending`` by a crash is never sent again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 
 from loguru import logger
@@ -210,6 +211,31 @@ class Sender:
                 continue
             return True
         return False
+
+    @contextlib.asynccontextmanager
+    async def typing(
+        self, chat: ChatKey, platform: Platform, *, enabled: bool = True
+    ) -> AsyncIterator[None]:
+        """Show the typing indicator in ``chat`` (refreshed) for as long as the block runs."""
+        refresh_s = platform.typing_refresh_s
+        if not enabled or refresh_s is None:
+            yield
+            return
+
+        async def keep_typing() -> None:
+            loop = asyncio.get_running_loop()
+            while True:
+                next_at = loop.time() + refresh_s
+                await self._show_typing(chat, platform, timeout_s=refresh_s)
+                await asyncio.sleep(max(next_at - loop.time(), 0))
+
+        task = asyncio.create_task(keep_typing(), name=f"typing:{chat}")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     async def _show_typing(self, chat: ChatKey, platform: Platform, *, timeout_s: float) -> None:
         try:

@@ -384,3 +384,20 @@ async def test_maybe_delivered_is_not_resent(tmp_path: Path, llm: FakeLLMServer)
         await bot.say("hi")
         await bot.settle()
     assert bot.platform.texts() == ["二"]
+
+
+async def test_typing_shows_while_the_llm_thinks_for_those_owed_an_answer(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A private question shows typing during the LLM call; an unaddressed group batch does not."""
+    llm.hang(0.1, content=json.dumps(replies_json("好的")))
+    llm.hang(0.1, content=json.dumps({"replies": []}))
+    async with harness(tmp_path, llm, groups={"reply_mode": "smart"}) as bot:
+        await bot.say("在吗？")
+        await bot.settle()
+        private_typing = [t for chat, t in bot.platform.typing if chat == PRIVATE]
+        await bot.say("随便聊聊", chat=GROUP)
+        await bot.settle()
+    assert len(private_typing) >= 3
+    assert private_typing[-1] <= bot.platform.sent[0].at
+    assert [chat for chat, _ in bot.platform.typing if chat == GROUP] == []
