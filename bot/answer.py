@@ -197,7 +197,7 @@ class Answerer:
         log.info("fallback: splitter ({})", reason)
         try:
             split = await self._splitter.complete(
-                splitter_messages(completion.text), json_mode=True
+                splitter_messages(completion.text), json_mode=self._config.llm.json_mode
             )
             return parse_replies(
                 split.text, finish_reason=split.finish_reason, max_delay_s=pacing.max_delay_s
