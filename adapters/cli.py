@@ -151,9 +151,7 @@ async def _summarize(config: Config, secrets: Secrets, args: argparse.Namespace)
         else:
             days = [args.date or memory.today() - timedelta(days=1)]
         on_purpose = args.date is not None
-        work = await pending_work(parts.store, config, days, only=args.chat)
-        if on_purpose and args.chat is not None:
-            work = [(args.chat, args.date)]
+        work = await pending_work(parts.store, config, days, only=args.chat, on_purpose=on_purpose)
         if not work:
             print("nothing to summarise")
             return 0

@@ -65,6 +65,7 @@ from nonebot.adapters.onebot.v11 import (
     PrivateMessageEvent,
 )
 from nonebot.adapters.onebot.v11.config import Config as OneBotConfig
+from nonebot.compat import type_validate_python
 from nonebot.config import Config as NonebotConfig
 from nonebot.drivers import ASGIMixin, Driver
 
@@ -372,7 +373,10 @@ class _OneBotAdapter(Adapter):
     @classmethod
     def json_to_event(cls, json_data: Any) -> Event | None:
         """Parse one frame; take message events here, in arrival order."""
-        event = super().json_to_event(json_data)
+        if isinstance(json_data, dict) and "post_type" in json_data:
+            event = cls._parse_event(json_data)
+        else:
+            event = super().json_to_event(json_data)  # API answers go to nonebot's result store
         if event is None or isinstance(event, MetaEvent):
             return event  # API answers (None) and heartbeats go on as nonebot expects
         platform = cls.running
@@ -381,6 +385,29 @@ class _OneBotAdapter(Adapter):
         else:
             logger.debug("QQ: ignoring OneBot event {}", event.get_event_name())
         return None  # nonebot's own event handling has nothing to do for pacebot
+
+    @classmethod
+    def _parse_event(cls, data: dict[str, Any]) -> Event | None:
+        """Read an event with nonebot's models, the way nonebot does, but quietly.
+
+        For a malformed event nonebot logs a traceback per model it tries, then the whole
+        raw event (the chatter's words included) with another one at ERROR. A broken
+        event from the OneBot implementation is worth one warning line, not that.
+        """
+        for model in cls.get_event_model(data):
+            try:
+                return type_validate_python(model, data)
+            except Exception:  # as nonebot does: try the next, more general model
+                continue
+        try:
+            return type_validate_python(Event, data)
+        except Exception as error:
+            logger.warning(
+                "QQ: skipping a malformed OneBot {} event: {}",
+                str(data.get("post_type"))[:40],
+                _one_line(str(error), 200),
+            )
+            return None
 
     def bot_connect(self, bot: Bot) -> None:  # type: ignore[override]  # v11 Bot, not the base
         super().bot_connect(bot)
@@ -564,6 +591,9 @@ class QQPlatform:
         self._delivery_task: asyncio.Task[None] | None = None
         self._started = False
         self._stopped = False
+        self._sends_in_flight = 0
+        self._sends_idle = asyncio.Event()
+        self._sends_idle.set()
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -653,11 +683,27 @@ class QQPlatform:
         if not self._started:
             return
         try:
+            await self._finish_sends()
             await self._stop_server()
             await self._drain()
         finally:
             self._release()
         logger.info("QQ stopped")
+
+    async def _finish_sends(self) -> None:
+        """Let sends already on the wire get their answer before the connection closes.
+
+        Closing it under a send leaves the call unanswered although NapCat may have
+        posted the message; waiting keeps the outbox true. New sends are refused from
+        the moment ``stop()`` began, and each waits at most ``api_timeout_s``.
+        """
+        if not self._sends_in_flight:
+            return
+        try:
+            async with asyncio.timeout(self._api_timeout_s + 1.0):
+                await self._sends_idle.wait()
+        except TimeoutError:
+            logger.warning("QQ: {} send(s) unanswered at stop", self._sends_in_flight)
 
     async def _serve(self, server: _Server, sock: socket.socket) -> None:
         try:
@@ -799,6 +845,8 @@ class QQPlatform:
         elif reply_to is not None:
             log.info("cannot quote message {!r} (not a QQ message id); sending without", reply_to)
         message.append(MessageSegment.text(text))
+        self._sends_in_flight += 1
+        self._sends_idle.clear()
         try:
             async with asyncio.timeout(self._api_timeout_s):
                 result = await bot.call_api(action, **target, message=message)
@@ -813,6 +861,10 @@ class QQPlatform:
         except Exception as error:  # the connection broke before the request went out
             msg = f"sending to {chat} failed: {type(error).__name__}: {error}"
             raise SendFailed(msg, maybe_delivered=False) from None
+        finally:
+            self._sends_in_flight -= 1
+            if not self._sends_in_flight:
+                self._sends_idle.set()
         message_id = result.get("message_id") if isinstance(result, dict) else None
         if message_id is None:
             log.warning("OneBot posted to {} but returned no message id", chat)

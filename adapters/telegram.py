@@ -22,7 +22,7 @@ import random
 import re
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from http import HTTPStatus
 from types import TracebackType
@@ -82,6 +82,9 @@ _PTB_LOGGERS: Final = (
     "telegram.ext.Application",
     "telegram.ext.Updater",
 )
+
+# How long a poll waits for the updates fetched before to be handled (stored).
+_HANDLED_WAIT_S: Final = 30.0
 
 # Telegram's own words for "the message you quote does not exist (any more)".
 _REPLY_NOT_FOUND = ("message to be replied not found", "replied message not found")
@@ -440,14 +443,27 @@ def _readable_updates(payload: bytes) -> bytes:
 
 
 class _ReadableUpdatesRequest(HTTPXRequest):
-    """The getUpdates connection, which replaces updates PTB cannot read by empty ones.
+    """The getUpdates connection: confirms only stored updates, skips unreadable ones.
+
+    Each getUpdates confirms every update fetched before (its ``offset``), and PTB sends
+    the next one as soon as it has queued the last batch, before the handlers ran: a
+    crash then loses updates that Telegram already forgot. ``before_poll`` holds each
+    poll until the updates fetched so far have been handled (stored), so a crash can
+    only make Telegram deliver them again, and storing is idempotent.
 
     PTB fetches a batch it cannot parse again and again without confirming it: the bot
     turns deaf and logs a traceback per poll. A self-hosted Bot API server older than
-    PTB (one missing a field PTB now requires, e.g. in polls) is enough to cause that.
+    PTB (one missing a field PTB now requires, e.g. in polls) is enough to cause that,
+    so unreadable updates are replaced by empty ones.
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.before_poll: Callable[[], Awaitable[None]] | None = None
+
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        if self.before_poll is not None:
+            await self.before_poll()
         code, payload = await super().do_request(*args, **kwargs)
         if code != HTTPStatus.OK:
             return code, payload
@@ -503,6 +519,16 @@ class TelegramPlatform:
         self._retry_max_s = retry_max_s
         self._jitter = jitter
 
+        polls = _ReadableUpdatesRequest(
+            # Stopping cancels the long poll and httpx may hold its connection a
+            # moment longer: a second one lets the final getUpdates confirm the
+            # offset instead of waiting out the pool timeout.
+            connection_pool_size=2,
+            connect_timeout=request_timeout_s,
+            read_timeout=request_timeout_s,
+            write_timeout=request_timeout_s,
+        )
+        polls.before_poll = self._wait_until_handled
         builder = (
             ApplicationBuilder()
             .token(token)
@@ -511,17 +537,7 @@ class TelegramPlatform:
             .connect_timeout(request_timeout_s)
             .read_timeout(request_timeout_s)
             .write_timeout(request_timeout_s)
-            .get_updates_request(
-                _ReadableUpdatesRequest(
-                    # Stopping cancels the long poll and httpx may hold its connection a
-                    # moment longer: a second one lets the final getUpdates confirm the
-                    # offset instead of waiting out the pool timeout.
-                    connection_pool_size=2,
-                    connect_timeout=request_timeout_s,
-                    read_timeout=request_timeout_s,
-                    write_timeout=request_timeout_s,
-                )
-            )
+            .get_updates_request(polls)
         )
         if api_base_url:
             builder = builder.base_url(api_base_url)
@@ -538,6 +554,10 @@ class TelegramPlatform:
         self._ready = asyncio.Event()
         self._stopped = False
         self._stop_lock = asyncio.Lock()
+        self._request_timeout_s = request_timeout_s
+        self._sends_in_flight = 0
+        self._sends_idle = asyncio.Event()
+        self._sends_idle.set()
         self._bot_id: int | None = None
         self._bot_username: str | None = None
 
@@ -615,8 +635,24 @@ class TelegramPlatform:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await self._finish_sends()
             await self._shut_down()
             logger.info("Telegram stopped")
+
+    async def _finish_sends(self) -> None:
+        """Let sends already on the wire get their answer before the HTTP client closes.
+
+        Closing the client under a send turns Telegram's answer into a ``ReadError``
+        although the message may well have been posted; waiting keeps the outbox true.
+        New sends are refused from the moment ``stop()`` began.
+        """
+        if not self._sends_in_flight:
+            return
+        try:
+            async with asyncio.timeout(self._request_timeout_s + 1.0):
+                await self._sends_idle.wait()
+        except TimeoutError:
+            logger.warning("Telegram: {} send(s) unanswered at stop", self._sends_in_flight)
 
     async def _shut_down(self) -> None:
         """Undo whatever part of the start succeeded, in reverse order."""
@@ -690,6 +726,22 @@ class TelegramPlatform:
                 error_callback=self._on_polling_error,
             )
 
+    async def _wait_until_handled(self) -> None:
+        """Hold the next poll (which confirms what was fetched) until that is handled.
+
+        PTB marks each update done after its handler, which stores the message first:
+        an update confirmed to Telegram is in the database. A handler stuck for longer
+        than the bound lets the poll go on, as PTB alone would.
+        """
+        try:
+            async with asyncio.timeout(_HANDLED_WAIT_S):
+                await self._app.update_queue.join()  # at once when nothing is pending
+        except TimeoutError:
+            logger.warning(
+                "Telegram updates still being handled after {:g} s; confirming them anyway",
+                _HANDLED_WAIT_S,
+            )
+
     def _log_connect_crash(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
             return
@@ -750,6 +802,16 @@ class TelegramPlatform:
     async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
         """Post ``text`` to ``chat`` (quoting ``reply_to``); return the new message id."""
         self._check_connected(chat)
+        self._sends_in_flight += 1
+        self._sends_idle.clear()
+        try:
+            return await self._send_text(chat, text, reply_to=reply_to)
+        finally:
+            self._sends_in_flight -= 1
+            if not self._sends_in_flight:
+                self._sends_idle.set()
+
+    async def _send_text(self, chat: ChatKey, text: str, *, reply_to: str | None) -> str:
         try:
             try:
                 message = await self._send(chat, text, reply_to=reply_to)
@@ -795,12 +857,12 @@ class TelegramPlatform:
                 return ChatUnavailable(f"the bot cannot post to {chat}: {reason}")
             return SendFailed(f"Telegram refused a message to {chat}: {reason}")
         if isinstance(error, TimedOut):
-            # Only a timeout after the request went out may have delivered it.
-            never_sent = isinstance(error.__cause__, (httpx.ConnectTimeout, httpx.PoolTimeout))
             return SendFailed(
-                f"sending to {chat} timed out: {reason}", maybe_delivered=not never_sent
+                f"sending to {chat} timed out: {reason}", maybe_delivered=not _never_sent(error)
             )
-        return SendFailed(f"sending to {chat} failed: {reason}", maybe_delivered=False)
+        return SendFailed(
+            f"sending to {chat} failed: {reason}", maybe_delivered=not _never_sent(error)
+        )
 
     async def show_typing(self, chat: ChatKey) -> None:
         """Show "typing…" in ``chat`` for about 5 s; any failure is only logged at DEBUG."""
@@ -822,6 +884,29 @@ class TelegramPlatform:
         except TelegramError as error:
             logger.warning("setting the Telegram command menu failed: {}", self._describe(error))
             return False
+
+
+# httpx errors raised before a request leaves this machine: it certainly did not arrive.
+_BEFORE_SENDING: Final = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.UnsupportedProtocol,
+)
+
+
+def _never_sent(error: TelegramError) -> bool:
+    """Tell whether a failed request certainly did not reach Telegram.
+
+    PTB raises ``NetworkError`` both for an error answer (a 5xx: Telegram answered and
+    posted nothing; no cause) and for a broken connection (the httpx error as the cause).
+    A connection that broke after the request went out (``ReadError``, a read timeout,
+    the client closed under it) may have delivered it: never resend that.
+    """
+    cause = error.__cause__
+    if cause is None:
+        return not isinstance(error, TimedOut)
+    return isinstance(cause, _BEFORE_SENDING)
 
 
 def _says(error: TelegramError, phrases: Sequence[str]) -> bool:

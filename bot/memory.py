@@ -30,6 +30,7 @@ from bot.prompt import estimate_tokens
 from bot.recall import Recalled, recall
 from bot.replies import find_json_object, json_body
 
+FIRST_CHAT_DAY = date(1970, 1, 2)  # no message can belong to an earlier chat day
 PERSONA_SHARE = 0.4  # of memory.context_budget_tokens, for the persona and its summaries
 SUMMARY_MESSAGES_MAX = 2000  # messages of one chat day shown to the summariser
 _LINE_CHARS_MAX = 500
@@ -204,6 +205,8 @@ class Memory:
         The nightly job (``on_purpose=False``) never re-creates a popped day; an admin's
         ``/summary run`` may. Either way a day has at most one live summary.
         """
+        if day < FIRST_CHAT_DAY:  # nothing is stored that early; near year 1 bounds overflow
+            return SummaryResult.NOTHING
         if await self._store.has_summary(chat, day, include_popped=not on_purpose):
             return SummaryResult.ALREADY
         start, end = chat_day_bounds(

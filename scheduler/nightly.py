@@ -18,7 +18,7 @@ from loguru import logger
 from bot.config import Config
 from bot.dates import chat_day_bounds
 from bot.errors import LLMError, StorageError
-from bot.memory import Memory, SummaryResult
+from bot.memory import FIRST_CHAT_DAY, Memory, SummaryResult
 from bot.models import ChatKey
 from bot.ports import MemoryStore
 
@@ -38,16 +38,27 @@ def days_to_summarise(today: date, *, catch_up_days: int) -> list[date]:
 
 
 async def pending_work(
-    store: MemoryStore, config: Config, days: Sequence[date], *, only: ChatKey | None = None
+    store: MemoryStore,
+    config: Config,
+    days: Sequence[date],
+    *,
+    only: ChatKey | None = None,
+    on_purpose: bool = False,
 ) -> list[tuple[ChatKey, date]]:
-    """Return the (chat, day) pairs with chatter messages and no summary, live or popped."""
+    """Return the (chat, day) pairs with chatter messages and no summary.
+
+    A popped day counts as summarised, unless the run is ``on_purpose`` (an operator
+    naming the day).
+    """
     zone, boundary = config.bot.zone, config.memory.day_boundary_time
     work: list[tuple[ChatKey, date]] = []
     for day in days:
+        if day < FIRST_CHAT_DAY:
+            continue
         start, end = chat_day_bounds(day, zone=zone, boundary=boundary)
         chats = [only] if only else await store.chats_active_between(start, end)
         for chat in chats:
-            if not await store.has_summary(chat, day, include_popped=True):
+            if not await store.has_summary(chat, day, include_popped=not on_purpose):
                 work.append((chat, day))
     return work
 

@@ -121,13 +121,14 @@ class FakeLLMServer:
             raise RuntimeError("FakeLLMServer is not started")
         return f"http://127.0.0.1:{self._port}/v1"
 
-    async def start(self) -> None:
-        """Listen on a free port of 127.0.0.1."""
+    async def start(self, *, port: int = 0) -> None:
+        """Listen on 127.0.0.1: a free port, or ``port`` (to come back after ``close()``)."""
+        self._closing = asyncio.Event()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, "127.0.0.1", port, reuse_address=True)
         await site.start()
         self._runner = runner
         self._port = runner.addresses[0][1]

@@ -138,6 +138,11 @@ class _Failure:
     wording: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Late:
+    seconds: float
+
+
 _IGNORE = object()  # scripted: read the call, never answer it
 
 
@@ -232,6 +237,10 @@ class FakeOneBot:
     ) -> None:
         """Answer the next ``times`` calls of ``action`` with ``status: failed``."""
         self._scripts[action].extend(_Failure(retcode, wording) for _ in range(times))
+
+    def delay_next(self, action: str, seconds: float, *, times: int = 1) -> None:
+        """Answer the next ``times`` calls of ``action`` late; the call itself takes effect."""
+        self._scripts[action].extend(_Late(seconds) for _ in range(times))
 
     def ignore_next(self, action: str, *, times: int = 1) -> None:
         """Never answer the next ``times`` calls of ``action`` (the bot's call times out)."""
@@ -372,15 +381,31 @@ class FakeOneBot:
                     continue
                 call = ApiCall(request["action"], request.get("params") or {}, request.get("echo"))
                 self.calls.append(call)
-                answer = self._answer(call)
-                if answer is not None:
+                script = self._scripts.get(call.action)
+                late = script.popleft() if script and isinstance(script[0], _Late) else None
+                answer = self._answer(call, scripted=None if late is None else late)
+                if answer is not None and isinstance(late, _Late):
+                    self._tasks.append(
+                        asyncio.create_task(
+                            self._answer_late(ws, answer, late.seconds), name="fake-onebot:late"
+                        )
+                    )
+                elif answer is not None:
                     await ws.send(json.dumps(answer, ensure_ascii=False))
                 async with self._changed:
                     self._changed.notify_all()
 
-    def _answer(self, call: ApiCall) -> dict[str, Any] | None:
-        script = self._scripts.get(call.action)
-        scripted = script.popleft() if script else None
+    async def _answer_late(
+        self, ws: ClientConnection, answer: dict[str, Any], seconds: float
+    ) -> None:
+        await asyncio.sleep(seconds)
+        with contextlib.suppress(ConnectionClosed):
+            await ws.send(json.dumps(answer, ensure_ascii=False))
+
+    def _answer(self, call: ApiCall, *, scripted: object = None) -> dict[str, Any] | None:
+        if scripted is None:
+            script = self._scripts.get(call.action)
+            scripted = script.popleft() if script else None
         if scripted is _IGNORE:
             return None
         if isinstance(scripted, _Failure):

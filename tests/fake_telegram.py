@@ -268,6 +268,7 @@ class FakeBotAPI:
         self.messages: dict[int, dict[str, Any]] = {}  # every message, by id
         self.confirmed_offset = 0  # updates below this id were confirmed by getUpdates
         self.dropped_updates: list[dict[str, Any]] = []  # kinds outside allowed_updates
+        self.honour_allowed_updates = True  # False: deliver every kind, as old servers may
         self._updates: list[dict[str, Any]] = []
         self._chats: dict[int, dict[str, Any]] = {}
         self._blocked: dict[int, tuple[int, str]] = {}
@@ -605,7 +606,7 @@ class FakeBotAPI:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(params.get("timeout") or 0)
         while True:
-            if allowed:  # Telegram drops the kinds the client did not ask for
+            if allowed and self.honour_allowed_updates:  # Telegram drops unasked kinds
                 self.dropped_updates += [u for u in self._updates if not _is_allowed(u, allowed)]
                 self._updates = [u for u in self._updates if _is_allowed(u, allowed)]
             ready = self._updates[:limit]

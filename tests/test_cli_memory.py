@@ -84,3 +84,15 @@ async def test_recall_rejects_a_bad_chat_key(tmp_path: Path) -> None:
     code, _, err = await pacebot("recall", "x", "--chat", "group-1", "-c", str(tmp_path / "c.toml"))
     assert code == 2
     assert "platform:kind:id" in err
+
+
+async def test_summarize_a_date_before_any_message(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """--date 0001-01-01 is answered calmly: nothing to summarise, no traceback."""
+    path = tmp_path / "config.toml"
+    path.write_text(f'[bot]\ndata_dir = "data"\n[llm]\nbase_url = "{llm.base_url}"\n')
+    code, out, err = await pacebot(
+        "summarize", "--date", "0001-01-01", "--chat", str(CHAT), "-c", str(path)
+    )
+    assert (code, "Traceback" in err) == (0, False)
+    assert out.strip() == "nothing to summarise"
+    assert llm.requests == []

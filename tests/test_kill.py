@@ -1,0 +1,901 @@
+"""`pacebot run` killed again and again: nothing lost, nothing sent twice, the database sound.
+
+One seeded scenario drives a real ``pacebot run`` process with Telegram and QQ enabled
+against the local fakes (Bot API, OneBot client, LLM server, all in the test's event
+loop) through a scripted conversation of 1,000+ messages in 22 chats, SIGKILLs it 31
+times at 27 chosen points (in a debounce wait, during the LLM call, between paced
+replies, with a send on the wire, during nightly and admin-run summaries, during
+start-up, after bursts, at random) and restarts it on the same data directory each time.
+Afterwards the SQLite file and the fakes' records are checked against the guarantees in
+docs/reliability.md.
+
+How a stored chatter message must end (the "accounted for" rule of docs/reliability.md):
+its batch is ``answered`` or ``silent`` (the LLM saw it as new), or its batch is
+``skipped``/``failed`` and a later LLM request of the same chat showed it as context,
+or it is still waiting (no batch yet). Lost messages are counted, never hidden: a lost
+message is one the platform handed over (a Telegram update whose offset was confirmed,
+a OneBot event written to the socket) that is not in the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import random
+import re
+import signal
+import socket
+import sqlite3
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+import pytest
+from aiohttp import web
+from websockets.exceptions import ConnectionClosed, WebSocketException
+
+from bot.dates import chat_day, chat_day_bounds
+from tests.fake_llm import FakeLLMServer
+from tests.fake_onebot import FakeOneBot, at, text
+from tests.fake_telegram import FakeBotAPI
+
+SEED = 20260515
+LLM_KEY = "sk-kill-suite-llm-key-5f2a9c71e3"
+BOT_TOKEN = "987654:KILL-suite-telegram-token-xyz"
+ONEBOT_TOKEN = "kill-suite-onebot-token-77aa"
+QQ_SELF_ID = 10001
+ADMIN = 9001
+ZONE = ZoneInfo("Asia/Shanghai")
+BOUNDARY = time(4, 0)
+TAG_RE = re.compile(r"\bk\d{4}\b")
+REPLY_RE = re.compile(r"^r\d+\.\d+\b")
+NEW_BLOCK = "New messages (answer these):"
+
+MESSAGES_WANTED = 1_040
+KILL_PLAN = (
+    ["debounce"] * 5
+    + ["llm"] * 5
+    + ["between"] * 4
+    + ["sending"] * 3
+    + ["summary"] * 2
+    + ["summary_command"]
+    + ["startup"] * 2
+    + ["random"] * 3
+    + ["burst_telegram", "burst_qq"]
+)
+
+
+# --- the LLM: scripted by markers in the chatters' words ---------------------------------
+
+
+def _new_block(body: dict[str, Any]) -> str:
+    prompt = str(body["messages"][-1]["content"])
+    return prompt.split(NEW_BLOCK, 1)[1] if NEW_BLOCK in prompt else ""
+
+
+class ScriptedLLM(FakeLLMServer):
+    """Answer every request by what it asks: replies, day summaries, splitting.
+
+    A new message containing ``[hang]`` makes that reply request hang once (until the
+    server closes); ``[multi]`` asks for three paced replies. ``hang_summaries`` makes
+    every summary request hang. Reply texts are unique (``r<request>.<n>``), so a reply
+    sent twice shows up in the fakes' records.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hang_summaries = False
+        self.hung: list[str] = []  # kinds of the requests that hung, in order
+        self.kinds: list[str] = []
+        self._hung_tags: set[str] = set()
+        self._numbers = itertools.count(1)
+
+    async def wait_for_hang(self, count: int, *, within_s: float = 10.0) -> None:
+        """Wait until ``count`` requests have hung in all."""
+        async with asyncio.timeout(within_s), self._arrived:
+            await self._arrived.wait_for(lambda: len(self.hung) >= count)
+
+    async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        system = str(body["messages"][0]["content"])
+        if "You keep the diary" in system:
+            kind = "summary"
+        elif "You turn a chatbot's draft" in system:
+            kind = "splitter"
+        else:
+            kind = "reply"
+        number = next(self._numbers)
+        new = _new_block(body) if kind == "reply" else ""
+        hang = kind == "summary" and self.hang_summaries
+        if kind == "reply" and "[hang]" in new:
+            tags = frozenset(TAG_RE.findall(new))
+            hang = not tags <= self._hung_tags  # a batch asked again after the kill is answered
+            self._hung_tags |= tags
+        async with self._arrived:
+            self.requests.append(body)
+            self.kinds.append(kind)
+            if hang:
+                self.hung.append(kind)
+            self._arrived.notify_all()
+        if hang:
+            await self._closing.wait()
+            return web.json_response({"error": {"message": "closing"}}, status=503)
+        if kind == "summary":
+            content = json.dumps(
+                {"summary": f"s{number} 今天聊了很多。", "topics": ["闲聊"], "keywords": ["聊天"]},
+                ensure_ascii=False,
+            )
+        elif kind == "splitter":
+            content = json.dumps({"replies": [{"content": f"r{number}.0 拆分"}]})
+        else:
+            content = json.dumps(self._plan(body, number, new), ensure_ascii=False)
+        return web.json_response(self._completion(body, content, "stop"))
+
+    def _plan(self, body: dict[str, Any], number: int, new: str) -> dict[str, Any]:
+        nudged = "You returned no replies" in str(body["messages"][-1]["content"])
+        ids = re.findall(r"^\[#(\d+) ", new, re.MULTILINE)
+        if "?" not in new and "？" not in new and "[multi]" not in new and not nudged:
+            return {"replies": []}  # nothing asked: silence, where the bot allows it
+        count = 3 if "[multi]" in new else 1
+        replies: list[dict[str, Any]] = [
+            {"content": f"r{number}.{n} 好呀", "send_delay_seconds": 0.4 if n else 0}
+            for n in range(count)
+        ]
+        if ids and number % 3 == 0:
+            replies[0]["reply_to"] = ids[-1]
+        return {"replies": replies}
+
+
+# --- the conversation ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chat:
+    platform: str  # "telegram" or "qq"
+    group: bool
+    chat_id: int
+    members: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        return f"{self.platform}:{'group' if self.group else 'private'}:{self.chat_id}"
+
+
+def make_chats() -> list[Chat]:
+    chats = [Chat("telegram", False, 2001 + n, (2001 + n,)) for n in range(7)]
+    chats += [
+        Chat("telegram", True, -1002001 - n, (3001 + 3 * n, 3002 + 3 * n, 3003 + 3 * n))
+        for n in range(7)
+    ]
+    chats += [Chat("qq", False, 4001 + n, (4001 + n,)) for n in range(4)]
+    chats += [Chat("qq", True, 5001 + n, (6001 + 3 * n, 6002 + 3 * n)) for n in range(4)]
+    return chats
+
+
+STATEMENTS = (
+    "今天天气不错",
+    "刚下班",
+    "我在地铁上",
+    "晚饭吃了面",
+    "周末想去爬山",
+    "that movie was fine",
+    "just got home",
+    "زبان فارسی",
+    "😀😀",
+    "100% {sure} %s",
+)
+QUESTIONS = ("你吃了吗？", "明天下雨吗?", "要不要一起去？", "is it open?", "你觉得呢？")
+
+
+@dataclass
+class Pushed:
+    """One chatter message the test handed to a platform fake."""
+
+    tag: str
+    chat: Chat
+    message_id: str
+    at: float  # loop time it was handed over
+    update_id: int | None = None  # Telegram
+    delivered: bool = True  # QQ: the event reached the socket
+
+
+@dataclass
+class Kill:
+    kind: str
+    how: str
+    waiting: int = 0
+    open_batches: int = 0
+    scheduled: int = 0
+    sending: int = 0
+    summaries_hanging: bool = False
+
+
+@dataclass
+class World:
+    tmp: Path
+    config: Path
+    database: Path
+    stderr: Path
+    api: FakeBotAPI
+    llm: ScriptedLLM
+    onebot: FakeOneBot
+    rng: random.Random
+    chats: list[Chat]
+    pushed: list[Pushed] = field(default_factory=list)
+    commands: list[tuple[Chat, str]] = field(default_factory=list)  # (chat, message id)
+    cut_commands: list[tuple[Chat, str]] = field(default_factory=list)
+    kills: list[Kill] = field(default_factory=list)
+    down: list[tuple[float, float]] = field(default_factory=list)  # (SIGKILL, reconnect)
+    yesterday_chats: set[str] = field(default_factory=set)
+    process: asyncio.subprocess.Process | None = None
+    hung_at_start: int = 0  # LLM requests that had hung when the process started
+    starts: int = 0
+    tags: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    # -- the process ----------------------------------------------------------------------
+
+    async def start(self, *, ready: bool = True) -> None:
+        polls = len(self.api.calls_to("getUpdates"))
+        env = {
+            **os.environ,
+            "PACEBOT_LLM_API_KEY": LLM_KEY,
+            "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
+            "ONEBOT_ACCESS_TOKEN": ONEBOT_TOKEN,
+        }
+        with self.stderr.open("ab") as err:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "adapters.cli",
+                "run",
+                "-c",
+                str(self.config),
+                "--log-level",
+                "DEBUG",
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=err,
+                env=env,
+            )
+        self.starts += 1
+        self.hung_at_start = len(self.llm.hung)
+        if ready:
+            await self.api.wait_for(
+                lambda: len(self.api.calls_to("getUpdates")) > polls, timeout=30
+            )
+            await self.connect_onebot()
+
+    async def connect_onebot(self) -> None:
+        async with asyncio.timeout(30):
+            while True:
+                try:
+                    await self.onebot.connect()
+                except (OSError, WebSocketException, TimeoutError):
+                    await asyncio.sleep(0.02)
+                    continue
+                if self.down and self.down[-1][1] == float("inf"):
+                    self.down[-1] = (self.down[-1][0], asyncio.get_running_loop().time())
+                return
+
+    async def kill(self, kind: str) -> Kill:
+        process = self.process
+        assert process is not None
+        process.send_signal(signal.SIGKILL)
+        now = asyncio.get_running_loop().time()
+        if self.down and self.down[-1][1] == float("inf"):  # killed before OneBot was back
+            self.down[-1] = (self.down[-1][0], now)
+        self.down.append((now, float("inf")))
+        await process.wait()
+        self.process = None
+        await self.onebot.close()
+        state = self.state()
+        kill = Kill(
+            kind,
+            "SIGKILL",
+            waiting=state["waiting"],
+            open_batches=state["open"],
+            scheduled=state["scheduled"],
+            sending=state["sending"],
+            summaries_hanging="summary" in self.llm.hung[self.hung_at_start :],
+        )
+        self.kills.append(kill)
+        return kill
+
+    async def terminate(self) -> int:
+        process = self.process
+        assert process is not None
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), 30)
+        self.process = None
+        await self.onebot.close()
+        return code
+
+    # -- the database ---------------------------------------------------------------------
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        if not self.database.exists():
+            return []
+        db = sqlite3.connect(self.database, timeout=5)
+        try:
+            return list(db.execute(sql, args))
+        finally:
+            db.close()
+
+    def state(self) -> dict[str, int]:
+        [(waiting, open_, scheduled, sending)] = self.query(
+            "SELECT (SELECT count(*) FROM messages WHERE from_bot = 0 AND batch_id IS NULL),"
+            " (SELECT count(*) FROM batches WHERE state = 'open'),"
+            " (SELECT count(*) FROM outbox WHERE state = 'scheduled'),"
+            " (SELECT count(*) FROM outbox WHERE state = 'sending')"
+        ) or [(0, 0, 0, 0)]
+        return {"waiting": waiting, "open": open_, "scheduled": scheduled, "sending": sending}
+
+    def stored_tags(self) -> set[str]:
+        rows = self.query("SELECT text FROM messages WHERE from_bot = 0")
+        return {tag for (words,) in rows for tag in TAG_RE.findall(words)}
+
+    async def wait_stored(self, tags: set[str], *, within_s: float = 10.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_s
+        while not tags <= self.stored_tags():
+            assert loop.time() < deadline, f"not stored: {sorted(tags - self.stored_tags())}"
+            await asyncio.sleep(0.005)
+
+    # -- chatters -------------------------------------------------------------------------
+
+    def yesterday_ts(self) -> float:
+        today = chat_day(datetime.now(UTC), zone=ZONE, boundary=BOUNDARY)
+        start, _ = chat_day_bounds(today - timedelta(days=1), zone=ZONE, boundary=BOUNDARY)
+        return (start + timedelta(hours=self.rng.uniform(1, 20))).timestamp()
+
+    async def say(
+        self,
+        chat: Chat,
+        *,
+        marker: str = "",
+        addressed: bool | None = None,
+        question: bool | None = None,
+        yesterday: bool = False,
+    ) -> Pushed:
+        rng = self.rng
+        tag = f"k{next(self.tags):04d}"
+        ask = rng.random() < 0.35 if question is None else question
+        words = rng.choice(QUESTIONS if ask else STATEMENTS)
+        body = f"{tag} {words}{marker}"
+        sender = rng.choice(chat.members)
+        addressed = (rng.random() < 0.3) if addressed is None else addressed
+        when = self.yesterday_ts() if yesterday else None
+        loop = asyncio.get_running_loop()
+        if chat.platform == "telegram":
+            if chat.group and addressed:
+                body = rng.choice([f"@{self.api.bot_username} {body}", f"小满 {body}"])
+            message_id = self.api.push_message(
+                chat.chat_id,
+                body,
+                user_id=sender,
+                first_name=f"u{sender}",
+                chat_type="supergroup" if chat.group else "private",
+                title=f"群{chat.chat_id}" if chat.group else None,
+                date=when,
+            )
+            update_id = self.api.pending_updates[-1]["update_id"]
+            pushed = Pushed(tag, chat, str(message_id), loop.time(), update_id=update_id)
+        else:
+            pushed = await self._say_qq(chat, body, sender, addressed=addressed, when=when)
+        pushed.tag = tag
+        self.pushed.append(pushed)
+        if yesterday:
+            self.yesterday_chats.add(chat.key)
+        return pushed
+
+    async def _say_qq(
+        self, chat: Chat, body: str, sender: int, *, addressed: bool, when: float | None
+    ) -> Pushed:
+        loop = asyncio.get_running_loop()
+        stamp = int(when) if when is not None else None
+        try:
+            if chat.group:
+                message = [at(QQ_SELF_ID), text(" " + body)] if addressed else body
+                message_id = await self.onebot.send_group_message(
+                    chat.chat_id, sender, message, card=f"q{sender}", time=stamp
+                )
+            else:
+                message_id = await self.onebot.send_private_message(
+                    sender, body, nickname=f"q{sender}", time=stamp
+                )
+        except (RuntimeError, ConnectionClosed):
+            return Pushed("", chat, "", loop.time(), delivered=False)
+        return Pushed("", chat, str(message_id), loop.time())
+
+    async def command(self, chat: Chat, words: str, *, sender: int, cut: bool = False) -> None:
+        """Send a command; ``cut`` for one the test kills before it can answer."""
+        if chat.platform == "telegram":
+            message_id = self.api.push_message(chat.chat_id, words, user_id=sender)
+        else:
+            try:
+                message_id = await self.onebot.send_private_message(sender, words)
+            except (RuntimeError, ConnectionClosed):
+                return
+        (self.cut_commands if cut else self.commands).append((chat, str(message_id)))
+
+    def answered_commands(self) -> int:
+        """Count the Telegram commands that got their (quoting) answer."""
+        quoted = {
+            (call.get("chat_id"), (call.get("reply_parameters") or {}).get("message_id"))
+            for call in self.api.calls_to("sendMessage")
+        }
+        return sum((chat.chat_id, int(message_id)) in quoted for chat, message_id in self.commands)
+
+    async def wave(self, count: int) -> list[Pushed]:
+        """Let ``count`` messages arrive in bursts over several chats."""
+        pushed: list[Pushed] = []
+        while len(pushed) < count:
+            chat = self.rng.choice(self.chats)
+            for _ in range(min(self.rng.randint(1, 5), count - len(pushed))):
+                pushed.append(await self.say(chat))
+                if self.rng.random() < 0.3:
+                    await asyncio.sleep(self.rng.uniform(0, 0.01))
+        return pushed
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def write_config(tmp: Path, llm: ScriptedLLM, api: FakeBotAPI, port: int) -> Path:
+    path = tmp / "config.toml"
+    path.write_text(
+        f"""
+[bot]
+data_dir = "data"
+timezone = "Asia/Shanghai"
+admins = ["telegram:{ADMIN}", "qq:{ADMIN}"]
+
+[pacing]
+debounce_min_s = 0.05
+debounce_max_s = 0.12
+max_wait_s = 0.6
+max_delay_s = 0.5
+typing_chars_per_s = 1000.0
+stale_after_s = 600.0
+
+[llm]
+base_url = "{llm.base_url}"
+timeout_s = 30.0
+max_retries = 0
+
+[memory]
+day_boundary = "04:00"
+catch_up_days = 2
+
+[telegram]
+enabled = true
+api_base_url = "{api.base_url}"
+
+[qq]
+enabled = true
+host = "127.0.0.1"
+port = {port}
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+@contextlib.asynccontextmanager
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    port = free_port()
+    async with ScriptedLLM() as llm, FakeBotAPI(token=BOT_TOKEN) as api:
+        onebot = FakeOneBot(
+            f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=QQ_SELF_ID, access_token=ONEBOT_TOKEN
+        )
+        here = World(
+            tmp=tmp_path,
+            config=write_config(tmp_path, llm, api, port),
+            database=tmp_path / "data" / "pacebot.sqlite3",
+            stderr=tmp_path / "stderr.log",
+            api=api,
+            llm=llm,
+            onebot=onebot,
+            rng=random.Random(SEED),
+            chats=make_chats(),
+        )
+        try:
+            yield here
+        finally:
+            if here.process is not None and here.process.returncode is None:
+                here.process.kill()
+                await here.process.wait()
+            await onebot.close()
+
+
+# --- the kill points ------------------------------------------------------------------------
+
+
+async def kill_in_debounce(w: World) -> None:
+    """Store a burst, then kill while its debounce wait runs."""
+    chat = w.rng.choice(w.chats)
+    burst = [await w.say(chat, question=True) for _ in range(w.rng.randint(1, 3))]
+    await w.wait_stored({p.tag for p in burst if p.delivered}, within_s=10)
+    await w.kill("debounce")
+
+
+async def kill_during_llm_call(w: World) -> None:
+    """Kill while the LLM call of a batch hangs."""
+    chat = w.rng.choice([c for c in w.chats if not c.group])
+    hung = len(w.llm.hung)
+    await w.say(chat, marker=" [hang]", question=True)
+    await w.llm.wait_for_hang(hung + 1)
+    await asyncio.sleep(w.rng.uniform(0, 0.05))
+    await w.kill("llm")
+
+
+async def kill_between_replies(w: World) -> None:
+    """Kill after the first of three paced replies went out."""
+    chat = w.rng.choice([c for c in w.chats if c.platform == "telegram" and not c.group])
+    before = len(w.api.sent_messages(chat.chat_id))
+    await w.say(chat, marker=" [multi]", question=True)
+    await w.api.wait_for(lambda: len(w.api.sent_messages(chat.chat_id)) > before, timeout=10)
+    await asyncio.sleep(w.rng.uniform(0.05, 0.5))
+    await w.kill("between")
+
+
+async def kill_while_sending(w: World) -> None:
+    """Kill while a send is on the wire: the platform has it, the bot has no answer yet."""
+    if w.rng.random() < 0.5:
+        chat = w.rng.choice([c for c in w.chats if c.platform == "telegram" and not c.group])
+        sends = len(w.api.calls_to("sendMessage"))
+        w.api.delay_next("sendMessage", 5.0)
+        await w.say(chat, question=True)
+        await w.api.wait_for(lambda: len(w.api.calls_to("sendMessage")) > sends, timeout=10)
+    else:
+        chat = w.rng.choice([c for c in w.chats if c.platform == "qq" and not c.group])
+        sends = len(w.onebot.calls_of("send_private_msg"))
+        w.onebot.ignore_next("send_private_msg")
+        await w.say(chat, question=True)
+        await w.onebot.wait_for_call("send_private_msg", sends + 1, within_s=20)
+    await w.kill("sending")
+
+
+async def kill_during_catch_up(w: World) -> None:
+    """Restart with yesterday unsummarised, then kill while the catch-up summaries run."""
+    hung = w.llm.hung.count("summary")
+    await w.kill("random")  # the restart runs the catch-up
+    await w.start()
+    async with asyncio.timeout(15):
+        while w.llm.hung.count("summary") <= hung:  # noqa: ASYNC110 - a plain list of the fake
+            await asyncio.sleep(0.005)
+    await w.kill("summary")
+
+
+async def kill_during_summary_command(w: World) -> None:
+    """An admin runs /summary run for a group; kill while its LLM call hangs."""
+    target = next(c for c in w.chats if c.key in w.yesterday_chats and c.group)
+    admin_chat = Chat("telegram", False, ADMIN, (ADMIN,))
+    hung = w.llm.hung.count("summary")
+    day = chat_day(datetime.now(UTC), zone=ZONE, boundary=BOUNDARY) - timedelta(days=1)
+    await w.command(
+        admin_chat, f"/summary run {day.isoformat()} {target.key}", sender=ADMIN, cut=True
+    )
+    async with asyncio.timeout(15):
+        while w.llm.hung.count("summary") <= hung:  # noqa: ASYNC110 - a plain list of the fake
+            await asyncio.sleep(0.005)
+    await w.kill("summary")
+
+
+async def kill_during_startup(w: World) -> None:
+    """Kill a fresh process before it is up."""
+    await w.kill("random")
+    await w.start(ready=False)
+    await asyncio.sleep(w.rng.uniform(0.2, 1.5))
+    await w.kill("startup")
+
+
+async def kill_at_random(w: World) -> None:
+    """Kill at a random moment while a wave of messages arrives."""
+    wave = asyncio.create_task(w.wave(40))
+    await asyncio.sleep(w.rng.uniform(0.0, 0.4))
+    await w.kill("random")
+    await wave
+
+
+async def kill_after_telegram_burst(w: World) -> None:
+    """Kill just after PTB confirmed a burst of 60 updates it fetched in one poll."""
+    chat = w.rng.choice([c for c in w.chats if c.platform == "telegram"])
+    burst = [await w.say(chat, question=False) for _ in range(60)]
+    last = burst[-1].update_id
+    assert last is not None
+    await w.api.wait_for(lambda: w.api.confirmed_offset > last, timeout=10)
+    await w.kill("burst")
+
+
+async def kill_after_qq_burst(w: World) -> None:
+    """Kill just after 100 OneBot events were written to the socket at once."""
+    chat = w.rng.choice([c for c in w.chats if c.platform == "qq"])
+    await asyncio.gather(*(w.say(chat, question=False) for _ in range(100)))
+    await w.kill("burst")
+
+
+KILLERS: dict[str, Callable[[World], Any]] = {
+    "burst_telegram": kill_after_telegram_burst,
+    "burst_qq": kill_after_qq_burst,
+    "debounce": kill_in_debounce,
+    "llm": kill_during_llm_call,
+    "between": kill_between_replies,
+    "sending": kill_while_sending,
+    "summary": kill_during_catch_up,
+    "summary_command": kill_during_summary_command,
+    "startup": kill_during_startup,
+    "random": kill_at_random,
+}
+
+
+async def quiesce(w: World, *, within_s: float = 90.0) -> None:
+    """Wait until nothing waits, nothing is queued and every update was taken."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within_s
+    while True:
+        state = w.state()
+        summaries = {key for (key,) in w.query("SELECT chat_key FROM prompt_history")}
+        if not any(state.values()) and not w.api.pending_updates and w.yesterday_chats <= summaries:
+            return
+        assert loop.time() < deadline, f"not quiet: {state}, {w.api.pending_updates[:3]}"
+        await asyncio.sleep(0.05)
+
+
+# --- the checks ----------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    """What the run did and found, for docs/reliability.md."""
+
+    messages: int = 0
+    chats: int = 0
+    kills: int = 0
+    kill_kinds: Counter[str] = field(default_factory=Counter)
+    states_at_kill: Counter[str] = field(default_factory=Counter)
+    lost_telegram: int = 0
+    lost_qq: int = 0
+    lost_qq_by_kill: Counter[str] = field(default_factory=Counter)  # by the kill that followed
+    qq_loss_window_s: float = 0.0  # the longest a lost OneBot event was written before a kill
+    undelivered_qq: int = 0
+    duplicates: int = 0
+    replies_sent: int = 0
+    replies_lost_mid_send: int = 0
+    waiting_at_end: int = 0
+    secrets_found: int = 0
+
+
+def sent_texts(w: World) -> list[str]:
+    """Every text the bot handed to a platform (a send the platform saw counts)."""
+    texts = [str(call["text"]) for call in w.api.calls_to("sendMessage")]
+    for action in ("send_private_msg", "send_group_msg"):
+        for call in w.onebot.calls_of(action):
+            texts += [
+                str(seg["data"]["text"]) for seg in call.params["message"] if seg["type"] == "text"
+            ]
+    return texts
+
+
+def check(w: World) -> Figures:
+    figures = Figures(messages=len(w.pushed), chats=len({p.chat.key for p in w.pushed}))
+    figures.kills = len(w.kills)
+    figures.kill_kinds = Counter(k.kind for k in w.kills)
+
+    # Each kill point caught the process in the state it aimed at (read from the file).
+    hit = {
+        "debounce": lambda k: k.waiting > 0,
+        "llm": lambda k: k.open_batches > 0,
+        "between": lambda k: k.scheduled + k.sending > 0,
+        "sending": lambda k: k.sending > 0,
+        "summary": lambda k: k.summaries_hanging,
+    }
+    missed = [k for k in w.kills if k.kind in hit and not hit[k.kind](k)]
+    assert missed == []
+    figures.states_at_kill = Counter()
+    for k in w.kills:
+        figures.states_at_kill["messages waiting"] += k.waiting > 0
+        figures.states_at_kill["batch open (LLM call)"] += k.open_batches > 0
+        figures.states_at_kill["replies scheduled"] += k.scheduled > 0
+        figures.states_at_kill["reply sending"] += k.sending > 0
+        figures.states_at_kill["summary in flight"] += k.summaries_hanging
+
+    # Every message handed over is stored exactly once; losses are measured, by platform.
+    rows = w.query("SELECT chat_key, message_id, text, batch_id FROM messages WHERE from_bot = 0")
+    by_tag = Counter(tag for _, _, words, _ in rows for tag in TAG_RE.findall(words))
+    assert [tag for tag, n in by_tag.items() if n > 1] == []
+    stored = {(key, message_id) for key, message_id, _, _ in rows}
+    for p in w.pushed:
+        if not p.delivered:
+            figures.undelivered_qq += 1
+            continue
+        if (p.chat.key, p.message_id) in stored:
+            continue
+        if p.chat.platform == "telegram":
+            assert p.update_id is not None
+            assert p.update_id < w.api.confirmed_offset  # never taken: it would be pending
+            figures.lost_telegram += 1
+            continue
+        # An event written between a kill and the reconnect went into a dead socket.
+        if any(start <= p.at <= end for start, end in w.down):
+            figures.undelivered_qq += 1
+            continue
+        killed = [(t, kill) for (t, _), kill in zip(w.down, w.kills, strict=True) if t >= p.at]
+        assert killed, f"{p.tag} lost while the bot ran"
+        when, kill = killed[0]
+        assert when - p.at <= 1.0, f"{p.tag} lost {when - p.at:.3f} s before a kill"
+        figures.lost_qq += 1
+        figures.lost_qq_by_kill[kill.kind] += 1
+        figures.qq_loss_window_s = max(figures.qq_loss_window_s, when - p.at)
+
+    # Each stored message was seen by the LLM as new, or as context after its batch.
+    batches = dict(w.query("SELECT id, state FROM batches"))
+    requests = [json.dumps(r, ensure_ascii=False) for r in w.llm.requests]
+    seen_new = {tag for r in w.llm.requests for tag in TAG_RE.findall(_new_block(r))}
+    seen_any = {tag for r in requests for tag in TAG_RE.findall(r)}
+    outcomes: Counter[str] = Counter()
+    for _, _, words, batch_id in rows:
+        [tag] = TAG_RE.findall(words)
+        state = "waiting" if batch_id is None else batches[batch_id]
+        outcomes[state] += 1
+        if state in {"answered", "silent"}:
+            assert tag in seen_new, (tag, state)
+        elif state in {"skipped", "failed"}:
+            assert tag in seen_any, (tag, state)
+        else:
+            assert state == "waiting", (tag, state)
+    figures.waiting_at_end = outcomes["waiting"]
+
+    # A batch's replies were queued with its outcome: all or nothing.
+    queued = {batch for (batch,) in w.query("SELECT DISTINCT batch_id FROM outbox")}
+    answered = {b for b, state in batches.items() if state == "answered"}
+    assert (answered - queued, queued - answered) == (set(), set())
+
+    # No reply text reached a platform twice; each outbox row at most once.
+    texts = sent_texts(w)
+    replies = Counter(t for t in texts if REPLY_RE.match(t))
+    figures.duplicates = sum(n - 1 for n in replies.values() if n > 1)
+    assert {t: n for t, n in replies.items() if n > 1} == {}
+    outbox = w.query("SELECT content, state, coalesce(reason, '') FROM outbox")
+    for content, state, reason in outbox:
+        seen = replies.get(content, 0)
+        if state == "sent":
+            assert seen == 1, (content, state)
+        elif state == "dropped" and reason in {"interrupted while sending", "maybe delivered"}:
+            assert seen <= 1, (content, state)
+            figures.replies_lost_mid_send += seen == 0
+        else:
+            assert seen == 0, (content, state, reason)
+    figures.replies_sent = sum(replies.values())
+    assert set(replies) <= {content for content, _, _ in outbox}
+
+    # A command is answered at most once.
+    for chat, message_id in w.commands + w.cut_commands:
+        quotes = [
+            call
+            for call in w.api.calls_to("sendMessage")
+            if chat.platform == "telegram"
+            and call.get("chat_id") == chat.chat_id
+            and (call.get("reply_parameters") or {}).get("message_id") == int(message_id)
+            and not REPLY_RE.match(str(call["text"]))
+        ]
+        assert len(quotes) <= 1, quotes
+
+    # The database is sound and no chat day has two live summaries.
+    assert w.query("PRAGMA integrity_check") == [("ok",)]
+    assert w.query("PRAGMA foreign_key_check") == []
+    assert (
+        w.query(
+            "SELECT chat_key, summary_date, count(*) FROM prompt_history WHERE is_deleted = 0"
+            " GROUP BY chat_key, summary_date HAVING count(*) > 1"
+        )
+        == []
+    )
+    summarised = {key for (key,) in w.query("SELECT chat_key FROM prompt_history")}
+    assert w.yesterday_chats <= summarised
+
+    # No secret in any log line of any run.
+    logs = w.stderr.read_text("utf-8", "replace")
+    for path in (w.tmp / "data" / "logs").glob("*.log*"):
+        logs += path.read_text("utf-8", "replace")
+    secrets = [LLM_KEY, BOT_TOKEN, ONEBOT_TOKEN]
+    figures.secrets_found = sum(logs.count(s) + logs.count(quote(s, safe="")) for s in secrets)
+    assert figures.secrets_found == 0
+    assert "Traceback" not in logs
+    return figures
+
+
+async def sigterm_while_sending(w: World) -> None:
+    """SIGTERM while a Telegram and a QQ send wait for their answers: both end up sent."""
+    telegram = w.chats[0]
+    qq = next(c for c in w.chats if c.platform == "qq" and not c.group)
+    sends = (len(w.api.calls_to("sendMessage")), len(w.onebot.calls_of("send_private_msg")))
+    w.api.delay_next("sendMessage", 1.0)
+    w.onebot.delay_next("send_private_msg", 1.0)
+    await w.say(telegram, question=True)
+    await w.say(qq, question=True)
+    await w.api.wait_for(lambda: len(w.api.calls_to("sendMessage")) > sends[0], timeout=10)
+    await w.onebot.wait_for_call("send_private_msg", sends[1] + 1, within_s=20)
+    assert await w.terminate() == 0
+    last = {
+        key: state
+        for key, state in w.query(
+            "SELECT chat_key, state FROM outbox WHERE id IN"
+            " (SELECT max(id) FROM outbox WHERE chat_key IN (?, ?) GROUP BY chat_key)",
+            telegram.key,
+            qq.key,
+        )
+    }
+    assert last == {telegram.key: "sent", qq.key: "sent"}
+
+
+@pytest.mark.timeout(300)
+async def test_kill_suite(tmp_path: Path) -> None:
+    """Killed 31 times through 1,000+ messages in 22 chats: nothing lost, nothing sent twice."""
+    async with world(tmp_path) as w:
+        w.llm.hang_summaries = True
+        await w.start()
+        for chat in w.chats:  # yesterday's talk, to be summarised by the catch-up at start-up
+            await w.say(chat, question=False, yesterday=True)
+        plan = list(KILL_PLAN)
+        w.rng.shuffle(plan)
+        last_summary = max(i for i, kind in enumerate(plan) if kind.startswith("summary"))
+        for step, kind in enumerate(plan):
+            remaining = MESSAGES_WANTED - len(w.pushed)
+            wave = await w.wave(max(0, remaining // (len(plan) - step)))
+            await w.wait_stored({p.tag for p in wave if p.delivered})
+            if w.rng.random() < 0.3:  # an admin's command, and someone else's refused one
+                await w.command(Chat("telegram", False, ADMIN, (ADMIN,)), "/status", sender=ADMIN)
+                chatter = w.rng.choice(w.chats[:7])
+                await w.command(chatter, "/pop", sender=chatter.chat_id)
+                await w.api.wait_for(lambda: w.answered_commands() == len(w.commands), timeout=10)
+            await KILLERS[kind](w)
+            if step == last_summary:
+                w.llm.hang_summaries = False
+            await w.start()
+        for chat in w.chats:  # a last question everywhere, so group chatter becomes context
+            await w.say(chat, addressed=True, question=True)
+        await quiesce(w)
+
+        # SIGTERM with a send on the wire on each platform: a clean stop, nothing twice.
+        await sigterm_while_sending(w)
+        await w.start()
+        await quiesce(w)
+        assert await w.terminate() == 0
+
+        figures = check(w)
+    print(f"\nkill suite figures: {figures}")
+    assert (figures.messages >= 1000, figures.chats >= 20, figures.kills >= 20) == (
+        True,
+        True,
+        True,
+    )
+    assert (figures.lost_telegram, figures.duplicates) == (0, 0)
+
+
+@pytest.mark.timeout(120)
+async def test_sigterm_with_sends_on_the_wire(tmp_path: Path) -> None:
+    """SIGTERM while a Telegram and a QQ send await their answers: exit 0, both sent once."""
+    async with world(tmp_path) as w:
+        await w.start()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await sigterm_while_sending(w)
+        stop_s = loop.time() - started
+        await w.start()
+        await quiesce(w)
+        assert await w.terminate() == 0
+        figures = check(w)
+    assert (figures.duplicates, figures.replies_sent, stop_s < 10) == (0, 2, True)
