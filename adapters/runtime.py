@@ -23,6 +23,7 @@ from adapters.openai_llm import OpenAILLM
 from adapters.qq import QQPlatform  # before logging is set up: importing nonebot resets loguru
 from adapters.telegram import TelegramPlatform
 from bot.answer import Answerer
+from bot.commands import MENU
 from bot.config import Config, Secrets, enabled_platforms, read_persona
 from bot.log import setup_logging
 from bot.memory import Memory
@@ -107,6 +108,12 @@ class PlatformAdapter(Platform, Protocol):
     async def stop(self) -> None: ...
 
 
+def admin_ids(config: Config, platform: str) -> list[int]:
+    """Return the numeric ids of the admins on ``platform``."""
+    prefix = f"{platform}:"
+    return [int(a.removeprefix(prefix)) for a in config.bot.admins if a.startswith(prefix)]
+
+
 def build_platforms(
     config: Config, secrets: Secrets, *, telegram_poll_timeout_s: float = 10.0
 ) -> dict[str, PlatformAdapter]:
@@ -119,6 +126,8 @@ def build_platforms(
             bot_name=config.bot.name,
             aliases=config.bot.aliases,
             poll_timeout_s=telegram_poll_timeout_s,
+            menu=MENU,
+            menu_chat_ids=admin_ids(config, "telegram"),
         )
     if config.qq.enabled:
         platforms["qq"] = QQPlatform(

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 import httpx
 from loguru import logger
-from telegram import BotCommand, Message, MessageEntity, ReplyParameters, Update
+from telegram import (
+    BotCommand,
+    BotCommandScopeChat,
+    Message,
+    MessageEntity,
+    ReplyParameters,
+    Update,
+)
 from telegram.constants import ChatAction, ChatType
 from telegram.error import (
     BadRequest,
@@ -506,6 +513,8 @@ class TelegramPlatform:
         retry_max_s: float = 60.0,
         request_timeout_s: float = 10.0,
         jitter: Callable[[], float] = random.random,
+        menu: Sequence[tuple[str, str]] = (),
+        menu_chat_ids: Sequence[int] = (),
     ) -> None:
         if not token.strip():
             msg = "the Telegram bot token is empty (set the variable named by telegram.token_env)"
@@ -518,6 +527,8 @@ class TelegramPlatform:
         self._retry_initial_s = retry_initial_s
         self._retry_max_s = retry_max_s
         self._jitter = jitter
+        self._menu = tuple(menu)  # published in the menu_chat_ids chats once polling runs
+        self._menu_chat_ids = tuple(menu_chat_ids)
 
         polls = _ReadableUpdatesRequest(
             # Stopping cancels the long poll and httpx may hold its connection a
@@ -709,6 +720,8 @@ class TelegramPlatform:
             else:
                 self._ready.set()
                 logger.info("Telegram polling started as @{}", self.bot_username)
+                if self._menu and self._menu_chat_ids:
+                    await self.set_commands(self._menu, chat_ids=self._menu_chat_ids)
                 return
 
     async def _start_polling(self) -> None:
@@ -873,17 +886,26 @@ class TelegramPlatform:
         except TelegramError as error:
             logger.bind(chat=str(chat)).debug("typing indicator failed: {}", self._describe(error))
 
-    async def set_commands(self, commands: Sequence[tuple[str, str]]) -> bool:
-        """Publish the command menu (name, description); return whether Telegram took it."""
+    async def set_commands(
+        self, commands: Sequence[tuple[str, str]], *, chat_ids: Sequence[int] = ()
+    ) -> bool:
+        """Publish the command menu (name, description); return whether Telegram took it.
+
+        With ``chat_ids`` the menu shows only in those chats (e.g. the admins' private
+        chats), otherwise everywhere.
+        """
         if self._stopped or not self._ready.is_set():
             return False
+        menu = [BotCommand(name, description) for name, description in commands]
+        scopes: list[BotCommandScopeChat | None] = [BotCommandScopeChat(c) for c in chat_ids]
         try:
-            return await self._app.bot.set_my_commands(
-                [BotCommand(name, description) for name, description in commands]
-            )
+            for scope in scopes or [None]:
+                if not await self._app.bot.set_my_commands(menu, scope=scope):
+                    return False
         except TelegramError as error:
             logger.warning("setting the Telegram command menu failed: {}", self._describe(error))
             return False
+        return True
 
 
 # httpx errors raised before a request leaves this machine: it certainly did not arrive.

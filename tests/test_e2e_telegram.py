@@ -196,3 +196,20 @@ async def test_telegram_faults(tmp_path: Path, llm: FakeLLMServer, api: FakeBotA
     assert ("reply_parameters" in calls[-3], "reply_parameters" in calls[-2]) == (True, False)
     assert len(calls) == attempts + 3  # Bob's second reply was dropped, never tried
     assert texts(api, BOB) == []
+
+
+async def test_command_menu_is_published_to_admins_only(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """Once polling runs, the admin command menu is set for each Telegram admin's chat only."""
+    config = telegram_config(tmp_path, llm, api, bot={"admins": ["telegram:1001", "qq:5"]})
+    async with pacebot(config, api):
+        [call] = await api.wait_for("setMyCommands", timeout=5)
+    assert call["scope"] == {"type": "chat", "chat_id": 1001}
+    assert [c["command"] for c in call["commands"]] == [
+        "summary",
+        "pop",
+        "prompt",
+        "recall",
+        "status",
+    ]
