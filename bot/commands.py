@@ -18,6 +18,7 @@ from bot.models import ChatKey, IncomingMessage, SummaryRecord
 from bot.prompt import estimate_tokens
 
 REFUSAL = "Sorry, only admins can use that command."
+LIST_MAX = 30  # summaries /summary list names one by one, newest first
 _FIRST_LINE_CHARS = 40
 
 MENU: tuple[tuple[str, str], ...] = (
@@ -141,15 +142,21 @@ async def _summary_list(runner: CommandRunner, call: _Call) -> str:
             f"(~{persona.tokens} tokens)."
         )
     in_prompt = {r.id for r in persona.kept}
-    lines = [f"memory of {call.chat}, newest first:"]
-    for number, record in enumerate(reversed(stack), start=1):
+    # Totals first: a year of summaries does not fit one message, the newest do.
+    lines = [
+        f"memory of {call.chat}: {len(stack)} summaries, {len(persona.kept)} in the prompt "
+        f"(persona with summaries ~{persona.tokens} tokens); newest first:"
+    ]
+    newest = stack[::-1][:LIST_MAX]
+    for number, record in enumerate(newest, start=1):
         mark = "" if record.id in in_prompt else " (recall only)"
         tokens = estimate_tokens(record.added_prompt)
         lines.append(f"{number}. {record.day} · {_first_line(record)} · ~{tokens} tok{mark}")
-    lines.append(
-        f"persona with summaries: ~{persona.tokens} tokens; "
-        f"{len(persona.kept)} of {len(stack)} summaries in the prompt"
-    )
+    if len(stack) > len(newest):
+        lines.append(
+            f"… and {len(stack) - len(newest)} older, back to {stack[0].day}"
+            " (/summary show N shows any of them)"
+        )
     return "\n".join(lines)
 
 
@@ -237,14 +244,18 @@ async def _recall(runner: CommandRunner, call: _Call) -> str:
     question = " ".join(call.args).strip()
     if not question:
         return "usage: /recall <question>, e.g. /recall 昨天聊了什么"
-    recalled = await runner.memory.recall(call.chat, [question])
+    # What a batch asking this would get: summaries already in the persona are not repeated.
+    persona = await runner.memory.persona(call.chat)
+    recalled = await runner.memory.recall(call.chat, [question], persona=persona)
     if not recalled.records:
         days = (
             f" (dates asked about: {', '.join(map(str, recalled.days))})" if recalled.days else ""
         )
-        return f"Nothing recalled for that question{days}."
-    found = "\n\n".join(r.added_prompt for r in recalled.records)
-    return f"Recalled by {recalled.how}:\n\n{found}"
+        return (
+            f"Nothing recalled for that question{days}. Summaries already in the prompt"
+            " are not repeated; /summary list shows them."
+        )
+    return f"Recalled by {recalled.how}:\n\n{recalled.render()}"
 
 
 _HANDLERS: dict[str, Handler] = {

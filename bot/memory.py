@@ -26,12 +26,15 @@ from bot.models import (
     SummaryRecord,
 )
 from bot.ports import LLM, MemoryStore
-from bot.prompt import estimate_tokens
+from bot.prompt import clip, estimate_tokens
 from bot.recall import Recalled, recall
 from bot.replies import find_json_object, json_body
 
 FIRST_CHAT_DAY = date(1970, 1, 2)  # no message can belong to an earlier chat day
 PERSONA_SHARE = 0.4  # of memory.context_budget_tokens, for the persona and its summaries
+RECALL_SHARE = 0.2  # of memory.context_budget_tokens, for recalled summaries
+SUMMARY_CHARS_MAX = 800  # one day's summary; no day may crowd the others out of the persona
+POINT_CHARS_MAX = 150  # one key point
 SUMMARY_MESSAGES_MAX = 2000  # messages of one chat day shown to the summariser
 _LINE_CHARS_MAX = 500
 
@@ -86,10 +89,11 @@ def parse_summary(text: str, *, finish_reason: str | None) -> DaySummary:
         raise BadLLMReply(msg) from None
 
     def clean(items: list[str], most: int) -> tuple[str, ...]:
-        return tuple(item.strip() for item in items if item.strip())[:most]
+        kept = [clip(item.strip(), POINT_CHARS_MAX) for item in items if item.strip()]
+        return tuple(kept[:most])
 
     return DaySummary(
-        summary=shape.summary,
+        summary=clip(shape.summary, SUMMARY_CHARS_MAX),
         topics=clean(shape.topics, 5),
         key_points=clean(shape.key_points, 5),
         keywords=clean(shape.keywords, 10),
@@ -248,14 +252,14 @@ class Memory:
         self, chat: ChatKey, texts: Sequence[str], *, persona: Persona | None = None
     ) -> Recalled:
         """Recall what ``texts`` ask about, leaving out what ``persona`` already holds."""
-        in_persona = {r.id for r in persona.kept} if persona else set()
         return await recall(
             self._store,
             chat,
             texts,
             today=self.today(),
             hits=self._config.memory.recall_hits,
-            in_persona=in_persona,
+            budget_tokens=int(self._config.memory.context_budget_tokens * RECALL_SHARE),
+            in_persona={r.id for r in persona.kept} if persona else (),
         )
 
     async def stack(self, chat: ChatKey) -> list[SummaryRecord]:

@@ -84,6 +84,9 @@ async def summarise_days(
             except (LLMError, StorageError) as exc:
                 log.warning("summary of {} failed, will retry next run: {}", day, exc)
                 report.failed.append((chat, day))
+            except Exception:  # a bug in one chat's summary must not stop the others
+                log.exception("summary of {} failed unexpectedly; will retry next run", day)
+                report.failed.append((chat, day))
             else:
                 done = report.pushed if result is SummaryResult.PUSHED else report.skipped
                 done.append((chat, day))

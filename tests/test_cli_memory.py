@@ -96,3 +96,40 @@ async def test_summarize_a_date_before_any_message(tmp_path: Path, llm: FakeLLMS
     assert (code, "Traceback" in err) == (0, False)
     assert out.strip() == "nothing to summarise"
     assert llm.requests == []
+
+
+async def test_summarize_all_missing_fills_each_missed_day_once(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """--all-missing summarises every finished day of the last catch_up_days lacking one."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[bot]\ndata_dir = "data"\n[llm]\nbase_url = "{llm.base_url}"\nmax_retries = 0\n'
+        "[memory]\ncatch_up_days = 3\n"
+    )
+    config = load_config(path)
+    now = datetime.now(UTC)
+    async with await SqliteStore.open(config.database_path) as store:
+        for back in (1, 2, 3, 5):  # five days back is beyond catch_up_days
+            at = now - timedelta(days=back)
+            message = IncomingMessage(CHAT, str(back), "7", "小明", f"{back}天前", at)
+            await store.add_message(message, received_at=at)
+    days = {
+        chat_day(
+            now - timedelta(days=back),
+            zone=config.bot.zone,
+            boundary=config.memory.day_boundary_time,
+        )
+        for back in (1, 2, 3)
+    }
+
+    first = await pacebot("summarize", "--all-missing", "-c", str(path))
+    again = await pacebot("summarize", "--all-missing", "-c", str(path))
+
+    assert first[0] == 0, first[2]
+    summarised = {
+        line.split()[-1] for line in first[1].splitlines() if line.startswith("summarised")
+    }
+    assert summarised == {day.isoformat() for day in days}
+    assert again[1].strip() == "nothing to summarise"
+    assert len(llm.requests) == len(days)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
 from bot.errors import BadLLMReply
-from bot.memory import PERSONA_SHARE, effective_persona, parse_summary, render_summary
+from bot.memory import (
+    PERSONA_SHARE,
+    POINT_CHARS_MAX,
+    SUMMARY_CHARS_MAX,
+    effective_persona,
+    parse_summary,
+    render_summary,
+)
 from bot.models import ChatKey, ChatKind, DaySummary, SummaryRecord
 from bot.prompt import estimate_tokens
 
@@ -50,6 +58,18 @@ def test_parse_summary_accepts_comma_strings_for_lists() -> None:
     """Lists given as one comma-separated string are split."""
     parsed = parse_summary('{"summary": "s", "keywords": "香山，爬山, hiking"}', finish_reason=None)
     assert parsed.keywords == ("香山", "爬山", "hiking")
+
+
+def test_parse_summary_cuts_a_rambling_summary() -> None:
+    """An overlong summary or key point is cut, so one day cannot crowd out the others."""
+    rambling = "那天大家聊了很多很多。" * 400
+    text = json.dumps({"summary": rambling, "key_points": [rambling, "短的"]}, ensure_ascii=False)
+    parsed = parse_summary(text, finish_reason="stop")
+    assert (len(parsed.summary), [len(p) for p in parsed.key_points]) == (
+        SUMMARY_CHARS_MAX,
+        [POINT_CHARS_MAX, 2],
+    )
+    assert parsed.summary.startswith("那天大家聊了很多很多。")
 
 
 @pytest.mark.parametrize(

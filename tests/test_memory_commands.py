@@ -11,7 +11,8 @@ import pytest
 
 from bot.dates import chat_day
 from bot.memory import render_summary
-from bot.models import ChatKey, ChatKind, DaySummary
+from bot.models import ChatKey, ChatKind, ChatMessage, DaySummary
+from bot.prompt import estimate_prompt_tokens
 from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
 from tests.fakes import GROUP, PRIVATE, Harness, harness
@@ -33,21 +34,27 @@ def today(bot: Harness) -> date:
     )
 
 
+async def push_into(
+    store: SqliteStore, chat: ChatKey, day: date, text: str, *, keywords: tuple[str, ...] = ()
+) -> None:
+    content = DaySummary(summary=text, keywords=keywords)
+    await store.push_summary(
+        chat,
+        day,
+        content,
+        added_prompt=render_summary(day, content),
+        full_prompt_before="",
+        full_prompt_after="",
+        message_count=3,
+        now=datetime.now(UTC),
+    )
+
+
 async def push(
     bot: Harness, chat: ChatKey, day: date, text: str, *, keywords: tuple[str, ...] = ()
 ) -> None:
-    content = DaySummary(summary=text, keywords=keywords)
     async with await SqliteStore.open(bot.config.database_path) as store:
-        await store.push_summary(
-            chat,
-            day,
-            content,
-            added_prompt=render_summary(day, content),
-            full_prompt_before="",
-            full_prompt_after="",
-            message_count=3,
-            now=datetime.now(UTC),
-        )
+        await push_into(store, chat, day, text, keywords=keywords)
 
 
 async def command(bot: Harness, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:
@@ -192,6 +199,81 @@ async def test_keyword_recall_finds_an_old_summary(tmp_path: Path, llm: FakeLLMS
     system = llm.requests[0]["messages"][0]["content"]
     assert "香山爬山" in system.split("What you remember that may help")[1]
     assert shown.startswith("Recalled by keywords")
+
+
+async def test_summary_list_of_a_year_leads_with_totals_and_names_the_newest(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """365 summaries do not fit one message: totals come first, then the newest 30."""
+    async with harness(tmp_path, llm, **ADMIN) as bot:
+        first = today(bot) - timedelta(days=365)
+        async with await SqliteStore.open(bot.config.database_path) as store:
+            for n in range(365):
+                await push_into(
+                    store, PRIVATE, first + timedelta(days=n), f"第{n}天，聊了很多事情。"
+                )
+        listing = await command(bot, "/summary list")
+    lines = listing.splitlines()
+    assert lines[0].startswith(f"memory of {PRIVATE}: 365 summaries, ")
+    assert lines[1].startswith(f"1. {first + timedelta(days=364)} · 第364天")
+    assert lines[30].startswith(f"30. {first + timedelta(days=335)} · ")
+    assert lines[31] == f"… and 335 older, back to {first} (/summary show N shows any of them)"
+    assert len(listing) <= bot.platform.text_limit
+
+
+async def test_recall_of_a_whole_month_keeps_the_request_within_budget(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Asked about last month, the newest days asked about are recalled and the whole
+    request still fits ``memory.context_budget_tokens``."""
+    budget = 1500
+    async with harness(tmp_path, llm, memory={"context_budget_tokens": budget}) as bot:
+        month_start = (today(bot).replace(day=1) - timedelta(days=1)).replace(day=1)
+        last_month = [month_start + timedelta(days=n) for n in range(28)]
+        for day in last_month:
+            await push(bot, PRIVATE, day, f"DAY-{day.isoformat()} 聊了工作、天气和周末的计划。" * 4)
+        await bot.say("上个月我们都聊了什么？")
+        await bot.platform.wait_for_sends(1)
+    request = llm.requests[0]["messages"]
+    persona, recalled = request[0]["content"].split("What you remember that may help")
+    tokens = estimate_prompt_tokens([ChatMessage(m["role"], m["content"]) for m in request])
+    # The newest days are in the persona already; recall goes on from the day before them.
+    shown = [day for day in last_month if f"DAY-{day.isoformat()}" in persona + recalled]
+    assert tokens <= budget
+    assert "DAY-" in recalled
+    assert shown == last_month[-len(shown) :]
+    assert len(shown) < len(last_month)
+
+
+async def test_a_day_with_no_summary_falls_back_to_keywords(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A question naming today (which has no summary yet) still recalls by its keywords."""
+    async with harness(tmp_path, llm, **ADMIN) as bot:
+        await push(
+            bot,
+            PRIVATE,
+            today(bot) - timedelta(days=40),
+            "大家周末去香山爬山，看了红叶。",
+            keywords=("爬山", "香山"),
+        )
+        # Forty days back is far outside the persona share only if the stack is long.
+        for back in range(1, 30):
+            await push(bot, PRIVATE, today(bot) - timedelta(days=back), "聊了工作。" * 200)
+        shown = await command(bot, "/recall 今天又想起香山爬山了")
+    assert shown.startswith("Recalled by keywords")
+    assert "香山爬山" in shown
+
+
+async def test_recall_command_leaves_out_what_the_prompt_holds(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """/recall shows what a batch would get: yesterday's summary is in the persona already."""
+    async with harness(tmp_path, llm, **ADMIN) as bot:
+        await push(bot, PRIVATE, today(bot) - timedelta(days=1), "IN-PERSONA 聊了火锅。")
+        shown = await command(bot, "/recall 昨天聊了什么")
+    assert shown.startswith("Nothing recalled for that question")
+    assert "not repeated" in shown
 
 
 async def test_summary_run_creates_and_refuses_a_second(tmp_path: Path, llm: FakeLLMServer) -> None:

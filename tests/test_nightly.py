@@ -18,7 +18,7 @@ from bot.config import Config
 from bot.dates import chat_day_bounds
 from bot.memory import Memory, SummaryResult
 from bot.models import ChatKey, ChatKind, IncomingMessage
-from scheduler.jobs import nightly_trigger
+from scheduler.jobs import NIGHTLY_JOB_ID, nightly_trigger, start_scheduler
 from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
@@ -78,6 +78,25 @@ async def test_each_active_chat_day_gets_one_summary(world: World) -> None:
     assert len(world.llm.requests) == 2
     assert [r.day for r in await world.store.live_summaries(ALPHA)] == [yesterday]
     assert [r.day for r in await world.store.live_summaries(BETA)] == [yesterday]
+
+
+async def test_at_most_summary_concurrency_calls_at_once(world: World) -> None:
+    """Five chats with memory.summary_concurrency = 2: two LLM calls in flight, never more."""
+    world.config = world.config.model_copy(
+        update={"memory": world.config.memory.model_copy(update={"summary_concurrency": 2})}
+    )
+    yesterday = TODAY - timedelta(days=1)
+    chats = [ChatKey("telegram", ChatKind.GROUP, f"-{n}") for n in range(5)]
+    for n, chat in enumerate(chats):
+        await world.say(chat, "聊天", on_day(yesterday), n)
+        world.llm.hang(0.15, content=summary_json(f"第{n}个群"))
+    run = asyncio.create_task(world.nightly())
+    await world.llm.wait_for_requests(2)
+    await asyncio.sleep(0.1)  # well before the first answer: nobody else may have asked
+    in_flight = len(world.llm.requests)
+    await run
+    assert (in_flight, len(world.llm.requests)) == (2, 5)
+    assert [len(await world.store.live_summaries(c)) for c in chats] == [1] * 5
 
 
 async def test_two_runs_at_once_push_one_summary(world: World) -> None:
@@ -163,6 +182,23 @@ async def test_summary_prompt_holds_only_that_chat_and_day(world: World) -> None
     assert ["ALPHA-CANARY" in p for p in prompts].count(True) == 1
     assert all("TODAY-CANARY" not in p for p in prompts)
     assert not any("ALPHA-CANARY" in p and "BETA-CANARY" in p for p in prompts)
+
+
+async def test_the_job_coalesces_missed_runs_and_never_overlaps(tmp_path: Path) -> None:
+    """Runs missed while asleep collapse into one (if at most six hours late), one at a time."""
+    config = make_config(tmp_path, "http://127.0.0.1:9/v1")
+
+    async def nothing() -> None:
+        pass
+
+    scheduler = start_scheduler(config, nothing)
+    try:
+        job = scheduler.get_job(NIGHTLY_JOB_ID)
+        assert job is not None
+        assert (job.coalesce, job.misfire_grace_time, job.max_instances) == (True, 6 * 3600, 1)
+        assert str(job.trigger) == str(nightly_trigger(config))
+    finally:
+        scheduler.shutdown(wait=False)
 
 
 @pytest.mark.parametrize(
