@@ -30,14 +30,13 @@ INFO.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import json
 import logging
 import os
 import re
 import socket
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import unescape
@@ -297,13 +296,12 @@ def normalise(
     *,
     bot_name: str,
     aliases: Sequence[str] = (),
-    bot_messages: Container[tuple[ChatKey, str]] = (),
 ) -> IncomingMessage | None:
     """Turn a OneBot message event into an ``IncomingMessage``; ``None`` if it is ignored.
 
     Ignored: the bot's own messages, senders the event marks as bots, group system
-    notices and chats other than groups and private chats. ``bot_messages`` holds
-    ``(chat, message_id)`` of messages the bot sent, so a quote of one addresses it.
+    notices and chats other than groups and private chats. A quote carries only the
+    quoted id here; whether it quotes the bot, the pipeline looks up in the store.
     """
     chat = chat_key_of(event)
     if chat is None or event.user_id == event.self_id or _sender_is_bot(event):
@@ -315,10 +313,7 @@ def normalise(
     if chat.is_group:
         folded = rendered.spoken.casefold()
         names = [n.casefold() for n in (bot_name, *aliases) if n.strip()]
-        quotes_bot = (
-            rendered.reply_to_id is not None and (chat, rendered.reply_to_id) in bot_messages
-        )
-        addresses_bot = rendered.mentions_bot or quotes_bot or any(n in folded for n in names)
+        addresses_bot = rendered.mentions_bot or any(n in folded for n in names)
         group_name = (event.model_extra or {}).get("group_name")
         title = group_name if isinstance(group_name, str) and group_name.strip() else None
     else:
@@ -334,26 +329,6 @@ def normalise(
         reply_to_id=rendered.reply_to_id,
         chat_title=title,
     )
-
-
-class SentMessages:
-    """Remember the ids of the last messages the bot sent, per chat, bounded in all."""
-
-    def __init__(self, *, limit: int = 10_000) -> None:
-        self._ids: collections.OrderedDict[tuple[ChatKey, str], None] = collections.OrderedDict()
-        self._limit = limit
-
-    def add(self, chat: ChatKey, message_id: str) -> None:
-        self._ids[(chat, message_id)] = None
-        self._ids.move_to_end((chat, message_id))
-        while len(self._ids) > self._limit:
-            self._ids.popitem(last=False)
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._ids
-
-    def __len__(self) -> int:
-        return len(self._ids)
 
 
 # --- nonebot, set up once per process -----------------------------------------------------
@@ -583,7 +558,6 @@ class QQPlatform:
 
         self.connected = asyncio.Event()
         self._self_id: str | None = None
-        self._sent = SentMessages()
         self._sink: MessageSink | None = None
         self._inbox: asyncio.Queue[MessageEvent] = asyncio.Queue()
         self._server: _Server | None = None
@@ -768,6 +742,8 @@ class QQPlatform:
             self._self_id = bot.self_id
             self.connected.set()
             logger.info("QQ: OneBot connected as {}", bot.self_id)
+            if self._sink is not None:
+                self._sink.platform_ready(self.name)
         else:
             logger.warning(
                 "QQ: a second OneBot account {} connected; replies still go out as {}",
@@ -822,9 +798,7 @@ class QQPlatform:
                 self._inbox.task_done()
 
     async def _deliver(self, event: MessageEvent) -> None:
-        message = normalise(
-            event, bot_name=self._bot_name, aliases=self._aliases, bot_messages=self._sent
-        )
+        message = normalise(event, bot_name=self._bot_name, aliases=self._aliases)
         if message is not None and self._sink is not None:
             await self._sink.receive(message)
 
@@ -869,7 +843,6 @@ class QQPlatform:
         if message_id is None:
             log.warning("OneBot posted to {} but returned no message id", chat)
             return ""
-        self._sent.add(chat, str(message_id))
         return str(message_id)
 
     def _target(self, chat: ChatKey) -> tuple[str, dict[str, int]]:

@@ -63,6 +63,7 @@ from telegram.warnings import PTBDeprecationWarning
 from bot.errors import (
     ChatUnavailable,
     ConfigError,
+    MessageRefused,
     PacebotError,
     PlatformError,
     RateLimited,
@@ -720,6 +721,8 @@ class TelegramPlatform:
             else:
                 self._ready.set()
                 logger.info("Telegram polling started as @{}", self.bot_username)
+                if self._sink is not None:  # replies queued while it was away go out now
+                    self._sink.platform_ready(self.name)
                 if self._menu and self._menu_chat_ids:
                     await self.set_commands(self._menu, chat_ids=self._menu_chat_ids)
                 return
@@ -868,7 +871,7 @@ class TelegramPlatform:
         if isinstance(error, BadRequest):
             if _says(error, _CHAT_GONE):
                 return ChatUnavailable(f"the bot cannot post to {chat}: {reason}")
-            return SendFailed(f"Telegram refused a message to {chat}: {reason}")
+            return MessageRefused(f"Telegram refused a message to {chat}: {reason}")
         if isinstance(error, TimedOut):
             return SendFailed(
                 f"sending to {chat} timed out: {reason}", maybe_delivered=not _never_sent(error)

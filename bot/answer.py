@@ -20,7 +20,7 @@ from bot.errors import BadLLMReply, LLMUnavailable
 from bot.memory import Memory
 from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, PlannedReply, Reply
 from bot.ports import LLM, Store
-from bot.prompt import PromptInput, build_prompt, system_prompt
+from bot.prompt import PromptInput, build_prompt, history_limit, system_prompt
 from bot.replies import (
     REPLY_CONTRACT,
     looks_like_question,
@@ -135,7 +135,10 @@ class Answerer:
         persona = await self._memory.persona(chat)
         asked = [m.text for m in batch.messages if not m.from_bot]
         recalled = await self._memory.recall(chat, asked, persona=persona)
-        history = await self._store.recent_history(chat, exclude_batch=batch.id, limit=200)
+        budget = self._config.memory.context_budget_tokens
+        history = await self._store.recent_history(
+            chat, exclude_batch=batch.id, limit=history_limit(budget)
+        )
         unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
         spec = replace(
             self._prompt_input(
@@ -199,11 +202,16 @@ class Answerer:
             split = await self._splitter.complete(
                 splitter_messages(completion.text), json_mode=self._config.llm.json_mode
             )
-            return parse_replies(
+            replies = parse_replies(
                 split.text, finish_reason=split.finish_reason, max_delay_s=pacing.max_delay_s
             )
         except (LLMUnavailable, BadLLMReply) as exc:
             log.info("fallback: text split (splitter failed: {})", exc)
+        else:
+            if replies:
+                return replies
+            # The main model said something; the splitter may not silence it.
+            log.info("fallback: text split (the splitter returned no replies)")
         replies = split_text(
             completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
         )

@@ -305,6 +305,9 @@ def load_config(path: Path) -> Config:
     except OSError as exc:
         msg = f"cannot read config file {path}: {exc.strerror}"
         raise ConfigError(msg) from None
+    except UnicodeDecodeError as exc:
+        msg = f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8"
+        raise ConfigError(msg) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -322,6 +325,12 @@ def read_persona(config: Config) -> str:
     except OSError as exc:
         msg = (
             f"bot.persona_file = {str(config.bot.persona_file)!r}: cannot read it ({exc.strerror})"
+        )
+        raise ConfigError(msg) from None
+    except UnicodeDecodeError as exc:
+        msg = (
+            f"bot.persona_file = {str(config.bot.persona_file)!r}: not UTF-8 text"
+            f" (byte {exc.start} cannot be decoded); save it as UTF-8"
         )
         raise ConfigError(msg) from None
     if not text:

@@ -1,7 +1,11 @@
 """Wait until a chat has gone quiet, then answer it once.
 
-Each chat with waiting messages owns one ``loop.call_at`` handle, re-armed on every
-message: no idle task per chat, a few microseconds per reset.
+Each chat with waiting messages owns one ``loop.call_at`` handle: no idle task per chat.
+A message that moves the deadline later leaves the handle alone; when it fires early it
+re-arms once for the latest deadline. Only a deadline that moves sooner (a shorter fresh
+draw, ``max_wait_s``, ``max_batch``) cancels and re-arms. This keeps a reset at about a
+microsecond and keeps the loop's timer heap free of cancelled handles, whose clean-up
+would otherwise re-sort the whole heap in one go (~0.4 s at 100,000 chats).
 """
 
 from __future__ import annotations
@@ -46,6 +50,8 @@ def quiet_deadline(
 class _Waiting:
     first_at: float
     count: int
+    deadline: float  # when to answer (loop time)
+    armed_for: float  # when the handle fires: the deadline, or earlier if it moved since
     handle: asyncio.Handle
 
 
@@ -77,13 +83,10 @@ class Debouncer:
         loop = asyncio.get_running_loop()
         now = loop.time()
         state = self._waiting.get(chat)
-        if state is None:
-            first_at, total = now, count
-        else:
-            state.handle.cancel()
-            first_at, total = state.first_at, state.count + count
+        first_at = now if state is None else state.first_at
+        total = count if state is None else state.count + count
         if total >= self._pacing.max_batch:
-            handle: asyncio.Handle = loop.call_soon(self._fire, chat)
+            deadline = now
         else:
             deadline = quiet_deadline(
                 self._pacing,
@@ -92,14 +95,22 @@ class Debouncer:
                 draw=self._rng.random(),
                 unfinished=unfinished,
             )
-            handle = loop.call_at(deadline, self._fire, chat)
-        self._waiting[chat] = _Waiting(first_at, total, handle)
+        if state is None:
+            handle = self._arm(loop, chat, deadline)
+            self._waiting[chat] = _Waiting(first_at, total, deadline, deadline, handle)
+            return
+        state.count = total
+        state.deadline = deadline
+        if deadline < state.armed_for:
+            state.handle.cancel()
+            state.handle = self._arm(loop, chat, deadline)
+            state.armed_for = deadline
 
     def fire_all(self) -> None:
         """Answer every waiting chat now (used when the console input ends)."""
         for chat in list(self._waiting):
             self._waiting[chat].handle.cancel()
-            self._fire(chat)
+            self._answer(chat)
 
     def cancel_all(self) -> None:
         """Forget every wait; the messages stay stored and are re-armed on start."""
@@ -107,6 +118,22 @@ class Debouncer:
             state.handle.cancel()
         self._waiting.clear()
 
+    def _arm(
+        self, loop: asyncio.AbstractEventLoop, chat: ChatKey, deadline: float
+    ) -> asyncio.Handle:
+        if deadline <= loop.time():  # a full batch: answer right away
+            return loop.call_soon(self._fire, chat)
+        return loop.call_at(deadline, self._fire, chat)
+
     def _fire(self, chat: ChatKey) -> None:
+        state = self._waiting[chat]
+        if state.deadline > state.armed_for:  # messages came since: wait for the latest
+            loop = asyncio.get_running_loop()
+            state.handle = self._arm(loop, chat, state.deadline)
+            state.armed_for = state.deadline
+            return
+        self._answer(chat)
+
+    def _answer(self, chat: ChatKey) -> None:
         del self._waiting[chat]
         self._on_quiet(chat)

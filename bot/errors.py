@@ -60,6 +60,13 @@ class SendFailed(PlatformError):
         self.maybe_delivered = maybe_delivered
 
 
+class MessageRefused(PlatformError):
+    """The platform refused this one message for good (a 400 about what it holds).
+
+    Sending it again would be refused again: it is dropped, and the replies after it go on.
+    """
+
+
 class RateLimited(PlatformError):
     """The platform asked to wait before the next request."""
 

@@ -8,6 +8,7 @@ sink redacts the secrets it was told about.
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Iterable
@@ -28,24 +29,39 @@ _FORMAT = (
 
 
 class Redactor:
-    """Replace known secrets (and their URL-quoted forms) in log text."""
+    """Replace known secrets (and their URL-quoted forms) in log text.
+
+    A secret of fewer than ``WHOLE_WORD_BELOW`` characters (an OneBot token "1234", a
+    local LLM's key "x") is replaced only where it stands as a word of its own: inside
+    longer words and numbers it is too common to tell apart from them.
+    """
+
+    WHOLE_WORD_BELOW = 6
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._secrets: list[str] = []
+        self._anywhere: list[str] = []
+        self._as_words: set[str] = set()
+        self._words: re.Pattern[str] | None = None
         self.add(*secrets)
 
     def add(self, *secrets: str) -> None:
-        """Scrub these secrets from now on; short strings are ignored as too common."""
-        for secret in secrets:
-            if len(secret) >= 6:
-                for form in {secret, quote(secret, safe="")}:
-                    if form not in self._secrets:
-                        self._secrets.append(form)
-        self._secrets.sort(key=len, reverse=True)
+        """Scrub these secrets from now on."""
+        for secret in filter(None, secrets):
+            for form in {secret, quote(secret, safe="")}:
+                if len(form) < self.WHOLE_WORD_BELOW:
+                    self._as_words.add(form)
+                elif form not in self._anywhere:
+                    self._anywhere.append(form)
+        self._anywhere.sort(key=len, reverse=True)
+        if self._as_words:
+            forms = "|".join(map(re.escape, sorted(self._as_words, key=len, reverse=True)))
+            self._words = re.compile(rf"(?<!\w)(?:{forms})(?!\w)")
 
     def __call__(self, text: str) -> str:
-        for secret in self._secrets:
+        for secret in self._anywhere:
             text = text.replace(secret, REDACTED)
+        if self._words is not None:
+            text = self._words.sub(REDACTED, text)
         return text
 
 

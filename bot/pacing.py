@@ -23,7 +23,6 @@ class SlidingWindow:
 
     def earliest(self, at: float) -> float:
         """Return the first moment at or after ``at`` with room for one more event."""
-        self._forget_before(at - self._size_s)
         for candidate in [at, *(t + self._size_s for t in self._times)]:
             if candidate >= at and self._room_at(candidate):
                 return candidate
@@ -33,6 +32,12 @@ class SlidingWindow:
         """Record an event at ``at``."""
         bisect.insort(self._times, at)
 
+    def remove(self, at: float) -> None:
+        """Forget one event recorded at ``at``, if it is still held."""
+        index = bisect.bisect_left(self._times, at)
+        if index < len(self._times) and self._times[index] == at:
+            del self._times[index]
+
     def _room_at(self, at: float) -> bool:
         # Conservative: count every event less than a window away on either side, so no
         # window that holds ``at`` can exceed the limit.
@@ -40,8 +45,13 @@ class SlidingWindow:
         hi = bisect.bisect_left(self._times, at + self._size_s)
         return hi - lo < self._limit
 
-    def _forget_before(self, cutoff: float) -> None:
-        drop = bisect.bisect_right(self._times, cutoff)
+    def forget_before(self, now: float) -> None:
+        """Drop events no window from ``now`` on can hold.
+
+        Only the present may decide this: an event before a future candidate's window may
+        still count for an earlier moment another sender asks about.
+        """
+        drop = bisect.bisect_right(self._times, now - self._size_s)
         if drop:
             del self._times[:drop]
 
@@ -57,12 +67,16 @@ class Pacer:
         self._overall = SlidingWindow(size_s=1.0, limit=max(1, int(limits.overall_per_s)))
         self._groups: dict[ChatKey, SlidingWindow] = {}
         self._last_in_chat: dict[ChatKey, float] = {}
+        self._before_last: dict[ChatKey, float] = {}  # for give_back
 
     def reserve(self, chat: ChatKey) -> float:
         """Reserve the next allowed send time for ``chat`` (a loop time) and return it."""
         now = self._clock()
         at = max(now, self._last_in_chat.get(chat, -1e18) + self._limits.chat_interval_s)
         group = self._group_window(chat)
+        self._overall.forget_before(now)
+        if group is not None:
+            group.forget_before(now)
         # Alternate between the windows until both agree: each only ever moves ``at`` later.
         while True:
             candidate = self._overall.earliest(at)
@@ -77,6 +91,23 @@ class Pacer:
         self._remember(chat, at, now)
         return at
 
+    def give_back(self, chat: ChatKey, at: float) -> None:
+        """Return the slot reserved at ``at`` for a send that never reached the platform.
+
+        A chat's sends are reserved one after another, so its last reservation is this one
+        and the one before it becomes the chat's last again.
+        """
+        self._overall.remove(at)
+        group = self._groups.get(chat)
+        if group is not None:
+            group.remove(at)
+        if self._last_in_chat.get(chat) == at:
+            before = self._before_last.pop(chat, None)
+            if before is None:
+                del self._last_in_chat[chat]
+            else:
+                self._last_in_chat[chat] = before
+
     def _group_window(self, chat: ChatKey) -> SlidingWindow | None:
         if not chat.is_group:
             return None
@@ -87,10 +118,14 @@ class Pacer:
         return window
 
     def _remember(self, chat: ChatKey, at: float, now: float) -> None:
+        before = self._last_in_chat.get(chat)
+        if before is not None:
+            self._before_last[chat] = before
         self._last_in_chat[chat] = at
         if len(self._last_in_chat) > self._FORGET_AFTER:
             horizon = now - max(self._limits.chat_interval_s, 60.0)
             for key, last in list(self._last_in_chat.items()):
                 if last < horizon:
                     del self._last_in_chat[key]
+                    self._before_last.pop(key, None)
                     self._groups.pop(key, None)

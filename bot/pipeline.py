@@ -12,6 +12,7 @@ import asyncio
 import functools
 import random
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from loguru import logger
@@ -20,12 +21,16 @@ from bot.answer import Answer, Answerer, Decision, decide
 from bot.commands import CommandRunner, parse_command
 from bot.config import Config
 from bot.debounce import Debouncer, looks_unfinished
+from bot.errors import StorageError
 from bot.memory import Memory
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store
 from bot.sender import Sender
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
+STORE_PATIENCE_S = 30.0  # how long a message waits for a failing database before it is lost
+_STORE_RETRY_FIRST_S = 0.1
+_STORE_RETRY_MAX_S = 5.0
 
 
 class Pipeline:
@@ -83,13 +88,12 @@ class Pipeline:
             self._commands.add(task)
             task.add_done_callback(self._command_done)
             return
+        if self._talks_over(message) or await self._quotes_bot(message):
+            message = replace(message, addresses_bot=True)
         if chat.is_group and not message.addresses_bot and not self._store_unaddressed():
             return
-        stored = await self._store.add_message(message, received_at=self._now())
-        if not stored:
-            log.debug("message {} already stored", message.message_id)
+        if not await self._store_patiently(message):
             return
-        log.debug("stored message {}", message.message_id)
         await self._cancel_talked_over(message)
         self.debouncer.touch(chat, unfinished=looks_unfinished(message.text))
 
@@ -97,6 +101,72 @@ class Pipeline:
         """Keep the edited text; an edit never starts a second answer."""
         if await self._store.edit_message(chat, message_id, text):
             logger.bind(chat=str(chat)).debug("message {} edited", message_id)
+
+    def _talks_over(self, message: IncomingMessage) -> bool:
+        """Tell whether someone being answered in a group writes again without naming the bot.
+
+        In ``cancel`` mode that cancels the replies still unsent to them, so the message
+        has to be answered: it goes on with the bot, and what was left unsaid is told then.
+        """
+        chat = message.chat
+        return (
+            chat.is_group
+            and not message.addresses_bot
+            and self._config.pacing.on_new_message == "cancel"
+            and self.sender.busy(chat)
+            and message.sender_id in self._answering.get(chat, frozenset())
+        )
+
+    async def _quotes_bot(self, message: IncomingMessage) -> bool:
+        """Tell whether a group message that does not name the bot quotes its words."""
+        quoted = message.reply_to_id
+        if not message.chat.is_group or message.addresses_bot or quoted is None:
+            return False
+        try:
+            return await self._store.is_bot_message(message.chat, quoted)
+        except StorageError as error:
+            logger.bind(chat=str(message.chat)).warning("cannot look up quote: {}", error)
+            return False
+
+    async def _store_patiently(self, message: IncomingMessage) -> bool:
+        """Store ``message``; return ``False`` if it was stored before or could not be.
+
+        A failing database (disk full, locked, I/O errors) is waited out for up to
+        ``STORE_PATIENCE_S``: the adapter hands over one message at a time, so the messages
+        after this one queue up in memory instead of being lost.
+        """
+        log = logger.bind(chat=str(message.chat))
+        received_at = self._now()
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + STORE_PATIENCE_S
+        retry_s = _STORE_RETRY_FIRST_S
+        while True:
+            try:
+                stored = await self._store.add_message(message, received_at=received_at)
+            except StorageError as error:
+                failure = error
+            else:
+                log.debug(
+                    "message {} {}", message.message_id, "stored" if stored else "already stored"
+                )
+                return stored
+            if self._stopping or loop.time() + retry_s > give_up_at:
+                log.error(
+                    "message {} lost, it could not be stored: {}", message.message_id, failure
+                )
+                return False
+            log.error(
+                "cannot store message {} ({}); retrying in {:.1f} s",
+                message.message_id,
+                failure,
+                retry_s,
+            )
+            await asyncio.sleep(retry_s)
+            retry_s = min(retry_s * 2, _STORE_RETRY_MAX_S)
+
+    def platform_ready(self, platform: str) -> None:
+        """Send what waits for ``platform`` now, not after the retry back-off."""
+        self.sender.wake_platform(platform)
 
     def _store_unaddressed(self) -> bool:
         groups = self._config.groups
@@ -109,9 +179,8 @@ class Pipeline:
         chat = message.chat
         if not self.sender.busy(chat):
             return
-        answered = self._answering.get(chat, frozenset())
-        if chat.is_group and message.sender_id not in answered and not message.addresses_bot:
-            return
+        if chat.is_group and not message.addresses_bot:
+            return  # a bystander (the people answered count as addressing the bot)
         cancelled = await self._store.cancel_scheduled(chat, now=self._now())
         if cancelled:
             logger.bind(chat=str(chat)).info(
@@ -197,7 +266,7 @@ class Pipeline:
             self.sender.wake(chat)
         # More messages than one batch holds: answer the rest next.
         if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
-            waiting = (await self._store.waiting_counts()).get(chat, 0)
+            waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
             if waiting:
                 self.debouncer.touch(chat, count=waiting)
 

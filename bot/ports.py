@@ -90,6 +90,10 @@ class MessageSink(Protocol):
         """Take the new text of an edited message; never starts a second answer."""
         ...
 
+    def platform_ready(self, platform: str) -> None:
+        """Hear that ``platform`` can post again (it reconnected): retry what waits now."""
+        ...
+
 
 class Store(Protocol):
     """Durable state: messages, batches and the outbox."""
@@ -102,8 +106,12 @@ class Store(Protocol):
         """Replace a stored message's text; return ``False`` if it is unknown."""
         ...
 
-    async def waiting_counts(self) -> dict[ChatKey, int]:
-        """Count, per chat, the messages no batch has taken yet."""
+    async def is_bot_message(self, chat: ChatKey, message_id: str) -> bool:
+        """Tell whether ``message_id`` in ``chat`` is a message the bot sent."""
+        ...
+
+    async def waiting_counts(self, chat: ChatKey | None = None) -> dict[ChatKey, int]:
+        """Count, per chat (or for ``chat`` only), the messages no batch has taken yet."""
         ...
 
     async def open_batch(self, chat: ChatKey, *, limit: int, now: datetime) -> Batch | None:

@@ -20,6 +20,7 @@ from bot.models import ChatKey, ChatMessage, StoredMessage
 MESSAGE_CHARS_MAX = 2000  # longest single message shown to the LLM
 MESSAGE_CHARS_MIN = 100  # how far an oversized batch may shrink each message
 _PER_MESSAGE_TOKENS = 4  # role and separators of one chat message
+_LINE_TOKENS_MIN = 6  # the shortest history line, "[#1 01-02 03:04] A: x", and its newline
 _TRUNCATED = "…[truncated]"
 
 
@@ -38,7 +39,17 @@ def estimate_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
     return sum(_PER_MESSAGE_TOKENS + estimate_tokens(m.content) for m in messages)
 
 
-def _clip(text: str, limit: int) -> str:
+def history_limit(budget_tokens: int) -> int:
+    """Return how many history messages could at most fit in ``budget_tokens``.
+
+    Fetching that many lets the recent conversation fill whatever the persona and the
+    recalled memory leave of the budget, so a prompt keeps its size as a chat grows old.
+    """
+    return budget_tokens // _LINE_TOKENS_MIN + 1
+
+
+def clip(text: str, limit: int) -> str:
+    """Return ``text`` cut to at most ``limit`` characters, marked as cut if it was."""
     return text if len(text) <= limit else text[: limit - len(_TRUNCATED)] + _TRUNCATED
 
 
@@ -91,7 +102,7 @@ def _line(message: StoredMessage, *, zone: ZoneInfo, bot_name: str, limit: int) 
     local = message.sent_at.astimezone(zone)
     who = f"{bot_name} (you)" if message.from_bot else message.sender_name
     quote = f" ↩#{message.reply_to_id}" if message.reply_to_id else ""
-    text = _clip(message.text, limit)
+    text = clip(message.text, limit)
     return f"[#{message.message_id} {local:%m-%d %H:%M}] {who}{quote}: {text}"
 
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from loguru import logger
 
 from bot.config import PacingConfig
-from bot.errors import ChatUnavailable, RateLimited, SendFailed
+from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, OutboxItem
 from bot.pacing import Pacer
 from bot.ports import Platform, Store
@@ -98,6 +98,12 @@ class Sender:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
 
+    def wake_platform(self, platform: str) -> None:
+        """Look at the outbox of every chat on ``platform`` that has replies in hand."""
+        for chat in list(self._tasks):
+            if chat.platform == platform:
+                self.wake(chat)
+
     def _finished(self, chat: ChatKey, task: asyncio.Task[None]) -> None:
         if self._tasks.get(chat) is task:
             del self._tasks[chat]
@@ -136,12 +142,15 @@ class Sender:
                 log.warning("reply {} dropped: {:.0f} s past due", item.id, late_s)
                 await self._store.mark_dropped(item.id, now=self._now(), reason="stale")
                 continue
-            slot = self._pacer(platform).reserve(chat)
+            pacer = self._pacer(platform)
+            slot = pacer.reserve(chat)
             slot_in_s = slot - asyncio.get_running_loop().time()
             if await self._pause(chat, platform, wake, seconds=slot_in_s):
+                pacer.give_back(chat, slot)  # woken before using it: look again
                 continue
             outcome = await self._send(item, platform)
             if outcome is _Outcome.RETRY_LATER:
+                pacer.give_back(chat, slot)  # it never reached the platform
                 retry_in_s, backoff_s = backoff_s, min(backoff_s * 2, _BACKOFF_MAX_S)
                 await self._pause(chat, platform, wake, seconds=retry_in_s, typing=False)
             elif outcome is _Outcome.CHAT_GONE:
@@ -162,6 +171,10 @@ class Sender:
             await self._store.release(item.id, now=self._now())
             await asyncio.sleep(exc.retry_after_s)
             return _Outcome.RETRY_NOW
+        except MessageRefused as exc:
+            log.warning("reply {} refused for good ({}); dropping it", item.id, exc)
+            await self._store.mark_dropped(item.id, now=self._now(), reason="refused")
+            return _Outcome.SKIPPED
         except ChatUnavailable as exc:
             log.warning("chat unavailable ({}); dropping its queued replies", exc)
             await self._store.mark_dropped(item.id, now=self._now(), reason="chat unavailable")

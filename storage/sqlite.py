@@ -46,6 +46,7 @@ from bot.models import (
 from storage import memory, search
 
 _BUSY_TIMEOUT_MS = 5000  # another process holding the write lock: wait, then fail
+_PARSE_SLICE = 1000  # chat keys parsed per event-loop turn (~2 ms) when a query returns many
 _BOT_SENDER_ID = "bot"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_\w+\.sql$")
 
@@ -288,14 +289,30 @@ class SqliteStore:
             )
             return cursor.rowcount == 1
 
-    async def waiting_counts(self) -> dict[ChatKey, int]:
-        """Count, per chat, the messages no batch has taken yet."""
+    async def is_bot_message(self, chat: ChatKey, message_id: str) -> bool:
+        """Tell whether ``message_id`` in ``chat`` is a message the bot sent."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT 1 FROM messages WHERE chat_key = ? AND message_id = ? AND from_bot = 1",
+                (str(chat), message_id),
+            )
+        return bool(rows)
+
+    async def waiting_counts(self, chat: ChatKey | None = None) -> dict[ChatKey, int]:
+        """Count, per chat (or for ``chat`` only), the messages no batch has taken yet."""
+        only = "" if chat is None else " AND chat_key = ?"
         async with self._connection() as db:
             rows = await db.execute_fetchall(
                 "SELECT chat_key, count(*) FROM messages"
-                " WHERE batch_id IS NULL AND from_bot = 0 GROUP BY chat_key"
+                f" WHERE batch_id IS NULL AND from_bot = 0{only} GROUP BY chat_key",
+                () if chat is None else (str(chat),),
             )
-        return {ChatKey.parse(chat_key): count for chat_key, count in rows}
+        counts: dict[ChatKey, int] = {}
+        for index, (chat_key, count) in enumerate(rows, start=1):
+            counts[ChatKey.parse(chat_key)] = count
+            if index % _PARSE_SLICE == 0:
+                await asyncio.sleep(0)  # at start-up this may be every chat: let the loop run
+        return counts
 
     async def recent_history(
         self, chat: ChatKey, *, exclude_batch: int, limit: int

@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -161,3 +162,17 @@ def user_prompt(request: dict[str, Any]) -> str:
 def replies_json(*contents: str, delay: float = 0.0, **extra: Any) -> dict[str, Any]:
     """Build a reply plan with the same delay between replies."""
     return {"replies": [{"content": c, "send_delay_seconds": delay, **extra} for c in contents]}
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def wait_until(condition: Callable[[], object], *, within_s: float = 5.0) -> None:
+    """Poll ``condition`` until it holds: the adapters and fakes work on tasks of their own."""
+    async with asyncio.timeout(within_s):
+        while not condition():  # noqa: ASYNC110 - polling plain records from outside
+            await asyncio.sleep(0.005)

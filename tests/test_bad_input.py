@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -26,7 +25,7 @@ from bot.config import Config, Secrets
 from tests.fake_llm import FakeLLMServer
 from tests.fake_onebot import FakeOneBot, at, segment, text
 from tests.fake_telegram import FakeBotAPI, entity, forwarded, make_message
-from tests.fakes import TEST_KEY, make_config
+from tests.fakes import TEST_KEY, free_port, make_config
 from tests.log_capture import LogLines, captured_logs
 
 ADMIN = 9001
@@ -37,12 +36,6 @@ FOLLOW_UP = "正常的问题：今天好吗？"
 QQ_SELF = 10001
 QQ_GROUP = 700
 NO_ANSWER = "no-answer"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def bad_input_config(tmp_path: Path, llm: FakeLLMServer, **platform: Any) -> Config:

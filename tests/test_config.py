@@ -62,6 +62,27 @@ def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:
         load_config(path)
 
 
+def test_config_not_in_utf8_is_a_config_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config saved in another encoding (GBK here) is named and explained, no traceback."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", "sk-test")
+    path = tmp_path / "config.toml"
+    path.write_bytes('[bot]\nname = "小满"\n'.encode("gbk"))
+    assert main(["check", "-c", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{path} is not UTF-8 text (byte 16 cannot be decoded); save it as UTF-8" in err
+    assert "Traceback" not in err
+
+
+def test_persona_file_not_in_utf8_is_a_config_error(tmp_path: Path) -> None:
+    """The same holds for the persona file, named by its key."""
+    (tmp_path / "persona.md").write_bytes("你是阿福。".encode("gbk"))
+    config = load_config(write(tmp_path, '[bot]\npersona_file = "persona.md"\n'))
+    with pytest.raises(ConfigError, match=r"bot.persona_file = .*persona.md': not UTF-8 text"):
+        read_persona(config)
+
+
 def test_config_is_frozen() -> None:
     """Validated config cannot be changed at run time."""
     config = parse_config({}, base_dir=Path())

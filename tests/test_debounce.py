@@ -128,3 +128,51 @@ async def test_fire_all_and_cancel_all() -> None:
     await asyncio.sleep(0.08)
     assert fired == [CHAT]
     assert len(debouncer) == 0
+
+
+class ScriptedDraws(random.Random):
+    """A random source that returns the draws it was given, in order."""
+
+    def __init__(self, *draws: float) -> None:
+        super().__init__()
+        self._draws = list(draws)
+
+    def random(self) -> float:
+        return self._draws.pop(0)
+
+
+async def test_a_shorter_fresh_wait_moves_the_answer_sooner() -> None:
+    """A message whose fresh draw is shorter than the wait still running is answered sooner."""
+    pacing = PacingConfig(debounce_min_s=0.02, debounce_max_s=0.2, max_wait_s=1.0, max_batch=10)
+    fired: list[float] = []
+    loop = asyncio.get_running_loop()
+    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()), rng=ScriptedDraws(1, 0))
+    debouncer.touch(CHAT)  # the longest wait: 200 ms
+    await asyncio.sleep(0.01)
+    second = loop.time()
+    debouncer.touch(CHAT)  # the shortest: 20 ms after this message
+    await asyncio.sleep(0.1)
+    assert len(fired) == 1
+    assert 0.02 - 0.005 <= fired[0] - second < 0.09
+
+
+async def test_a_later_deadline_fires_once_at_the_latest_message() -> None:
+    """Waits that keep moving later end in one answer, a full wait after the last message."""
+    pacing = PacingConfig(debounce_min_s=0.02, debounce_max_s=0.06, max_wait_s=1.0, max_batch=10)
+    fired: list[float] = []
+    loop = asyncio.get_running_loop()
+    debouncer = Debouncer(
+        pacing, lambda chat: fired.append(loop.time()), rng=ScriptedDraws(0, 0.5, 1)
+    )
+    debouncer.touch(CHAT)  # 20 ms
+    await asyncio.sleep(0.01)
+    debouncer.touch(CHAT)  # 40 ms after this one
+    await asyncio.sleep(0.01)
+    last = loop.time()
+    debouncer.touch(CHAT)  # 60 ms after this one: the first handle fires early and re-arms
+    await asyncio.sleep(0.04)
+    assert fired == []
+    await asyncio.sleep(0.05)
+    assert len(fired) == 1
+    assert fired[0] - last >= 0.06 - 0.005
+    assert debouncer.waiting(CHAT) == 0

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +14,9 @@ from bot.config import Config, Secrets
 from bot.models import ChatKey, ChatKind
 from bot.pipeline import Pipeline
 from tests.fake_llm import FakeLLMServer
-from tests.fake_onebot import FakeOneBot, at, text
+from tests.fake_onebot import FakeOneBot, at, reply, text
 from tests.fake_telegram import FakeBotAPI
-from tests.fakes import TEST_KEY, make_config, replies_json, user_prompt
+from tests.fakes import TEST_KEY, free_port, make_config, replies_json, user_prompt, wait_until
 
 SELF_ID = 10001
 GROUP_ID = 500
@@ -27,19 +25,6 @@ TOKEN = "onebot-secret-token-123"
 
 
 GROUP = ChatKey("qq", ChatKind.GROUP, str(GROUP_ID))
-
-
-async def wait_until(condition: Callable[[], bool], *, within_s: float = 5.0) -> None:
-    """Poll ``condition`` until it holds (the adapter delivers events on its own task)."""
-    async with asyncio.timeout(within_s):
-        while not condition():  # noqa: ASYNC110 - polling pipeline state from outside
-            await asyncio.sleep(0.01)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -86,6 +71,28 @@ async def test_group_mention_is_answered_with_a_quote(tmp_path: Path, llm: FakeL
         True,
         True,
     )
+
+
+async def test_a_quote_of_the_bot_addresses_it_after_a_restart(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Quoting what the bot said before a restart (no @, no name) still gets an answer."""
+    config = qq_config(tmp_path, llm)
+    async with pacebot_with_onebot(config) as (pipeline, onebot):
+        await onebot.send_group_message(GROUP_ID, ALICE, [at(SELF_ID), text(" 推荐个电影")])
+        llm.reply_json({"replies": [{"content": "看《海上钢琴师》", "send_delay_seconds": 0}]})
+        await onebot.wait_for_call("send_group_msg", within_s=5)
+        await pipeline.drain()
+        [bot_said] = onebot.posted
+    async with pacebot_with_onebot(config) as (pipeline, onebot):
+        llm.reply_json({"replies": [{"content": "真的好看", "send_delay_seconds": 0}]})
+        await onebot.send_group_message(
+            GROUP_ID, BOB, [reply(bot_said), text("好看吗")], card="阿强", message_id=2001
+        )
+        [call] = await onebot.wait_for_call("send_group_msg", within_s=5)
+        await pipeline.drain()
+    assert call.params["message"] == [{"type": "text", "data": {"text": "真的好看"}}]
+    assert "阿强 ↩#" + str(bot_said) in user_prompt(llm.requests[1])
 
 
 async def test_unaddressed_group_message_is_context_only(

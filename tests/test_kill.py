@@ -27,7 +27,6 @@ import os
 import random
 import re
 import signal
-import socket
 import sqlite3
 import sys
 from collections import Counter
@@ -47,6 +46,7 @@ from bot.dates import chat_day, chat_day_bounds
 from tests.fake_llm import FakeLLMServer
 from tests.fake_onebot import FakeOneBot, at, text
 from tests.fake_telegram import FakeBotAPI
+from tests.fakes import free_port
 
 SEED = 20260515
 LLM_KEY = "sk-kill-suite-llm-key-5f2a9c71e3"
@@ -343,7 +343,7 @@ class World:
         rows = self.query("SELECT text FROM messages WHERE from_bot = 0")
         return {tag for (words,) in rows for tag in TAG_RE.findall(words)}
 
-    async def wait_stored(self, tags: set[str], *, within_s: float = 10.0) -> None:
+    async def wait_stored(self, tags: set[str], *, within_s: float = 20.0) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within_s
         while not tags <= self.stored_tags():
@@ -445,12 +445,6 @@ class World:
                 if self.rng.random() < 0.3:
                     await asyncio.sleep(self.rng.uniform(0, 0.01))
         return pushed
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def write_config(tmp: Path, llm: ScriptedLLM, api: FakeBotAPI, port: int) -> Path:

@@ -103,6 +103,13 @@ FAULTS = [
         "answered",
         2,
     ),
+    Fault(
+        "prose, splitter silent",
+        lambda llm: (llm.reply("好呀。几点出发？"), llm.reply(plan())),
+        ("好呀。", "几点出发？"),
+        "answered",
+        2,
+    ),
     Fault("half an object", splitter_down(says(HALF)), ("好呀",), "answered", 2),
     Fault("empty object {}", splitter_down(says("{}")), (), "failed", 2),
     Fault(

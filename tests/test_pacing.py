@@ -61,3 +61,49 @@ def test_window_forgets_old_events() -> None:
     window.add(0.0)
     assert window.earliest(0.5) == 1.0
     assert window.earliest(5.0) == 5.0
+
+
+def test_a_chat_waiting_for_its_interval_does_not_free_the_overall_window() -> None:
+    """Reserving a future slot for one chat never forgets sends that still fill this second."""
+    pacer = Pacer(TELEGRAM, clock=Clock())
+    assert [pacer.reserve(private(n)) for n in range(25)] == [1000.0] * 25
+    assert pacer.reserve(private(0)) == 1001.0  # its own interval: a slot a second ahead
+    assert pacer.reserve(private(25)) == 1001.0  # the 26th send of second 1000 must wait too
+
+
+def test_window_keeps_events_a_future_question_has_passed() -> None:
+    """Asking about a later moment leaves earlier events counting for earlier moments."""
+    window = SlidingWindow(size_s=1.0, limit=1)
+    window.add(0.0)
+    assert window.earliest(5.0) == 5.0
+    assert window.earliest(0.5) == 1.0
+    window.forget_before(5.0)
+    assert window.earliest(0.5) == 0.5
+
+
+def test_a_slot_given_back_frees_the_chat_and_the_windows() -> None:
+    """A send that never reached the platform does not count against any limit."""
+    limits = PacingLimits(chat_interval_s=1.0, group_per_minute=2, overall_per_s=2.0)
+    pacer = Pacer(limits, clock=Clock())
+    first = pacer.reserve(GROUP)
+    failed = pacer.reserve(GROUP)
+    assert failed == 1001.0
+    pacer.give_back(GROUP, failed)
+    assert pacer.reserve(GROUP) == 1001.0  # not 1060.0: the group still has room
+    pacer.give_back(GROUP, 1001.0)
+    pacer.give_back(GROUP, first)
+    assert pacer.reserve(GROUP) == 1000.0
+    assert [pacer.reserve(private(n)) for n in range(2)] == [1000.0, 1001.0]
+
+
+def test_giving_back_a_slot_twice_forgets_nothing_else() -> None:
+    """Only the one reservation is forgotten, however often it is given back."""
+    pacer = Pacer(
+        PacingLimits(chat_interval_s=0.0, group_per_minute=20, overall_per_s=1.0), clock=Clock()
+    )
+    kept = pacer.reserve(private(1))
+    given = pacer.reserve(private(2))
+    pacer.give_back(private(2), given)
+    pacer.give_back(private(2), given)
+    assert kept == 1000.0
+    assert pacer.reserve(private(3)) == 1001.0  # private(1)'s send still fills the second

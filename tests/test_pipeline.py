@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from bot import pipeline as pipeline_module
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
+from bot.models import BatchOutcome, ChatMessage
+from bot.prompt import estimate_prompt_tokens
+from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
-from tests.fakes import GROUP, PRIVATE, RecordingPlatform, harness, replies_json, user_prompt
+from tests.fakes import (
+    GROUP,
+    PRIVATE,
+    RecordingPlatform,
+    harness,
+    replies_json,
+    user_prompt,
+    wait_until,
+)
+from tests.log_capture import captured_logs
 
 
 @pytest.fixture
@@ -401,3 +416,102 @@ async def test_typing_shows_while_the_llm_thinks_for_those_owed_an_answer(
     assert len(private_typing) >= 3
     assert private_typing[-1] <= bot.platform.sent[0].at
     assert [chat for chat, _ in bot.platform.typing if chat == GROUP] == []
+
+
+async def test_a_long_chat_fills_the_prompt_budget_with_its_recent_conversation(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Hundreds of messages back, the recent conversation still fills what the budget
+    leaves, so a busy chat's prompt on its first day is as big as after a year."""
+    budget = 6000
+    async with harness(tmp_path, llm, memory={"context_budget_tokens": budget}) as bot:
+        async with await SqliteStore.open(bot.config.database_path) as store:
+            now = datetime.now(UTC)
+            for n in range(800):
+                old = bot.message(f"第{n}句：今天也很开心。", message_id=f"old-{n}")
+                await store.add_message(old, received_at=now)
+            batch = await store.open_batch(PRIVATE, limit=800, now=now)
+            assert batch is not None
+            await store.close_batch(batch.id, BatchOutcome.SILENT, now=now)
+        await bot.say("还在吗？")
+        await bot.platform.wait_for_sends(1)
+    request = llm.requests[0]["messages"]
+    tokens = estimate_prompt_tokens([ChatMessage(m["role"], m["content"]) for m in request])
+    prompt = user_prompt(llm.requests[0])
+    assert budget * 0.95 <= tokens <= budget
+    assert "第799句" in prompt
+    assert prompt.count("今天也很开心") > 250  # not cut at a fixed number of messages
+    assert "第0句" not in prompt
+
+
+def refuse_writes(path: Path) -> sqlite3.Connection:
+    """Make the real database refuse new messages, as a full disk would."""
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON messages"
+        " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+    )
+    db.commit()
+    return db
+
+
+async def test_a_message_waits_out_a_failing_database(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """While writes fail the message is held and retried, not lost; once the database takes
+    it again it is stored once and answered."""
+    llm.reply_json(replies_json("在的"))
+    with captured_logs() as logs:
+        async with harness(tmp_path, llm) as bot:
+            with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
+                receiving = asyncio.create_task(bot.pipeline.receive(bot.message("还在吗？")))
+                await wait_until(lambda: sum("cannot store message" in line for line in logs) >= 2)
+                assert not receiving.done()
+                db.execute("DROP TRIGGER refuse")
+                db.commit()
+            await receiving
+            await bot.platform.wait_for_sends(1)
+    assert bot.platform.texts() == ["在的"]
+    assert not logs.tracebacks()
+    assert not any("lost" in line for line in logs)
+
+
+async def test_a_message_the_database_never_takes_is_reported_lost(
+    tmp_path: Path, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``STORE_PATIENCE_S`` the message is given up with an error naming it, and the
+    chat works again as soon as the database does."""
+    monkeypatch.setattr(pipeline_module, "STORE_PATIENCE_S", 0.3)
+    llm.reply_json(replies_json("好了"))
+    with captured_logs() as logs:
+        async with harness(tmp_path, llm) as bot:
+            with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
+                await bot.pipeline.receive(bot.message("第一句", message_id="m-1"))
+                db.execute("DROP TRIGGER refuse")
+                db.commit()
+            await bot.say("第二句", message_id="m-2")
+            await bot.platform.wait_for_sends(1)
+    lost = [line for line in logs if "lost" in line]
+    assert len(lost) == 1
+    assert lost[0].startswith("ERROR ")
+    assert lost[0].endswith(
+        "message m-1 lost, it could not be stored: database "
+        f"{bot.config.database_path}: database or disk is full"
+    )
+    assert "第一句" not in user_prompt(llm.requests[0])
+    assert bot.platform.texts() == ["好了"]
+
+
+async def test_group_follow_up_from_the_person_answered_is_answered(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """In a group, the person being answered writes again without naming the bot: the
+    unsent replies are cancelled and the follow-up is answered, told what was unsaid."""
+    llm.reply_json(replies_json("一", "二", "三", delay=0.3))
+    llm.reply_json(replies_json("那就不讲了"))
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("小满讲个故事", chat=GROUP, sender_id="1", addresses_bot=True)
+        await bot.platform.wait_for_sends(1)
+        await bot.say("算了不用了", chat=GROUP, sender_id="1")
+        await bot.settle()
+    assert bot.platform.texts() == ["一", "那就不讲了"]
+    assert "- 二\n- 三" in user_prompt(llm.requests[1])
+    assert "算了不用了" in user_prompt(llm.requests[1]).split("New messages")[1]

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -29,24 +28,12 @@ from bot.ports import Platform
 from tests.fake_llm import FakeLLMServer
 from tests.fake_onebot import FakeOneBot, at, text
 from tests.fake_telegram import FakeBotAPI, make_message
-from tests.fakes import TEST_KEY, make_config, replies_json
+from tests.fakes import TEST_KEY, free_port, make_config, replies_json, wait_until
 from tests.log_capture import captured_logs
 
 ALICE, BOB = 1001, 1002
 GROUP_ID = -100555
 QQ_SELF, QQ_GROUP, QQ_ALICE = 10001, 500, 42
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def wait_until(condition: Callable[[], Any], *, within_s: float = 5.0) -> None:
-    async with asyncio.timeout(within_s):
-        while not condition():  # noqa: ASYNC110 - polling the fakes' plain records
-            await asyncio.sleep(0.005)
 
 
 def outbox(config: Config) -> list[tuple[str, str, str]]:
@@ -130,6 +117,25 @@ async def test_telegram_429_waits_retry_after_and_sends_once(
     assert (outbox(config), waited_s >= 0.95) == ([("稍等", "sent", "")], True)
 
 
+async def test_telegram_refusing_one_reply_drops_it_and_sends_the_next(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """A 400 about one message is not retried until it goes stale: that reply is dropped
+    at once and the one after it still goes out."""
+    llm.reply_json(replies_json("一", "二", delay=0.1))
+    config = telegram_config(tmp_path, llm, api)
+    with captured_logs() as logs:
+        async with telegram_bot(config, api) as pipeline:
+            await api.wait_for("getUpdates")
+            api.fail_next("sendMessage", status=400, description="Bad Request: message is too long")
+            api.push_message(ALICE, "说两句？")
+            await api.wait_for("sendMessage", count=2, timeout=5)
+            await pipeline.drain()
+    assert (texts(api, ALICE), len(api.calls_to("sendMessage"))) == (["二"], 2)
+    assert outbox(config) == [("一", "dropped", "refused"), ("二", "sent", "")]
+    assert any("refused for good" in line for line in logs)
+
+
 async def test_telegram_kicked_from_a_group_drops_its_replies_only(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
@@ -191,6 +197,9 @@ class SlowSink:
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
         await self.go.wait()
 
+    def platform_ready(self, platform: str) -> None:
+        pass
+
 
 def telegram_platform(api: FakeBotAPI) -> TelegramPlatform:
     return TelegramPlatform(
@@ -240,11 +249,11 @@ async def test_telegram_send_cut_off_after_it_left_is_maybe_delivered(api: FakeB
 
 @contextlib.asynccontextmanager
 async def qq_bot(
-    tmp_path: Path, llm: FakeLLMServer, *, api_timeout_s: float = 0.3
+    tmp_path: Path, llm: FakeLLMServer, *, api_timeout_s: float = 0.3, **sections: Any
 ) -> AsyncIterator[tuple[Config, Pipeline, FakeOneBot]]:
     """The real core and the real QQ adapter with a short API timeout, NapCat connected."""
     port = free_port()
-    config = make_config(tmp_path, llm.base_url, qq={"enabled": True, "port": port})
+    config = make_config(tmp_path, llm.base_url, qq={"enabled": True, "port": port}, **sections)
     qq = QQPlatform(
         host="127.0.0.1", port=port, access_token=None, bot_name="小满", api_timeout_s=api_timeout_s
     )
@@ -321,17 +330,43 @@ async def test_qq_unanswered_send_is_never_repeated(tmp_path: Path, llm: FakeLLM
 
 
 async def test_qq_disconnect_mid_conversation(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """NapCat drops between two paced replies: the second waits, goes out once after it is back."""
+    """NapCat drops between two paced replies: the second fails to go out while it is away,
+    then goes out once as soon as it is back, not after the retry back-off (1 s)."""
     llm.reply_json(replies_json("第一句", "第二句", delay=0.3))
     llm.reply_json(replies_json("重连后"))
-    async with qq_bot(tmp_path, llm) as (config, pipeline, onebot):
-        await onebot.send_private_message(QQ_ALICE, "说两句？")
-        await onebot.wait_for_call("send_private_msg", within_s=5)
-        await onebot.close()
-        await onebot.connect()
-        await onebot.wait_for_call("send_private_msg", 2, within_s=10)
-        await onebot.send_private_message(QQ_ALICE, "回来了？")
-        await onebot.wait_for_call("send_private_msg", 3, within_s=5)
-        await pipeline.drain()
+    with captured_logs() as logs:
+        async with qq_bot(tmp_path, llm) as (config, pipeline, onebot):
+            await onebot.send_private_message(QQ_ALICE, "说两句？")
+            await onebot.wait_for_call("send_private_msg", within_s=5)
+            await onebot.close()
+            await wait_until(lambda: any("not sent" in line for line in logs))
+            await onebot.connect()
+            await onebot.wait_for_call("send_private_msg", 2, within_s=0.8)
+            await onebot.send_private_message(QQ_ALICE, "回来了？")
+            await onebot.wait_for_call("send_private_msg", 3, within_s=5)
+            await pipeline.drain()
     assert qq_texts(onebot, "send_private_msg") == ["第一句", "第二句", "重连后"]
     assert [state for _, state, _ in outbox(config)] == ["sent", "sent", "sent"]
+
+
+async def test_qq_reply_gone_stale_while_disconnected_is_dropped(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A reply still unsent ``stale_after_s`` past its time is dropped, never sent late."""
+    llm.reply_json(replies_json("第一句", "第二句", delay=0.3))
+    with captured_logs() as logs:
+        async with qq_bot(tmp_path, llm, pacing={"stale_after_s": 0.1}) as (
+            config,
+            pipeline,
+            onebot,
+        ):
+            await onebot.send_private_message(QQ_ALICE, "说两句？")
+            await onebot.wait_for_call("send_private_msg", within_s=5)
+            await onebot.close()
+            await wait_until(lambda: any("not sent" in line for line in logs))
+            await asyncio.sleep(0.2)  # away for longer than stale_after_s
+            await onebot.connect()
+            await wait_until(lambda: outbox(config)[-1][1] == "dropped")
+            await pipeline.drain()
+    assert qq_texts(onebot, "send_private_msg") == ["第一句"]
+    assert outbox(config) == [("第一句", "sent", ""), ("第二句", "dropped", "stale")]

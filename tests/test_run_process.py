@@ -59,8 +59,10 @@ api_base_url = "{api.base_url}"
     return path
 
 
-async def start(config: Path, api: FakeBotAPI) -> asyncio.subprocess.Process:
-    env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": api.token}
+async def start(
+    config: Path, api: FakeBotAPI, *, token: str | None = None
+) -> asyncio.subprocess.Process:
+    env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": token or api.token}
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -145,3 +147,16 @@ async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
     assert "uvicorn" in log
     assert KEY not in log
     assert api.token not in log
+
+
+async def test_run_with_a_rejected_token_and_nothing_else_exits_1(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """Telegram alone, its token rejected: the run stops at once and says why, exit 1."""
+    process = await start(write_config(tmp_path, llm, api), api, token="999:WRONG-token")
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    stderr = err.decode()
+    assert process.returncode == 1
+    assert "pacebot: Telegram rejected the bot token" in stderr
+    assert "Traceback" not in stderr
+    assert "WRONG-token" not in stderr

@@ -6,14 +6,12 @@ the ``openai`` SDK) against the local fakes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
 import logging
-import socket
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
 from tests.fake_onebot import FakeOneBot, at, text
 from tests.fake_telegram import FakeBotAPI
-from tests.fakes import FAST_PACING
+from tests.fakes import FAST_PACING, free_port, wait_until
 
 QQ_SELF = 10001
 TG_ADMIN, QQ_ADMIN = 9001, 9002
@@ -48,18 +46,6 @@ LLM_KEY = "sk-sec-llm-key-0a1b2c3d4e5f6789"
 BOT_TOKEN = "7654321:SEC-telegram-token-Zq9_x"
 ONEBOT_TOKEN = "sec-onebot-access-token-42aa"
 REFUSAL = "Sorry, only admins can use that command."
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def wait_until(condition: Callable[[], Any], *, within_s: float = 5.0) -> None:
-    async with asyncio.timeout(within_s):
-        while not condition():  # noqa: ASYNC110 - polling the fakes' plain records
-            await asyncio.sleep(0.005)
 
 
 class RoleLLM(FakeLLMServer):

@@ -12,7 +12,7 @@ import pytest
 from loguru import logger
 
 from adapters.telegram import TelegramPlatform
-from bot.errors import ChatUnavailable, ConfigError, RateLimited, SendFailed
+from bot.errors import ChatUnavailable, ConfigError, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import PacingLimits, Platform
 from tests.fake_telegram import (
@@ -38,12 +38,16 @@ class RecordingSink:
     def __init__(self) -> None:
         self.received: list[IncomingMessage] = []
         self.edits: list[tuple[ChatKey, str, str]] = []
+        self.ready: list[str] = []
 
     async def receive(self, message: IncomingMessage) -> None:
         self.received.append(message)
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
         self.edits.append((chat, message_id, text))
+
+    def platform_ready(self, platform: str) -> None:
+        self.ready.append(platform)
 
 
 class FailingOnceSink(RecordingSink):
@@ -174,6 +178,13 @@ def test_empty_token_is_a_config_error() -> None:
 async def test_bot_identity_is_learned_from_get_me(tg: TelegramPlatform, api: FakeBotAPI) -> None:
     """Once ready, the bot's id and username come from getMe."""
     assert (tg.bot_id, tg.bot_username) == (api.bot_id, api.bot_username)
+
+
+async def test_the_sink_hears_once_polling_has_started(
+    tg: TelegramPlatform, sink: RecordingSink
+) -> None:
+    """Ready once: replies that waited for Telegram can go out at once, not after a back-off."""
+    assert sink.ready == ["telegram"]
 
 
 # --- receiving ------------------------------------------------------------------------------
@@ -467,14 +478,12 @@ async def test_migrated_group_becomes_chat_unavailable_naming_the_new_chat(
         await tg.send_text(GROUP_KEY, "hi")
 
 
-async def test_other_bad_request_is_a_certain_failure(
+async def test_other_bad_request_refuses_that_message_for_good(
     tg: TelegramPlatform, api: FakeBotAPI
 ) -> None:
-    """Any other 400 (here: too long) is ``SendFailed`` that certainly did not deliver."""
-    with pytest.raises(SendFailed) as caught:
+    """Any other 400 (here: too long) is ``MessageRefused``: sending it again cannot help."""
+    with pytest.raises(MessageRefused, match="too long"):
         await tg.send_text(PRIVATE_KEY, "x" * 5000)
-
-    assert (caught.value.maybe_delivered, "too long" in str(caught.value)) == (False, True)
 
 
 async def test_server_error_is_a_certain_failure(tg: TelegramPlatform, api: FakeBotAPI) -> None:
