@@ -1,0 +1,5 @@
+"""``python -m bench``: see :mod:`bench.runner`."""
+
+from bench.runner import main
+
+raise SystemExit(main())

@@ -1,0 +1,150 @@
+"""Recall over a year of memory: 365 summaries × 1,000 chats beside 1M stored messages.
+
+The dataset is built once per ``python -m bench`` invocation (its build time is a figure)
+and shared by the runs. Each run opens it with the real ``SqliteStore`` and asks
+``Memory.recall`` questions of random chats, one after another:
+
+- **date**: questions naming days ("昨天…", "上周三…", "last Friday", "3天前", an ISO date):
+  the date parser, then the summaries of those days;
+- **keyword**: questions about a topic ("那家火锅店", "concert tickets", a word no summary
+  holds): jieba in a worker thread, then FTS5 ranked by bm25, with the substring
+  fallback when a term is short or matches nothing.
+
+The persona a batch builds from the same stack (``Memory.persona``: every live summary of
+the chat, newest kept within budget) is timed too, since it reads the whole stack.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.dataset import ChatHistory, build, chat_keys
+from bench.report import Figure, at_most, spread_figures
+from bench.rig import NoLLM
+from bench.stats import Spread
+from bot.config import parse_config
+from bot.memory import Memory
+from bot.models import ChatKey
+from storage.sqlite import SqliteStore
+
+RECALL_P99_TARGET_MS = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    chats: int
+    days: int
+    messages_per_chat: int
+    queries: int
+
+
+FULL = Scale(chats=1000, days=365, messages_per_chat=1000, queries=2000)
+QUICK = Scale(chats=20, days=62, messages_per_chat=100, queries=40)  # covers "last month"
+
+DATE_QUESTIONS = (
+    "昨天我们聊了什么",
+    "前天发生了什么？",
+    "上周三我们聊了什么",
+    "what did we talk about last Friday?",
+    "3天前说的那个事",
+    "上个月15号那天怎么了",
+    "last weekend, what happened?",
+    "两周前的周六我们在聊啥",
+)
+KEYWORD_QUESTIONS = (
+    "你还记得那家火锅店吗",
+    "爬山的事情后来怎么样了",
+    "我们说过的露营计划",
+    "do you remember the concert tickets?",
+    "论文写完没",
+    "猫",
+    "签证办下来了吗",
+    "量子力学考试",  # no summary holds these words: FTS finds nothing, the substring scan runs
+)
+
+
+async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
+    """Time date recall, keyword recall and the persona over a year of summaries."""
+    scale = QUICK if quick else FULL
+    path = workdir / f"recall-{scale.chats}x{scale.days}.sqlite3"
+    figures = []
+    if not path.exists():  # the first run builds; later runs of the same invocation reuse it
+        histories = [
+            ChatHistory(
+                chat, days=scale.days, messages=scale.messages_per_chat, summaries=scale.days
+            )
+            for chat in chat_keys(scale.chats)
+        ]
+        built = await build(path, histories, now=datetime.now(UTC))
+        figures += [
+            Figure("recall.build.seconds", built.seconds, "s"),
+            Figure("recall.build.messages", built.messages, "rows"),
+            Figure("recall.build.summaries", built.summaries, "rows"),
+        ]
+    config = parse_config({}, base_dir=workdir)
+    rng = random.Random(365)
+    chats = chat_keys(scale.chats)
+    async with await SqliteStore.open(path) as store:
+        memory = Memory(
+            config, store, NoLLM(), initial_persona="你是小满。", now=lambda: datetime.now(UTC)
+        )
+        dates = await _time_recall(
+            memory, rng, chats, DATE_QUESTIONS, scale.queries, expect="dates"
+        )
+        keywords = await _time_recall(
+            memory, rng, chats, KEYWORD_QUESTIONS, scale.queries, expect=None
+        )
+        personas = []
+        for _ in range(scale.queries // 4):
+            started = time.perf_counter()
+            await memory.persona(rng.choice(chats))
+            personas.append(time.perf_counter() - started)
+    figures += [
+        *spread_figures(
+            "recall.date",
+            dates.scaled(1000),
+            "ms",
+            p99_target=at_most(RECALL_P99_TARGET_MS),
+            limit_prefix="limits.roundtrip",
+        ),
+        *spread_figures(
+            "recall.keyword",
+            keywords.scaled(1000),
+            "ms",
+            p99_target=at_most(RECALL_P99_TARGET_MS),
+            limit_prefix="limits.roundtrip",
+        ),
+        *spread_figures("recall.persona", Spread.of(personas).scaled(1000), "ms"),
+    ]
+    return figures
+
+
+async def _time_recall(
+    memory: Memory,
+    rng: random.Random,
+    chats: list[ChatKey],
+    questions: tuple[str, ...],
+    count: int,
+    *,
+    expect: str | None,
+) -> Spread:
+    samples = []
+    found = 0
+    for _ in range(count):
+        chat = rng.choice(chats)
+        question = rng.choice(questions)
+        started = time.perf_counter()
+        recalled = await memory.recall(chat, [question])
+        samples.append(time.perf_counter() - started)
+        found += bool(recalled.records)
+        if expect is not None and recalled.how != expect:
+            msg = f"{question!r} was recalled by {recalled.how}, not by {expect}"
+            raise AssertionError(msg)
+    if not found:
+        msg = "recall found nothing at all: the dataset or the questions are wrong"
+        raise AssertionError(msg)
+    return Spread.of(samples)
