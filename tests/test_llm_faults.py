@@ -11,17 +11,23 @@ traceback. The same table, with these ids, is in docs/reliability.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from loguru import logger
 
 from tests.fake_llm import FakeLLMServer
-from tests.fakes import TEST_KEY, Harness, harness, make_config
+from tests.fakes import PRIVATE, TEST_KEY, Harness, harness, make_config
 from tests.log_capture import captured_logs
+
+if TYPE_CHECKING:
+    from loguru import Record
 
 QUESTION = "明天去爬山吗？"
 FOLLOW_UP = "那后天呢？"
@@ -281,6 +287,32 @@ async def test_llm_fault(tmp_path: Path, llm: FakeLLMServer, fault: Fault) -> No
     assert (bot.platform.texts()[len(faulty) :], states[1:]) == ([STILL_HERE], ["answered"])
     assert [t for t in bot.platform.texts() if looks_broken(t)] == []
     assert logs.tracebacks() == []
+
+
+async def test_each_fallback_is_logged_with_its_chat_and_batch(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Prose, the splitter down: both steps down the chain name the chat key and batch id."""
+    splitter_down(says("好呀。几点出发？"))(llm)
+    records: list[Record] = []
+    sink = logger.add(lambda message: records.append(message.record), level="INFO")
+    try:
+        async with harness(tmp_path, llm, pacing=PACING, llm=LLM) as bot:
+            await bot.say(QUESTION)
+            await bot.settle()
+    finally:
+        logger.remove(sink)
+    with contextlib.closing(sqlite3.connect(bot.config.database_path)) as db:
+        [(batch,)] = db.execute("SELECT id FROM batches").fetchall()
+    fallbacks = [
+        (r["message"].split(" (")[0], r["extra"].get("chat"), r["extra"].get("batch"))
+        for r in records
+        if r["message"].startswith("fallback:")
+    ]
+    assert fallbacks == [
+        ("fallback: splitter", str(PRIVATE), batch),
+        ("fallback: text split", str(PRIVATE), batch),
+    ]
 
 
 async def test_connection_refused_then_back(tmp_path: Path) -> None:
