@@ -11,18 +11,20 @@ import asyncio
 import contextlib
 import itertools
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from adapters.runtime import running_core
 from bot.config import Config, Secrets, parse_config
 from bot.errors import PlatformError
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.memory import render_summary
+from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
+from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
 
 PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
@@ -176,3 +178,20 @@ async def wait_until(condition: Callable[[], object], *, within_s: float = 5.0) 
     async with asyncio.timeout(within_s):
         while not condition():  # noqa: ASYNC110 - polling plain records from outside
             await asyncio.sleep(0.005)
+
+
+async def push_day_summary(
+    store: SqliteStore, chat: ChatKey, day: date, text: str, *, keywords: Sequence[str] = ()
+) -> None:
+    """Push a summary of ``day`` onto ``chat``'s prompt stack, as the nightly job would."""
+    content = DaySummary(summary=text, keywords=tuple(keywords))
+    await store.push_summary(
+        chat,
+        day,
+        content,
+        added_prompt=render_summary(day, content),
+        full_prompt_before="",
+        full_prompt_after="",
+        message_count=3,
+        now=datetime.now(UTC),
+    )

@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from bot.dates import chat_day
-from bot.memory import render_summary
-from bot.models import ChatKey, ChatKind, ChatMessage, DaySummary
+from bot.models import ChatKey, ChatKind, ChatMessage
 from bot.prompt import estimate_prompt_tokens
 from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
-from tests.fakes import GROUP, PRIVATE, Harness, harness
+from tests.fakes import GROUP, PRIVATE, Harness, harness, push_day_summary
 
 ADMIN = {"bot": {"admins": ["test:7"]}}
 OTHER_GROUP = ChatKey("test", ChatKind.GROUP, "-200")
@@ -34,27 +33,11 @@ def today(bot: Harness) -> date:
     )
 
 
-async def push_into(
-    store: SqliteStore, chat: ChatKey, day: date, text: str, *, keywords: tuple[str, ...] = ()
-) -> None:
-    content = DaySummary(summary=text, keywords=keywords)
-    await store.push_summary(
-        chat,
-        day,
-        content,
-        added_prompt=render_summary(day, content),
-        full_prompt_before="",
-        full_prompt_after="",
-        message_count=3,
-        now=datetime.now(UTC),
-    )
-
-
 async def push(
     bot: Harness, chat: ChatKey, day: date, text: str, *, keywords: tuple[str, ...] = ()
 ) -> None:
     async with await SqliteStore.open(bot.config.database_path) as store:
-        await push_into(store, chat, day, text, keywords=keywords)
+        await push_day_summary(store, chat, day, text, keywords=keywords)
 
 
 async def command(bot: Harness, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:
@@ -209,7 +192,7 @@ async def test_summary_list_of_a_year_leads_with_totals_and_names_the_newest(
         first = today(bot) - timedelta(days=365)
         async with await SqliteStore.open(bot.config.database_path) as store:
             for n in range(365):
-                await push_into(
+                await push_day_summary(
                     store, PRIVATE, first + timedelta(days=n), f"第{n}天，聊了很多事情。"
                 )
         listing = await command(bot, "/summary list")

@@ -28,13 +28,12 @@ from bot.config import Config, Secrets, load_config
 from bot.dates import chat_day
 from bot.errors import ConfigError
 from bot.log import setup_logging
-from bot.memory import render_summary
-from bot.models import ChatKey, ChatKind, DaySummary
+from bot.models import ChatKey, ChatKind
 from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
 from tests.fake_onebot import FakeOneBot, at, text
 from tests.fake_telegram import FakeBotAPI
-from tests.fakes import FAST_PACING, free_port, wait_until
+from tests.fakes import FAST_PACING, free_port, push_day_summary, wait_until
 
 QQ_SELF = 10001
 TG_ADMIN, QQ_ADMIN = 9001, 9002
@@ -104,18 +103,8 @@ def _toml(data: dict[str, Any]) -> str:
 
 
 async def push_summary(config: Config, chat: ChatKey, day: date, words: str) -> None:
-    content = DaySummary(summary=words, keywords=tuple(words.split()))
     async with await SqliteStore.open(config.database_path) as store:
-        await store.push_summary(
-            chat,
-            day,
-            content,
-            added_prompt=render_summary(day, content),
-            full_prompt_before="",
-            full_prompt_after="",
-            message_count=3,
-            now=datetime.now(UTC),
-        )
+        await push_day_summary(store, chat, day, words, keywords=words.split())
 
 
 def live_summaries(config: Config) -> list[tuple[str, str, str | None]]:
