@@ -40,14 +40,14 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-@functools.cache
 def freeze_startup_heap() -> None:
-    """Keep what start-up loaded out of every later full garbage collection (once per process).
+    """Keep what start-up loaded out of every later full garbage collection.
 
     The libraries (PTB, nonebot, pydantic, openai, …) leave some 160,000 objects that live
     as long as the process. Left in the collector's care, each full collection walks them
     all again and stalls the event loop for 70–170 ms; frozen, the longest stall while
-    re-arming 10,000 chats drops below 10 ms (docs/benchmarks.md).
+    re-arming 10,000 chats drops below 10 ms (docs/benchmarks.md). A second call only
+    collects and freezes what came since.
     """
     gc.collect()
     gc.freeze()
@@ -69,7 +69,6 @@ async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]
     async with contextlib.AsyncExitStack() as stack:
         store = await SqliteStore.open(config.database_path)  # warms jieba up too
         stack.push_async_callback(store.close)
-        freeze_startup_heap()
         llm = OpenAILLM.from_config(config.llm, api_key=secrets.llm_api_key)
         stack.push_async_callback(llm.aclose)
         memory = Memory(config, store, llm, initial_persona=persona, now=utc_now)
@@ -93,6 +92,7 @@ async def running_core(
         )
         pipeline = Pipeline(config, parts.store, platforms, answerer, parts.memory, now=utc_now)
         stack.push_async_callback(pipeline.stop)
+        freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()
         if nightly:
             job = functools.partial(run_nightly, parts.memory, parts.store, config)
@@ -202,6 +202,7 @@ async def run(config: Config, secrets: Secrets) -> None:
         finally:
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         logger.info("stopping: no new updates; unsent replies stay queued")
 
 

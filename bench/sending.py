@@ -111,7 +111,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
                 await platform.wait_ready()
             direct = await _direct_sends(platform, scale.direct_sends)
             store = await SqliteStore.open(fresh_path(workdir, "sender.sqlite3"))
-            freeze_startup_heap()  # as ``opened_parts`` does
+            freeze_startup_heap()  # as ``running_core`` does
             try:
                 sent, offered = await _offer(store, platform, api, rng, scale)
             finally:

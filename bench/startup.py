@@ -70,12 +70,12 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
         store = await SqliteStore.open(path)
         opened = time.perf_counter()
         open_stall = watch.longest_s
-        freezing = time.perf_counter()
-        freeze_startup_heap()  # as ``opened_parts`` does, before any platform starts
-        freeze_s = time.perf_counter() - freezing
-        await asyncio.sleep(0.01)  # let the ticker see that pause before counting afresh
         try:
             pipeline = _pipeline(config, store)
+            freezing = time.perf_counter()
+            freeze_startup_heap()  # as ``running_core`` does, once the core is wired
+            freeze_s = time.perf_counter() - freezing
+            await asyncio.sleep(0.01)  # let the ticker see that pause before counting afresh
             watch.reset()
             recovering = time.perf_counter()
             await pipeline.recover()

@@ -8,6 +8,7 @@ PacebotError
 │   └── BadLLMReply        the LLM answered, but nothing usable could be read from it
 └── PlatformError
     ├── SendFailed         a send did not go through (``maybe_delivered`` says if unsure)
+    ├── MessageRefused     the platform refused this message for good: drop it, go on
     ├── RateLimited        the platform asked us to wait ``retry_after_s`` seconds
     └── ChatUnavailable    the bot was removed or blocked; stop sending to that chat
 """

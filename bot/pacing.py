@@ -1,7 +1,9 @@
 """Keep sends within what a platform tolerates: per chat, per group and overall.
 
 A send first reserves a slot, then waits for it. Reservations are taken at once, so
-concurrent senders queue behind each other instead of all waking together.
+concurrent senders queue behind each other instead of all waking together. A slot that
+was not used after all (the sender was woken before it, or the send never reached the
+platform) is given back, so it does not hold up the sends after it.
 """
 
 from __future__ import annotations

@@ -68,6 +68,7 @@ class Pipeline:
         self._titles: dict[ChatKey, str] = {}
         self._commands: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self._store_failing_since: float | None = None  # loop time of the first failed write
 
     # -- in -------------------------------------------------------------------------
 
@@ -88,13 +89,10 @@ class Pipeline:
             self._commands.add(task)
             task.add_done_callback(self._command_done)
             return
-        if self._talks_over(message) or await self._quotes_bot(message):
-            message = replace(message, addresses_bot=True)
-        if chat.is_group and not message.addresses_bot and not self._store_unaddressed():
+        kept = await self._keep(message)
+        if kept is None:
             return
-        if not await self._store_patiently(message):
-            return
-        await self._cancel_talked_over(message)
+        await self._cancel_talked_over(kept)
         self.debouncer.touch(chat, unfinished=looks_unfinished(message.text))
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
@@ -118,43 +116,53 @@ class Pipeline:
         )
 
     async def _quotes_bot(self, message: IncomingMessage) -> bool:
-        """Tell whether a group message that does not name the bot quotes its words."""
+        """Tell whether a group message that does not name the bot quotes its words.
+
+        Telegram says who wrote a quoted message and its adapter marks the quote itself;
+        OneBot gives only the quoted id, which is looked up among the bot's sent replies.
+        """
         quoted = message.reply_to_id
         if not message.chat.is_group or message.addresses_bot or quoted is None:
             return False
-        try:
-            return await self._store.is_bot_message(message.chat, quoted)
-        except StorageError as error:
-            logger.bind(chat=str(message.chat)).warning("cannot look up quote: {}", error)
-            return False
+        return await self._store.is_bot_message(message.chat, quoted)
 
-    async def _store_patiently(self, message: IncomingMessage) -> bool:
-        """Store ``message``; return ``False`` if it was stored before or could not be.
+    async def _keep(self, message: IncomingMessage) -> IncomingMessage | None:
+        """Store ``message`` as it addresses the bot; return it, or ``None`` if not stored.
 
-        A failing database (disk full, locked, I/O errors) is waited out for up to
-        ``STORE_PATIENCE_S``: the adapter hands over one message at a time, so the messages
-        after this one queue up in memory instead of being lost.
+        Not stored: a message stored before, an unaddressed group message when those are
+        not kept, or one the database refused for too long. A failing database (disk
+        full, locked, I/O errors) is waited out for up to ``STORE_PATIENCE_S`` per outage:
+        the adapter hands over one message at a time, so the messages after this one wait
+        in its queue meanwhile (a Telegram poll confirms them after 30 s all the same), and
+        once the patience is spent each message gets one try until a write succeeds.
         """
         log = logger.bind(chat=str(message.chat))
         received_at = self._now()
         loop = asyncio.get_running_loop()
-        give_up_at = loop.time() + STORE_PATIENCE_S
         retry_s = _STORE_RETRY_FIRST_S
         while True:
             try:
+                if self._talks_over(message) or await self._quotes_bot(message):
+                    message = replace(message, addresses_bot=True)
+                unaddressed = message.chat.is_group and not message.addresses_bot
+                if unaddressed and not self._store_unaddressed():
+                    return None
                 stored = await self._store.add_message(message, received_at=received_at)
             except StorageError as error:
                 failure = error
             else:
-                log.debug(
-                    "message {} {}", message.message_id, "stored" if stored else "already stored"
-                )
-                return stored
+                self._store_failing_since = None
+                done = "stored" if stored else "already stored"
+                log.debug("message {} {}", message.message_id, done)
+                return message if stored else None
+            if self._store_failing_since is None:
+                self._store_failing_since = loop.time()
+            give_up_at = self._store_failing_since + STORE_PATIENCE_S
             if self._stopping or loop.time() + retry_s > give_up_at:
                 log.error(
                     "message {} lost, it could not be stored: {}", message.message_id, failure
                 )
-                return False
+                return None
             log.error(
                 "cannot store message {} ({}); retrying in {:.1f} s",
                 message.message_id,

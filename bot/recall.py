@@ -73,10 +73,9 @@ async def recall(
     newest = tuple(sorted(days)[-RECALL_DAYS_MAX:])
     if newest:
         found = await store.summaries_on(chat, newest)
-        fresh = [r for r in reversed(found) if r.id not in in_persona]
-        records = _within(fresh, budget_tokens)[::-1]
-        if records:
-            return Recalled("dates", newest, records)
+        if found:  # those days have summaries; the ones in the persona are not repeated
+            fresh = [r for r in reversed(found) if r.id not in in_persona]
+            return Recalled("dates", newest, _within(fresh, budget_tokens)[::-1])
     if hits <= 0:
         return Recalled("nothing", newest, ())
     query = "\n".join(texts)

@@ -32,7 +32,8 @@ class _Outcome(enum.Enum):
     SENT = enum.auto()
     RETRY_NOW = enum.auto()  # the platform asked us to wait, and we did
     RETRY_LATER = enum.auto()  # certainly not delivered: back off, then try again
-    SKIPPED = enum.auto()  # cancelled meanwhile, or dropped
+    NOT_CLAIMED = enum.auto()  # cancelled meanwhile: nothing went out
+    SKIPPED = enum.auto()  # dropped
     CHAT_GONE = enum.auto()  # the bot can no longer post in this chat
 
 
@@ -149,8 +150,9 @@ class Sender:
                 pacer.give_back(chat, slot)  # woken before using it: look again
                 continue
             outcome = await self._send(item, platform)
+            if outcome in {_Outcome.NOT_CLAIMED, _Outcome.RETRY_LATER}:
+                pacer.give_back(chat, slot)  # nothing reached the platform
             if outcome is _Outcome.RETRY_LATER:
-                pacer.give_back(chat, slot)  # it never reached the platform
                 retry_in_s, backoff_s = backoff_s, min(backoff_s * 2, _BACKOFF_MAX_S)
                 await self._pause(chat, platform, wake, seconds=retry_in_s, typing=False)
             elif outcome is _Outcome.CHAT_GONE:
@@ -163,7 +165,7 @@ class Sender:
         chat = item.chat
         log = logger.bind(chat=str(chat))
         if not await self._store.claim_for_sending(item.id, now=self._now()):
-            return _Outcome.SKIPPED  # cancelled meanwhile
+            return _Outcome.NOT_CLAIMED
         try:
             message_id = await platform.send_text(chat, item.content, reply_to=item.reply_to)
         except RateLimited as exc:

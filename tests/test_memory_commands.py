@@ -251,12 +251,19 @@ async def test_a_day_with_no_summary_falls_back_to_keywords(
 async def test_recall_command_leaves_out_what_the_prompt_holds(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """/recall shows what a batch would get: yesterday's summary is in the persona already."""
+    """/recall shows what a batch would get: yesterday's summary is in the persona already,
+    and another day's keyword match is no stand-in for the day asked about."""
     async with harness(tmp_path, llm, **ADMIN) as bot:
+        await push(
+            bot, PRIVATE, today(bot) - timedelta(days=40), "OLD-DAY 吃了火锅。", keywords=("火锅",)
+        )
+        for back in range(30, 1, -1):  # long days push the old one out of the persona
+            await push(bot, PRIVATE, today(bot) - timedelta(days=back), "聊了工作。" * 200)
         await push(bot, PRIVATE, today(bot) - timedelta(days=1), "IN-PERSONA 聊了火锅。")
-        shown = await command(bot, "/recall 昨天聊了什么")
+        shown = await command(bot, "/recall 昨天聊火锅了吗")
     assert shown.startswith("Nothing recalled for that question")
     assert "not repeated" in shown
+    assert "OLD-DAY" not in shown
 
 
 async def test_summary_run_creates_and_refuses_a_second(tmp_path: Path, llm: FakeLLMServer) -> None:

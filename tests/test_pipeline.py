@@ -477,26 +477,35 @@ async def test_a_message_waits_out_a_failing_database(tmp_path: Path, llm: FakeL
 async def test_a_message_the_database_never_takes_is_reported_lost(
     tmp_path: Path, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past ``STORE_PATIENCE_S`` the message is given up with an error naming it, and the
-    chat works again as soon as the database does."""
-    monkeypatch.setattr(pipeline_module, "STORE_PATIENCE_S", 0.3)
+    """Past ``STORE_PATIENCE_S`` the message is given up with an error naming it; the
+    patience is per outage, so the next one only gets what is left of it; and the chat
+    works again as soon as the database does."""
+    monkeypatch.setattr(pipeline_module, "STORE_PATIENCE_S", 0.5)
     llm.reply_json(replies_json("好了"))
+    loop = asyncio.get_running_loop()
     with captured_logs() as logs:
         async with harness(tmp_path, llm) as bot:
             with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
                 await bot.pipeline.receive(bot.message("第一句", message_id="m-1"))
+                started = loop.time()
+                await bot.pipeline.receive(bot.message("第二句", message_id="m-2"))
+                second_took_s = loop.time() - started
                 db.execute("DROP TRIGGER refuse")
                 db.commit()
-            await bot.say("第二句", message_id="m-2")
+            await bot.say("第三句", message_id="m-3")
             await bot.platform.wait_for_sends(1)
     lost = [line for line in logs if "lost" in line]
-    assert len(lost) == 1
-    assert lost[0].startswith("ERROR ")
+    assert [line.startswith("ERROR ") for line in lost] == [True, True]
     assert lost[0].endswith(
         "message m-1 lost, it could not be stored: database "
         f"{bot.config.database_path}: database or disk is full"
     )
-    assert "第一句" not in user_prompt(llm.requests[0])
+    assert "message m-2 lost" in lost[1]
+    assert second_took_s < 0.25  # the rest of the outage's 0.5 s, not 0.5 s more
+    assert ("第一句" in user_prompt(llm.requests[0]), "第三句" in user_prompt(llm.requests[0])) == (
+        False,
+        True,
+    )
     assert bot.platform.texts() == ["好了"]
 
 
