@@ -174,15 +174,12 @@ async def build(
     *,
     now: datetime,
     seed: int = 6,
-    pool_size: int = 0,
 ) -> Built:
     """Create the database at ``path`` (migrated) and fill it with ``histories``."""
     started = time.perf_counter()
     store = await SqliteStore.open(path)  # the real schema, and jieba warmed up
     await store.close()
-    messages, summaries = await asyncio.to_thread(
-        _fill, path, histories, now=now, seed=seed, pool_size=pool_size
-    )
+    messages, summaries = await asyncio.to_thread(_fill, path, histories, now=now, seed=seed)
     return Built(messages, summaries, time.perf_counter() - started)
 
 
@@ -192,12 +189,11 @@ def _fill(
     *,
     now: datetime,
     seed: int,
-    pool_size: int,
 ) -> tuple[int, int]:
     rng = random.Random(seed)
     summaries = sum(h.summaries for h in histories)
     # As many distinct texts as the index would see, up to 2,000 (jieba takes ~0.3 ms each).
-    pool = summary_pool(rng, pool_size or min(2000, summaries)) if summaries else []
+    pool = summary_pool(rng, min(2000, summaries)) if summaries else []
     today = chat_day(now, zone=ZONE)
     db = sqlite3.connect(path, isolation_level=None)
     try:

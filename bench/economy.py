@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.dataset import CHAT_LINES, ChatHistory, build, chat_keys
-from bench.report import Figure, at_most
+from bench.report import Figure, at_most, exactly
 from bench.rig import fresh_path
 from bot.models import ChatKey, ChatKind, ChatMessage
 from bot.prompt import estimate_prompt_tokens
@@ -105,7 +105,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             "economy.paced.calls_per_batch",
             paced.calls / max(paced.batches, 1),
             "calls/batch",
-            target=at_most(1.0),
+            target=exactly(1.0),
         ),
         Figure("economy.paced.messages_per_batch", paced.messages / max(paced.batches, 1), "msgs"),
         Figure(

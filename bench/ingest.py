@@ -74,6 +74,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
 async def _sustained(
     bot: Harness, maker: MessageMaker, chats: list[ChatKey], *, rate: int, scale: Scale
 ) -> list[Figure]:
+    bot.pipeline.debouncer.cancel_all()  # count only the timers this run armed
     rng = random.Random(rate)
     loop = asyncio.get_running_loop()
     stored_before = _count_messages(bot)

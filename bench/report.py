@@ -22,17 +22,20 @@ from bench.stats import Spread, median
 class Target:
     """A SPEC §11 bound a figure should stay within."""
 
-    op: Literal["<=", ">="]
+    op: Literal["<=", ">=", "=="]
     value: float
 
     def met(self, measured: float) -> bool:
         """Tell whether ``measured`` is within the bound."""
         if not math.isfinite(measured):
             return False
+        if self.op == "==":
+            return measured == self.value
         return measured <= self.value if self.op == "<=" else measured >= self.value
 
     def __str__(self) -> str:
-        return f"{'≤' if self.op == '<=' else '≥'} {self.value:g}"
+        symbol = {"<=": "≤", ">=": "≥", "==": "="}[self.op]
+        return f"{symbol} {self.value:g}"
 
 
 def at_most(value: float) -> Target:
@@ -43,6 +46,11 @@ def at_most(value: float) -> Target:
 def at_least(value: float) -> Target:
     """Return the target ``figure ≥ value``."""
     return Target(">=", value)
+
+
+def exactly(value: float) -> Target:
+    """Return the target ``figure = value``."""
+    return Target("==", value)
 
 
 @dataclass(frozen=True, slots=True)

@@ -96,7 +96,7 @@ class MessageMaker:
         self._now = now
         self._numbers = itertools.count(1)
 
-    def message(self, chat: ChatKey, *, text: str | None = None) -> IncomingMessage:
+    def message(self, chat: ChatKey) -> IncomingMessage:
         """Return the next message in ``chat``; groups sometimes address the bot."""
         addressed = not chat.is_group or self._rng.random() < 0.3
         return IncomingMessage(
@@ -104,7 +104,7 @@ class MessageMaker:
             message_id=str(next(self._numbers)),
             sender_id=str(self._rng.randrange(1000, 1010)),
             sender_name=self._rng.choice(("小明", "阿杰", "Lily", "老王")),
-            text=text if text is not None else self._rng.choice(CHAT_LINES),
+            text=self._rng.choice(CHAT_LINES),
             sent_at=self._now(),
             addresses_bot=addressed,
             chat_title="周末爬山群" if chat.is_group else None,

@@ -69,6 +69,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
         started = time.perf_counter()
         store = await SqliteStore.open(path)
         opened = time.perf_counter()
+        await asyncio.sleep(0.01)  # the ticker notes a stall on its next turn
         open_stall = watch.longest_s
         try:
             pipeline = _pipeline(config, store)
@@ -80,6 +81,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             recovering = time.perf_counter()
             await pipeline.recover()
             rearm_s = time.perf_counter() - recovering
+            await asyncio.sleep(0.01)  # the ticker notes the last slice's stall on its next turn
             recover_stall = watch.longest_s
             armed = len(pipeline.debouncer)
             await pipeline.stop()

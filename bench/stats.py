@@ -27,26 +27,22 @@ class Spread:
     p50: float
     p99: float
     max: float
-    mean: float
 
     @classmethod
     def of(cls, samples: Sequence[float]) -> Spread:
         """Summarise ``samples`` (NaN everywhere when there are none)."""
         if not samples:
-            return cls(0, math.nan, math.nan, math.nan, math.nan)
+            return cls(0, math.nan, math.nan, math.nan)
         return cls(
             count=len(samples),
             p50=percentile(samples, 0.50),
             p99=percentile(samples, 0.99),
             max=max(samples),
-            mean=statistics.fmean(samples),
         )
 
     def scaled(self, factor: float) -> Spread:
         """Return the same spread in another unit (e.g. seconds × 1000 → ms)."""
-        return Spread(
-            self.count, self.p50 * factor, self.p99 * factor, self.max * factor, self.mean * factor
-        )
+        return Spread(self.count, self.p50 * factor, self.p99 * factor, self.max * factor)
 
 
 def median(values: Sequence[float]) -> float:

@@ -90,14 +90,22 @@ async def _memory(load: Load) -> list[Figure]:
     hour = {"debounce_min_s": 3600.0, "debounce_max_s": 3600.0}  # nothing fires meanwhile
     debouncer = Debouncer(_pacing(load).model_copy(update=hour), fired.append)
 
+    # RSS first, with tracemalloc off: its own bookkeeping would count too.
     gc.collect()
     rss_before = rss_bytes()
+    for chat in _keys(load.chats):
+        debouncer.touch(chat)
+    rss_armed = rss_bytes() - rss_before
+    debouncer.fire_all()
+    fired.clear()
+    await asyncio.sleep(0)
+
+    gc.collect()
     tracemalloc.start()
     before = _traced()
     for chat in _keys(load.chats):
         debouncer.touch(chat)
     armed = _traced() - before
-    rss_armed = rss_bytes() - rss_before
     debouncer.fire_all()
     fired.clear()
     await asyncio.sleep(0)  # the loop drops the cancelled handles (and their chat keys)

@@ -158,21 +158,21 @@ async def test_a_shorter_fresh_wait_moves_the_answer_sooner() -> None:
 
 async def test_a_later_deadline_fires_once_at_the_latest_message() -> None:
     """Waits that keep moving later end in one answer, a full wait after the last message."""
-    pacing = PacingConfig(debounce_min_s=0.02, debounce_max_s=0.06, max_wait_s=1.0, max_batch=10)
+    pacing = PacingConfig(debounce_min_s=0.1, debounce_max_s=0.3, max_wait_s=5.0, max_batch=10)
     fired: list[float] = []
     loop = asyncio.get_running_loop()
     debouncer = Debouncer(
         pacing, lambda chat: fired.append(loop.time()), rng=ScriptedDraws(0, 0.5, 1)
     )
-    debouncer.touch(CHAT)  # 20 ms
-    await asyncio.sleep(0.01)
-    debouncer.touch(CHAT)  # 40 ms after this one
-    await asyncio.sleep(0.01)
-    last = loop.time()
-    debouncer.touch(CHAT)  # 60 ms after this one: the first handle fires early and re-arms
-    await asyncio.sleep(0.04)
-    assert fired == []
+    debouncer.touch(CHAT)  # 100 ms
     await asyncio.sleep(0.05)
+    debouncer.touch(CHAT)  # 200 ms after this one
+    await asyncio.sleep(0.05)
+    last = loop.time()
+    debouncer.touch(CHAT)  # 300 ms after this one: the first handle fires early and re-arms
+    await asyncio.sleep(0.2)
+    assert fired == []
+    await asyncio.sleep(0.2)
     assert len(fired) == 1
-    assert fired[0] - last >= 0.06 - 0.005
+    assert fired[0] - last >= 0.3 - 0.005
     assert debouncer.waiting(CHAT) == 0

@@ -89,10 +89,10 @@ async def test_at_most_summary_concurrency_calls_at_once(world: World) -> None:
     chats = [ChatKey("telegram", ChatKind.GROUP, f"-{n}") for n in range(5)]
     for n, chat in enumerate(chats):
         await world.say(chat, "聊天", on_day(yesterday), n)
-        world.llm.hang(0.15, content=summary_json(f"第{n}个群"))
+        world.llm.hang(0.4, content=summary_json(f"第{n}个群"))
     run = asyncio.create_task(world.nightly())
     await world.llm.wait_for_requests(2)
-    await asyncio.sleep(0.1)  # well before the first answer: nobody else may have asked
+    await asyncio.sleep(0.2)  # well before the first answer: nobody else may have asked
     in_flight = len(world.llm.requests)
     await run
     assert (in_flight, len(world.llm.requests)) == (2, 5)

@@ -20,6 +20,7 @@ import pytest
 from adapters.qq import QQPlatform
 from adapters.runtime import running_bot, running_core
 from adapters.telegram import TelegramPlatform
+from bot import sender as sender_module
 from bot.config import Config, Secrets
 from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
@@ -329,9 +330,12 @@ async def test_qq_unanswered_send_is_never_repeated(tmp_path: Path, llm: FakeLLM
     assert outbox(config) == [("好的", "dropped", "maybe delivered"), ("又在了", "sent", "")]
 
 
-async def test_qq_disconnect_mid_conversation(tmp_path: Path, llm: FakeLLMServer) -> None:
+async def test_qq_disconnect_mid_conversation(
+    tmp_path: Path, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """NapCat drops between two paced replies: the second fails to go out while it is away,
-    then goes out once as soon as it is back, not after the retry back-off (1 s)."""
+    then goes out once as soon as it is back, not after the retry back-off (here 10 s)."""
+    monkeypatch.setattr(sender_module, "_BACKOFF_INITIAL_S", 10.0)
     llm.reply_json(replies_json("第一句", "第二句", delay=0.3))
     llm.reply_json(replies_json("重连后"))
     with captured_logs() as logs:
