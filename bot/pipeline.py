@@ -65,6 +65,7 @@ class Pipeline:
         self._batches: dict[ChatKey, asyncio.Task[None]] = {}
         self._quiet_again: set[ChatKey] = set()  # went quiet while the last answer was going out
         self._answering: dict[ChatKey, frozenset[str]] = {}  # senders the queue answers
+        self._thinking: dict[ChatKey, bool] = {}  # owed an answer now; True once talked over
         self._titles: dict[ChatKey, str] = {}
         self._commands: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -111,7 +112,7 @@ class Pipeline:
             chat.is_group
             and not message.addresses_bot
             and self._config.pacing.on_new_message == "cancel"
-            and self.sender.busy(chat)
+            and (self.sender.busy(chat) or chat in self._thinking)
             and message.sender_id in self._answering.get(chat, frozenset())
         )
 
@@ -181,14 +182,20 @@ class Pipeline:
         return groups.store_unaddressed or groups.reply_mode != "mention"
 
     async def _cancel_talked_over(self, message: IncomingMessage) -> None:
-        """Cancel unsent replies when the person being answered writes again (SPEC §2.6)."""
+        """Cancel unsent replies when the person being answered writes again (SPEC §2.6).
+
+        While the answer is still being thought out, only its first reply will go out
+        (see ``_answer``): the rest was planned before they wrote.
+        """
         if self._config.pacing.on_new_message != "cancel":
             return
         chat = message.chat
-        if not self.sender.busy(chat):
-            return
         if chat.is_group and not message.addresses_bot:
             return  # a bystander (the people answered count as addressing the bot)
+        if chat in self._thinking:
+            self._thinking[chat] = True
+        if not self.sender.busy(chat):
+            return
         cancelled = await self._store.cancel_scheduled(chat, now=self._now())
         if cancelled:
             logger.bind(chat=str(chat)).info(
@@ -229,6 +236,7 @@ class Pipeline:
 
     def _batch_done(self, chat: ChatKey, task: asyncio.Task[None]) -> None:
         del self._batches[chat]
+        self._thinking.pop(chat, None)  # if it ended early (cancelled at a stop)
         if not task.cancelled() and (exc := task.exception()) is not None:
             logger.bind(chat=str(chat)).opt(exception=exc).error("batch failed")
         self._answer_next(chat)
@@ -255,8 +263,12 @@ class Pipeline:
             return
         log = logger.bind(chat=str(chat), batch=batch.id)
         log.info("answering {} message(s)", len(batch.messages))
-        # Someone who is owed an answer sees "typing…" while the LLM thinks.
+        # Someone who is owed an answer sees "typing…" while the LLM thinks. From now on
+        # they are being answered (in a private chat always): writing again talks over it.
         owed = decide(batch, reply_mode=self._config.groups.reply_mode) is Decision.ANSWER
+        if owed or not chat.is_group:
+            self._answering[chat] = frozenset(m.sender_id for m in batch.messages)
+            self._thinking[chat] = False
         try:
             async with self.sender.typing(chat, platform, enabled=owed):
                 answer = await self._answerer.answer(
@@ -268,10 +280,19 @@ class Pipeline:
         items = await self._store.close_batch(
             batch.id, answer.outcome, now=self._now(), replies=answer.replies, error=answer.error
         )
+        talked_over = self._thinking.pop(chat, False)
         log.info("batch {}: {} reply(ies) queued", answer.outcome, len(items))
+        if talked_over and len(items) > 1:
+            # They wrote while the answer was thought out: say its first line, and leave
+            # the rest to the next batch, which sees their new words and what was unsaid.
+            unsaid = [item.id for item in items[1:]]
+            cancelled = await self._store.cancel_replies(unsaid, now=self._now())
+            log.info("{} planned replies cancelled: they wrote while it was thinking", cancelled)
         if items:
             self._answering[chat] = frozenset(m.sender_id for m in batch.messages)
             self.sender.wake(chat)
+        else:
+            self._answering.pop(chat, None)
         # More messages than one batch holds: answer the rest next.
         if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
             waiting = (await self._store.waiting_counts(chat)).get(chat, 0)

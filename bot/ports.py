@@ -170,6 +170,10 @@ class Store(Protocol):
         """Cancel every scheduled reply of a chat; return how many."""
         ...
 
+    async def cancel_replies(self, item_ids: Sequence[int], *, now: datetime) -> int:
+        """Cancel those of these replies that are still scheduled; return how many."""
+        ...
+
     async def drop_scheduled(self, chat: ChatKey, *, now: datetime, reason: str) -> int:
         """Drop every scheduled reply of a chat; return how many."""
         ...

@@ -561,6 +561,19 @@ class SqliteStore:
             )
             return cursor.rowcount
 
+    async def cancel_replies(self, item_ids: Sequence[int], *, now: datetime) -> int:
+        """Cancel those of these replies that are still scheduled; return how many."""
+        if not item_ids:
+            return 0
+        marks = ", ".join("?" * len(item_ids))
+        async with self._connection() as db:
+            cursor = await db.execute(
+                "UPDATE outbox SET state = 'cancelled', updated_at = ?"
+                f" WHERE state = 'scheduled' AND id IN ({marks})",
+                (_unix(now, "now"), *item_ids),
+            )
+            return cursor.rowcount
+
     async def drop_scheduled(self, chat: ChatKey, *, now: datetime, reason: str) -> int:
         """Drop every scheduled reply of a chat; return how many."""
         async with self._connection() as db:

@@ -524,3 +524,54 @@ async def test_group_follow_up_from_the_person_answered_is_answered(
     assert bot.platform.texts() == ["一", "那就不讲了"]
     assert "- 二\n- 三" in user_prompt(llm.requests[1])
     assert "算了不用了" in user_prompt(llm.requests[1]).split("New messages")[1]
+
+
+def thinking(llm: FakeLLMServer, *contents: str) -> None:
+    """Script an answer of several replies that takes the LLM 0.3 s to think out."""
+    plan = replies_json(*contents, delay=0.2)
+    llm.hang(0.3, content=json.dumps(plan, ensure_ascii=False))
+
+
+@pytest.mark.parametrize("mode", ["cancel", "finish"])
+async def test_writing_while_it_thinks_keeps_only_the_first_reply(
+    tmp_path: Path, llm: FakeLLMServer, mode: str
+) -> None:
+    """They write again while the answer is being thought out: in ``cancel`` mode only
+    its first line goes out and the next batch is told the rest; ``finish`` sends all."""
+    thinking(llm, "一", "二", "三")
+    llm.reply_json(replies_json("好"))
+    async with harness(tmp_path, llm, pacing={"on_new_message": mode}) as bot:
+        await bot.say("讲个故事")
+        await llm.wait_for_requests(1)
+        await bot.say("算了不用了")
+        await bot.settle()
+    if mode == "cancel":
+        assert bot.platform.texts() == ["一", "好"]
+        assert "- 二\n- 三" in user_prompt(llm.requests[1])
+    else:
+        assert bot.platform.texts() == ["一", "二", "三", "好"]
+    assert "算了不用了" in user_prompt(llm.requests[1]).split("New messages")[1]
+
+
+async def test_group_follow_up_while_it_thinks_is_answered_and_a_bystander_is_not(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """In a group, a bystander writing while the bot thinks changes nothing; the person
+    it is answering writing again (without naming it) is answered next, told the rest."""
+    thinking(llm, "一", "二", "三")
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("小满讲个故事", chat=GROUP, sender_id="1", addresses_bot=True)
+        await llm.wait_for_requests(1)
+        await bot.say("路过", chat=GROUP, sender_id="99")
+        await bot.settle()
+        bystander = bot.platform.texts(GROUP)
+        thinking(llm, "四", "五")
+        llm.reply_json(replies_json("那就不讲了"))
+        await bot.say("小满再讲一个", chat=GROUP, sender_id="1", addresses_bot=True)
+        await llm.wait_for_requests(2)
+        await bot.say("算了", chat=GROUP, sender_id="1")
+        await bot.settle()
+    assert bystander == ["一", "二", "三"]
+    assert bot.platform.texts(GROUP)[3:] == ["四", "那就不讲了"]
+    assert "- 五" in user_prompt(llm.requests[2])
+    assert len(llm.requests) == 3
