@@ -68,10 +68,12 @@ _COMMAND = re.compile(r"(?<!\S)/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{5,32})?\b")
 
 
 class ApiCall(NamedTuple):
-    """One request the fake received: the method name as sent and its decoded fields."""
+    """One request the fake received: the method name as sent, its decoded fields and
+    when it arrived (``time.monotonic()``)."""
 
     method: str
     params: dict[str, Any]
+    at: float = 0.0
 
 
 @dataclass
@@ -538,7 +540,7 @@ class FakeBotAPI:
             self.unauthorized.append(method)
             return _error(401, "Unauthorized")
         params = await _read_params(request)
-        call = ApiCall(method, params)
+        call = ApiCall(method, params, time.monotonic())
         self.calls.append(call)
         response = await self._answer(call)
         delays = self._delays.get(call.method.casefold())

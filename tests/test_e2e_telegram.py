@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,8 @@ def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
 async def test_private_burst_one_call_paced_replies_with_typing(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
-    """A 3-message burst → one LLM call with all three → replies in order, typing in between."""
+    """A 3-message burst → one LLM call with all three → replies in order, typing in
+    between, and never two messages to one chat within a second (Telegram's limit)."""
     llm.reply_json(replies_json("在的", "爬山好呀", "几点出发？", delay=0.15))
     async with pacebot(telegram_config(tmp_path, llm, api), api) as pipeline:
         for text in ("在吗", "周末想去爬山", "你去不去"):
@@ -77,6 +79,8 @@ async def test_private_burst_one_call_paced_replies_with_typing(
     first = methods.index("sendMessage")
     assert "sendChatAction" in methods[first : methods.index("sendMessage", first + 1)]
     assert api.chat_actions(ALICE)[0] == "typing"
+    sends = [c.at for c in api.calls if c.method == "sendMessage"]
+    assert min(later - earlier for earlier, later in itertools.pairwise(sends)) >= 0.95
 
 
 async def test_group_mention_rules_and_quotes(
