@@ -220,11 +220,8 @@ class Sender:
                 await self._show_typing(chat, platform, timeout_s=remaining)
                 remaining = deadline - loop.time()
             step = remaining if refresh_s is None else min(remaining, refresh_s)
-            try:
-                await asyncio.wait_for(wake.wait(), timeout=max(step, 0))
-            except TimeoutError:
-                continue
-            return True
+            if await _wait_set(wake, seconds=step):
+                return True
         return False
 
     @contextlib.asynccontextmanager
@@ -237,23 +234,42 @@ class Sender:
             yield
             return
 
+        done = asyncio.Event()
+
         async def keep_typing() -> None:
             loop = asyncio.get_running_loop()
-            while True:
+            while not done.is_set():
                 next_at = loop.time() + refresh_s
                 await self._show_typing(chat, platform, timeout_s=refresh_s)
-                await asyncio.sleep(max(next_at - loop.time(), 0))
+                await _wait_set(done, seconds=next_at - loop.time())
 
         task = asyncio.create_task(keep_typing(), name=f"typing:{chat}")
         try:
             yield
         finally:
+            # The event ends the loop even if a library swallows the cancel; waiting with
+            # ``asyncio.wait`` never absorbs a cancel aimed at us.
+            done.set()
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait({task})
 
     async def _show_typing(self, chat: ChatKey, platform: Platform, *, timeout_s: float) -> None:
         try:
-            await asyncio.wait_for(platform.show_typing(chat), timeout=timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await platform.show_typing(chat)
         except TimeoutError:
             logger.bind(chat=str(chat)).debug("typing indicator timed out")
+
+
+async def _wait_set(event: asyncio.Event, *, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``event``; return whether it is set.
+
+    ``asyncio.timeout`` rather than ``asyncio.wait_for``: on Python 3.11 ``wait_for`` loses
+    a cancel that lands in the tick its inner wait finishes (cpython#86296).
+    """
+    try:
+        async with asyncio.timeout(max(seconds, 0)):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True

@@ -15,7 +15,7 @@ import pytest
 
 from bot import pipeline as pipeline_module
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
-from bot.models import BatchOutcome, ChatMessage
+from bot.models import BatchOutcome, ChatKey, ChatMessage
 from bot.prompt import estimate_prompt_tokens
 from storage.sqlite import SqliteStore
 from tests.fake_llm import FakeLLMServer
@@ -416,6 +416,54 @@ async def test_typing_shows_while_the_llm_thinks_for_those_owed_an_answer(
     assert len(private_typing) >= 3
     assert private_typing[-1] <= bot.platform.sent[0].at
     assert [chat for chat, _ in bot.platform.typing if chat == GROUP] == []
+
+
+@pytest.mark.parametrize("ticks", range(5))
+async def test_typing_stops_whenever_its_block_ends(
+    tmp_path: Path, llm: FakeLLMServer, ticks: int
+) -> None:
+    """Ending the block in any loop tick, even the one a typing call finishes in, stops
+    the indicator at once; a lost cancel once kept a batch (and its chat) waiting forever."""
+
+    async def think() -> None:
+        async with bot.pipeline.sender.typing(PRIVATE, bot.platform):
+            for _ in range(ticks):
+                await asyncio.sleep(0)
+
+    async with harness(tmp_path, llm) as bot:
+        thinking = asyncio.create_task(think())
+        done, _ = await asyncio.wait({thinking}, timeout=1.0)
+        shown = len(bot.platform.typing)
+        await asyncio.sleep(5 * bot.platform.typing_refresh_s)
+        assert (thinking in done, len(bot.platform.typing)) == (True, shown)
+
+
+async def test_cancelling_a_typing_block_cancels_its_task(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A cancel that arrives while the block is winding up still reaches its task."""
+    winding_up = asyncio.Event()
+
+    class SlowToStop(RecordingPlatform):
+        async def show_typing(self, chat: ChatKey) -> None:
+            await super().show_typing(chat)
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                winding_up.set()
+                await asyncio.sleep(0.05)  # a request that takes a moment to abort
+                raise
+
+    async def think() -> None:
+        async with bot.pipeline.sender.typing(PRIVATE, bot.platform):
+            await wait_until(lambda: bot.platform.typing)
+
+    async with harness(tmp_path, llm, platform=SlowToStop(typing_refresh_s=10.0)) as bot:
+        thinking = asyncio.create_task(think())
+        await winding_up.wait()
+        thinking.cancel()
+        done, _ = await asyncio.wait({thinking}, timeout=1.0)
+    assert (thinking in done, thinking.cancelled()) == (True, True)
 
 
 async def test_a_long_chat_fills_the_prompt_budget_with_its_recent_conversation(
