@@ -266,8 +266,9 @@ class Pipeline:
         # Someone who is owed an answer sees "typing…" while the LLM thinks. From now on
         # they are being answered (in a private chat always): writing again talks over it.
         owed = decide(batch, reply_mode=self._config.groups.reply_mode) is Decision.ANSWER
+        senders = frozenset(m.sender_id for m in batch.messages)
         if owed or not chat.is_group:
-            self._answering[chat] = frozenset(m.sender_id for m in batch.messages)
+            self._answering[chat] = senders
             self._thinking[chat] = False
         try:
             async with self.sender.typing(chat, platform, enabled=owed):
@@ -289,7 +290,7 @@ class Pipeline:
             cancelled = await self._store.cancel_replies(unsaid, now=self._now())
             log.info("{} planned replies cancelled: they wrote while it was thinking", cancelled)
         if items:
-            self._answering[chat] = frozenset(m.sender_id for m in batch.messages)
+            self._answering[chat] = senders
             self.sender.wake(chat)
         else:
             self._answering.pop(chat, None)

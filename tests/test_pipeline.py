@@ -247,16 +247,31 @@ async def test_truncated_json_never_reaches_the_chat(tmp_path: Path, llm: FakeLL
     assert bot.platform.texts()[:1] == ["完整的一句"]
 
 
+def thinking(llm: FakeLLMServer, *contents: str) -> None:
+    """Script an answer of several replies that takes the LLM 0.3 s to think out."""
+    plan = replies_json(*contents, delay=0.2)
+    llm.hang(0.3, content=json.dumps(plan, ensure_ascii=False))
+
+
 @pytest.mark.parametrize("mode", ["cancel", "finish"])
+@pytest.mark.parametrize("when", ["sending", "thinking"])
 async def test_writing_again_cancels_or_finishes(
-    tmp_path: Path, llm: FakeLLMServer, mode: str
+    tmp_path: Path, llm: FakeLLMServer, mode: str, when: str
 ) -> None:
-    """Writing again cancels unsent replies (told to the next batch) or lets them finish."""
-    llm.reply_json(replies_json("一", "二", "三", delay=0.3))
+    """Writing again, while the replies go out or while the answer is still thought out:
+    in ``cancel`` mode only the first line is said and the next batch is told the rest;
+    ``finish`` sends all."""
+    if when == "sending":
+        llm.reply_json(replies_json("一", "二", "三", delay=0.3))
+    else:
+        thinking(llm, "一", "二", "三")
     llm.reply_json(replies_json("好"))
     async with harness(tmp_path, llm, pacing={"on_new_message": mode}) as bot:
         await bot.say("讲个故事")
-        await bot.platform.wait_for_sends(1)
+        if when == "sending":
+            await bot.platform.wait_for_sends(1)
+        else:
+            await llm.wait_for_requests(1)
         await bot.say("算了不用了")
         await bot.settle()
     if mode == "cancel":
@@ -264,6 +279,7 @@ async def test_writing_again_cancels_or_finishes(
         assert "- 二\n- 三" in user_prompt(llm.requests[1])
     else:
         assert bot.platform.texts() == ["一", "二", "三", "好"]
+    assert "算了不用了" in user_prompt(llm.requests[1]).split("New messages")[1]
 
 
 async def test_group_cancel_only_for_the_people_answered(
@@ -571,33 +587,6 @@ async def test_group_follow_up_from_the_person_answered_is_answered(
         await bot.settle()
     assert bot.platform.texts() == ["一", "那就不讲了"]
     assert "- 二\n- 三" in user_prompt(llm.requests[1])
-    assert "算了不用了" in user_prompt(llm.requests[1]).split("New messages")[1]
-
-
-def thinking(llm: FakeLLMServer, *contents: str) -> None:
-    """Script an answer of several replies that takes the LLM 0.3 s to think out."""
-    plan = replies_json(*contents, delay=0.2)
-    llm.hang(0.3, content=json.dumps(plan, ensure_ascii=False))
-
-
-@pytest.mark.parametrize("mode", ["cancel", "finish"])
-async def test_writing_while_it_thinks_keeps_only_the_first_reply(
-    tmp_path: Path, llm: FakeLLMServer, mode: str
-) -> None:
-    """They write again while the answer is being thought out: in ``cancel`` mode only
-    its first line goes out and the next batch is told the rest; ``finish`` sends all."""
-    thinking(llm, "一", "二", "三")
-    llm.reply_json(replies_json("好"))
-    async with harness(tmp_path, llm, pacing={"on_new_message": mode}) as bot:
-        await bot.say("讲个故事")
-        await llm.wait_for_requests(1)
-        await bot.say("算了不用了")
-        await bot.settle()
-    if mode == "cancel":
-        assert bot.platform.texts() == ["一", "好"]
-        assert "- 二\n- 三" in user_prompt(llm.requests[1])
-    else:
-        assert bot.platform.texts() == ["一", "二", "三", "好"]
     assert "算了不用了" in user_prompt(llm.requests[1]).split("New messages")[1]
 
 
