@@ -35,8 +35,8 @@ from bench.report import Figure, at_most, exactly
 from bench.rig import fresh_path
 from bot.models import ChatKey, ChatKind, ChatMessage
 from bot.prompt import estimate_prompt_tokens
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import Harness, harness
+from fakes.harness import Harness, harness
+from fakes.openai_api import FakeLLMServer
 
 FLAT_TARGET = 0.05  # prompt growth from 1 day to 1 year
 _BURST_WEIGHTS = {1: 35, 2: 25, 3: 17, 4: 11, 5: 7, 6: 5}  # messages per turn

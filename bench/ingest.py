@@ -29,8 +29,8 @@ from bench.report import Figure, at_least, at_most, spread_figures
 from bench.rig import MessageMaker, StallWatch, fresh_path, open_loop
 from bench.stats import Spread
 from bot.models import ChatKey
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import Harness, harness
+from fakes.harness import Harness, harness
+from fakes.openai_api import FakeLLMServer
 
 P99_TARGET_MS = 50.0
 RATE_TARGET = 300.0

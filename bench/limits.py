@@ -21,8 +21,8 @@ import httpx
 from bench.report import Figure, spread_figures
 from bench.rig import fresh_path
 from bench.stats import Spread
+from fakes.bot_api import FakeBotAPI
 from storage.sqlite import load_migrations, migrate
-from tests.fake_telegram import FakeBotAPI
 
 _INSERT = (
     "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"

@@ -39,8 +39,8 @@ from bot.models import BatchOutcome, ChatKey, IncomingMessage, PlannedReply
 from bot.pacing import Pacer
 from bot.ports import PacingLimits
 from bot.sender import Sender
+from fakes.bot_api import FakeBotAPI
 from storage.sqlite import SqliteStore
-from tests.fake_telegram import FakeBotAPI
 
 OVERHEAD_P99_TARGET_MS = 50.0
 _REPLIES = (1, 1, 1, 2, 2, 3)  # replies per batch: 1.67 on average

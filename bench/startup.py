@@ -29,8 +29,8 @@ from bot.answer import Answerer
 from bot.config import Config, parse_config
 from bot.memory import Memory
 from bot.pipeline import Pipeline
+from fakes.harness import RecordingPlatform
 from storage.sqlite import SqliteStore
-from tests.fakes import RecordingPlatform
 
 STALL_TARGET_MS = 50.0
 

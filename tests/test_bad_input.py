@@ -22,10 +22,10 @@ import pytest
 
 from adapters.runtime import running_bot
 from bot.config import Config, Secrets
-from tests.fake_llm import FakeLLMServer
-from tests.fake_onebot import FakeOneBot, at, segment, text
-from tests.fake_telegram import FakeBotAPI, entity, forwarded, make_message
-from tests.fakes import TEST_KEY, free_port, make_config
+from fakes.bot_api import FakeBotAPI, entity, forwarded, make_message
+from fakes.harness import TEST_KEY, free_port, make_config
+from fakes.onebot import FakeOneBot, at, segment, text
+from fakes.openai_api import FakeLLMServer
 from tests.log_capture import LogLines, captured_logs
 
 ADMIN = 9001

@@ -15,8 +15,8 @@ import pytest
 from bot.config import load_config
 from bot.dates import chat_day
 from bot.models import ChatKey, ChatKind, IncomingMessage
+from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
-from tests.fake_llm import FakeLLMServer
 
 KEY = "sk-cli-memory-key-123456"
 CHAT = ChatKey("telegram", ChatKind.GROUP, "-100123")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import replies_json
+from fakes.harness import replies_json
+from fakes.openai_api import FakeLLMServer
 
 KEY = "sk-console-test-key-123456"
 

@@ -13,10 +13,10 @@ from adapters.runtime import running_bot
 from bot.config import Config, Secrets
 from bot.models import ChatKey, ChatKind
 from bot.pipeline import Pipeline
-from tests.fake_llm import FakeLLMServer
-from tests.fake_onebot import FakeOneBot, at, reply, text
-from tests.fake_telegram import FakeBotAPI
-from tests.fakes import TEST_KEY, free_port, make_config, replies_json, user_prompt, wait_until
+from fakes.bot_api import FakeBotAPI
+from fakes.harness import TEST_KEY, free_port, make_config, replies_json, user_prompt, wait_until
+from fakes.onebot import FakeOneBot, at, reply, text
+from fakes.openai_api import FakeLLMServer
 
 SELF_ID = 10001
 GROUP_ID = 500

@@ -14,9 +14,9 @@ from adapters.runtime import running_bot
 from bot.config import Config, Secrets
 from bot.models import ChatKey, ChatKind
 from bot.pipeline import Pipeline
-from tests.fake_llm import FakeLLMServer
-from tests.fake_telegram import FakeBotAPI
-from tests.fakes import TEST_KEY, make_config, replies_json, user_prompt
+from fakes.bot_api import FakeBotAPI
+from fakes.harness import TEST_KEY, make_config, replies_json, user_prompt
+from fakes.openai_api import FakeLLMServer
 
 GROUP_ID = -100777
 GROUP = ChatKey("telegram", ChatKind.GROUP, str(GROUP_ID))

@@ -43,10 +43,10 @@ from aiohttp import web
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from bot.dates import chat_day, chat_day_bounds
-from tests.fake_llm import FakeLLMServer
-from tests.fake_onebot import FakeOneBot, at, text
-from tests.fake_telegram import FakeBotAPI
-from tests.fakes import free_port
+from fakes.bot_api import FakeBotAPI
+from fakes.harness import free_port
+from fakes.onebot import FakeOneBot, at, text
+from fakes.openai_api import FakeLLMServer
 
 SEED = 20260515
 LLM_KEY = "sk-kill-suite-llm-key-5f2a9c71e3"

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 import pytest
 from loguru import logger
 
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import PRIVATE, TEST_KEY, Harness, harness, make_config
+from fakes.harness import PRIVATE, TEST_KEY, Harness, harness, make_config
+from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
 if TYPE_CHECKING:

@@ -12,9 +12,9 @@ import pytest
 from bot.dates import chat_day
 from bot.models import ChatKey, ChatKind, ChatMessage
 from bot.prompt import estimate_prompt_tokens
+from fakes.harness import GROUP, PRIVATE, Harness, harness, push_day_summary
+from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import GROUP, PRIVATE, Harness, harness, push_day_summary
 
 ADMIN = {"bot": {"admins": ["test:7"]}}
 OTHER_GROUP = ChatKey("test", ChatKind.GROUP, "-200")

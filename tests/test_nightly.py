@@ -18,11 +18,11 @@ from bot.config import Config
 from bot.dates import chat_day_bounds
 from bot.memory import Memory, SummaryResult
 from bot.models import ChatKey, ChatKind, IncomingMessage
+from fakes.harness import TEST_KEY, make_config
+from fakes.openai_api import FakeLLMServer
 from scheduler.jobs import NIGHTLY_JOB_ID, nightly_trigger, start_scheduler
 from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import TEST_KEY, make_config
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 TODAY = date(2026, 11, 22)

@@ -13,7 +13,7 @@ from bot.config import LLMConfig, SplitterConfig
 from bot.errors import BadLLMReply, ConfigError, LLMUnavailable
 from bot.models import ChatMessage, Completion
 from bot.replies import parse_replies
-from tests.fake_llm import DEFAULT_REPLY, FakeLLMServer
+from fakes.openai_api import DEFAULT_REPLY, FakeLLMServer
 
 API_KEY = "sk-test-S3CRET-0123456789abcdef"
 MESSAGES = [ChatMessage("system", "你是小满。{persona} 100%"), ChatMessage("user", "在吗？")]

@@ -17,9 +17,7 @@ from bot import pipeline as pipeline_module
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
 from bot.models import BatchOutcome, ChatKey, ChatMessage
 from bot.prompt import estimate_prompt_tokens
-from storage.sqlite import SqliteStore
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import (
+from fakes.harness import (
     GROUP,
     PRIVATE,
     RecordingPlatform,
@@ -28,6 +26,8 @@ from tests.fakes import (
     user_prompt,
     wait_until,
 )
+from fakes.openai_api import FakeLLMServer
+from storage.sqlite import SqliteStore
 from tests.log_capture import captured_logs
 
 

@@ -26,10 +26,10 @@ from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import Platform
-from tests.fake_llm import FakeLLMServer
-from tests.fake_onebot import FakeOneBot, at, text
-from tests.fake_telegram import FakeBotAPI, make_message
-from tests.fakes import TEST_KEY, free_port, make_config, replies_json, wait_until
+from fakes.bot_api import FakeBotAPI, make_message
+from fakes.harness import TEST_KEY, free_port, make_config, replies_json, wait_until
+from fakes.onebot import FakeOneBot, at, text
+from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
 ALICE, BOB = 1001, 1002

@@ -24,7 +24,7 @@ from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import PacingLimits, Platform
-from tests.fake_onebot import (
+from fakes.onebot import (
     FakeOneBot,
     Segment,
     at,
@@ -567,7 +567,7 @@ _STRAY_ENV_SCRIPT = """
 import asyncio, json
 import nonebot
 from adapters.qq import QQPlatform
-from tests.fake_onebot import FakeOneBot
+from fakes.onebot import FakeOneBot
 
 class Sink:
     def __init__(self):

@@ -11,9 +11,9 @@ import aiosqlite
 import pytest
 
 from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage, PlannedReply
+from fakes.harness import PRIVATE, harness, make_config, replies_json, user_prompt
+from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
-from tests.fake_llm import FakeLLMServer
-from tests.fakes import PRIVATE, harness, make_config, replies_json, user_prompt
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_llm import FakeLLMServer
-from tests.fake_onebot import FakeOneBot
-from tests.fake_telegram import FakeBotAPI
-from tests.fakes import replies_json
+from fakes.bot_api import FakeBotAPI
+from fakes.harness import replies_json
+from fakes.onebot import FakeOneBot
+from fakes.openai_api import FakeLLMServer
 
 KEY = "sk-run-process-key-123456"
 ALICE = 1001

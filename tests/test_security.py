@@ -29,11 +29,11 @@ from bot.dates import chat_day
 from bot.errors import ConfigError
 from bot.log import setup_logging
 from bot.models import ChatKey, ChatKind
+from fakes.bot_api import FakeBotAPI
+from fakes.harness import FAST_PACING, free_port, push_day_summary, wait_until
+from fakes.onebot import FakeOneBot, at, text
+from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
-from tests.fake_llm import FakeLLMServer
-from tests.fake_onebot import FakeOneBot, at, text
-from tests.fake_telegram import FakeBotAPI
-from tests.fakes import FAST_PACING, free_port, push_day_summary, wait_until
 
 QQ_SELF = 10001
 TG_ADMIN, QQ_ADMIN = 9001, 9002

@@ -15,7 +15,7 @@ from adapters.telegram import TelegramPlatform
 from bot.errors import ChatUnavailable, ConfigError, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import PacingLimits, Platform
-from tests.fake_telegram import (
+from fakes.bot_api import (
     FakeBotAPI,
     document,
     entity,

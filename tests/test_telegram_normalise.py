@@ -12,7 +12,7 @@ from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram import backoff_delay, normalise, retry_after_seconds
 from bot.models import ChatKey, ChatKind, IncomingMessage
-from tests.fake_telegram import (
+from fakes.bot_api import (
     document,
     entity,
     forwarded,

@@ -1,7 +1,7 @@
 """A recording platform for pipeline tests, and a harness that runs the real core.
 
 The harness uses the real parts everywhere but the chat platform: a SQLite file, the
-real ``openai`` SDK against :class:`~tests.fake_llm.FakeLLMServer`, and the real
+real ``openai`` SDK against :class:`~fakes.openai_api.FakeLLMServer`, and the real
 pipeline. Wire tests for Telegram live in ``test_telegram*.py`` and ``test_e2e_telegram.py``.
 """
 
@@ -24,8 +24,8 @@ from bot.memory import render_summary
 from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
+from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
-from tests.fake_llm import FakeLLMServer
 
 PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
 GROUP = ChatKey("test", ChatKind.GROUP, "-100")

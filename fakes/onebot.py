@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 Segment = dict[str, Any]
 
 # The client library prints request headers (the token too) at DEBUG; keep it quiet.
-_QUIET_LOGGER = logging.getLogger("tests.fake_onebot")
+_QUIET_LOGGER = logging.getLogger("fakes.onebot")
 _QUIET_LOGGER.setLevel(logging.INFO)
 
 _SEND_ACTIONS = frozenset({"send_group_msg", "send_private_msg", "send_msg"})
