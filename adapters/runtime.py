@@ -30,6 +30,7 @@ from bot.log import setup_logging
 from bot.memory import Memory
 from bot.pipeline import Pipeline
 from bot.ports import MessageSink, Platform
+from bot.retries import DEFAULT_RETRIES, Retries
 from scheduler.jobs import start_scheduler
 from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
@@ -82,6 +83,7 @@ async def running_core(
     platforms: dict[str, Platform],
     *,
     nightly: bool = True,
+    retries: Retries = DEFAULT_RETRIES,
 ) -> AsyncIterator[Pipeline]:
     """Recover and run the pipeline (and the nightly job); stop both on exit."""
     async with opened_parts(config, secrets) as parts, contextlib.AsyncExitStack() as stack:
@@ -90,7 +92,9 @@ async def running_core(
         answerer = Answerer(
             config, parts.store, parts.llm, splitter=splitter, memory=parts.memory, now=utc_now
         )
-        pipeline = Pipeline(config, parts.store, platforms, answerer, parts.memory, now=utc_now)
+        pipeline = Pipeline(
+            config, parts.store, platforms, answerer, parts.memory, now=utc_now, retries=retries
+        )
         stack.push_async_callback(pipeline.stop)
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()

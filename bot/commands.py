@@ -40,7 +40,7 @@ class CommandHost(Protocol):
 
     async def llm_errors_since(self, since: datetime) -> int: ...
 
-    async def system_prompt(self, chat: ChatKey) -> str: ...
+    async def system_prompt(self, chat: ChatKey, *, title: str | None) -> str: ...
 
 
 class CommandRunner:
@@ -76,16 +76,18 @@ class CommandRunner:
                 return str(exc)
             args = args[:-1]
         who = f"{message.chat.platform}:{message.sender_id}"
-        return await _HANDLERS[name](self, _Call(chat, args, who))
+        title = message.chat_title if chat == message.chat else None
+        return await _HANDLERS[name](self, _Call(chat, args, who, title))
 
 
 class _Call:
-    __slots__ = ("args", "chat", "who")
+    __slots__ = ("args", "chat", "title", "who")
 
-    def __init__(self, chat: ChatKey, args: list[str], who: str) -> None:
+    def __init__(self, chat: ChatKey, args: list[str], who: str, title: str | None) -> None:
         self.chat = chat
         self.args = args
         self.who = who
+        self.title = title  # the chat's title, when the command was sent in it
 
 
 Handler = Callable[[CommandRunner, _Call], Awaitable[str]]
@@ -129,7 +131,7 @@ async def _status(runner: CommandRunner, call: _Call) -> str:
 
 
 async def _prompt(runner: CommandRunner, call: _Call) -> str:
-    prompt = await runner.host.system_prompt(call.chat)
+    prompt = await runner.host.system_prompt(call.chat, title=call.title)
     return f"system prompt of {call.chat}, ~{estimate_tokens(prompt)} tokens:\n\n{prompt}"
 
 
@@ -237,7 +239,7 @@ async def _summary(runner: CommandRunner, call: _Call) -> str:
     handler = _SUMMARY_ACTIONS.get(action)
     if handler is None:
         return "usage: /summary list | show [N] | pop | restore | run [YYYY-MM-DD]"
-    return await handler(runner, _Call(call.chat, call.args[1:], call.who))
+    return await handler(runner, _Call(call.chat, call.args[1:], call.who, call.title))
 
 
 async def _recall(runner: CommandRunner, call: _Call) -> str:

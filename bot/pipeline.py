@@ -9,32 +9,36 @@ the replies for the :class:`~bot.sender.Sender`.
 from __future__ import annotations
 
 import asyncio
-import functools
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
 
+import stamina
 from loguru import logger
 
 from bot.answer import Answer, Answerer, Decision, decide
 from bot.commands import CommandRunner, parse_command
 from bot.config import Config
+from bot.conversation import Conversation, Phase
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
 from bot.memory import Memory
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store
+from bot.retries import DEFAULT_RETRIES, Retries
 from bot.sender import Sender
+from bot.tasks import start_task
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
-STORE_PATIENCE_S = 30.0  # how long a message waits for a failing database before it is lost
-_STORE_RETRY_FIRST_S = 0.1
-_STORE_RETRY_MAX_S = 5.0
 
 
 class Pipeline:
-    """Carry messages from the adapters to the outbox; implements ``MessageSink``."""
+    """Carry messages from the adapters to the outbox; implements ``MessageSink``.
+
+    Each chat that is not idle has one :class:`~bot.conversation.Conversation`; a chat
+    that goes idle is forgotten, so nothing per chat outlives its conversation.
+    """
 
     def __init__(
         self,
@@ -46,82 +50,102 @@ class Pipeline:
         *,
         now: Callable[[], datetime],
         rng: random.Random | None = None,
+        retries: Retries = DEFAULT_RETRIES,
     ) -> None:
         self._config = config
         self._store = store
         self._platforms = platforms
         self._answerer = answerer
         self._now = now
+        self._retries = retries
         self.sender = Sender(
             store,
             platforms,
             config.pacing,
             bot_name=config.bot.name,
             now=now,
-            on_idle=self._on_sender_idle,
+            on_idle=self._on_replies_done,
+            retries=retries,
         )
         self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
         self.commands = CommandRunner(config, self, memory, now=now)
-        self._batches: dict[ChatKey, asyncio.Task[None]] = {}
-        self._quiet_again: set[ChatKey] = set()  # went quiet while the last answer was going out
-        self._answering: dict[ChatKey, frozenset[str]] = {}  # senders the queue answers
-        self._thinking: dict[ChatKey, bool] = {}  # owed an answer now; True once talked over
-        self._titles: dict[ChatKey, str] = {}
+        self._conversations: dict[ChatKey, Conversation] = {}
+        self._batches: set[asyncio.Task[None]] = set()
         self._commands: set[asyncio.Task[None]] = set()
         self._stopping = False
         self._store_failing_since: float | None = None  # loop time of the first failed write
+
+    # -- conversations ----------------------------------------------------------------
+
+    def phase(self, chat: ChatKey) -> Phase:
+        """Return where ``chat``'s conversation stands."""
+        conversation = self._conversations.get(chat)
+        return Phase.IDLE if conversation is None else conversation.phase
+
+    def live_chats(self) -> dict[ChatKey, Phase]:
+        """Return every chat that is not idle, with its phase."""
+        return {chat: c.phase for chat, c in self._conversations.items()}
+
+    def _conversation(self, chat: ChatKey) -> Conversation:
+        conversation = self._conversations.get(chat)
+        if conversation is None:
+            cancel_mode = self._config.pacing.on_new_message == "cancel"
+            conversation = self._conversations[chat] = Conversation(cancel_mode=cancel_mode)
+        return conversation
+
+    def _forget_if_idle(self, chat: ChatKey) -> None:
+        conversation = self._conversations.get(chat)
+        if conversation is not None and conversation.phase is Phase.IDLE:
+            del self._conversations[chat]
+
+    def _await_quiet(self, chat: ChatKey, *, count: int = 1, unfinished: bool = False) -> None:
+        """(Re)start ``chat``'s quiet wait for ``count`` more messages."""
+        self._conversation(chat).more_waiting()
+        self.debouncer.touch(chat, count=count, unfinished=unfinished)
 
     # -- in -------------------------------------------------------------------------
 
     async def receive(self, message: IncomingMessage) -> None:
         """Store ``message``, then cancel talked-over replies and restart the wait."""
         chat = message.chat
-        log = logger.bind(chat=str(chat))
         if self._stopping:
-            log.debug("stopping; message {} not taken", message.message_id)
+            logger.bind(chat=str(chat)).debug("stopping; message {} not taken", message.message_id)
             return
-        if message.chat_title:
-            self._titles[chat] = message.chat_title
         command = parse_command(message.text)
         if command is not None:
             # In a task of its own: /summary run waits for the LLM, and the adapter must
             # go on storing messages meanwhile.
-            task = asyncio.create_task(self._run_command(message, *command), name=f"command:{chat}")
-            self._commands.add(task)
-            task.add_done_callback(self._command_done)
+            start_task(
+                self._run_command(message, *command),
+                name=f"command:{chat}",
+                failure="command failed",
+                owner=self._commands,
+                chat=str(chat),
+            )
             return
         kept = await self._keep(message)
         if kept is None:
             return
-        await self._cancel_talked_over(kept)
-        self.debouncer.touch(chat, unfinished=looks_unfinished(message.text))
+        if self._conversation(chat).message_in(kept):
+            await self._cancel_unsent(chat)
+        self._await_quiet(chat, unfinished=looks_unfinished(message.text))
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
         """Keep the edited text; an edit never starts a second answer."""
         if await self._store.edit_message(chat, message_id, text):
             logger.bind(chat=str(chat)).debug("message {} edited", message_id)
 
-    def _talks_over(self, message: IncomingMessage) -> bool:
-        """Tell whether someone being answered in a group writes again without naming the bot.
+    async def _addresses_bot(self, message: IncomingMessage) -> bool:
+        """Tell whether a group message that does not name the bot is meant for it anyway.
 
-        In ``cancel`` mode that cancels the replies still unsent to them, so the message
-        has to be answered: it goes on with the bot, and what was left unsaid is told then.
+        It is when it follows up on an answer to its sender (see ``Conversation``), or
+        quotes the bot's words: Telegram says who wrote a quoted message and its adapter
+        marks the quote itself; OneBot gives only the quoted id, looked up among the bot's
+        sent replies.
         """
-        chat = message.chat
-        return (
-            chat.is_group
-            and not message.addresses_bot
-            and self._config.pacing.on_new_message == "cancel"
-            and (self.sender.busy(chat) or chat in self._thinking)
-            and message.sender_id in self._answering.get(chat, frozenset())
-        )
-
-    async def _quotes_bot(self, message: IncomingMessage) -> bool:
-        """Tell whether a group message that does not name the bot quotes its words.
-
-        Telegram says who wrote a quoted message and its adapter marks the quote itself;
-        OneBot gives only the quoted id, which is looked up among the bot's sent replies.
-        """
+        conversation = self._conversations.get(message.chat)
+        if conversation is not None and conversation.follows_up(message):
+            return True
         quoted = message.reply_to_id
         if not message.chat.is_group or message.addresses_bot or quoted is None:
             return False
@@ -132,46 +156,64 @@ class Pipeline:
 
         Not stored: a message stored before, an unaddressed group message when those are
         not kept, or one the database refused for too long. A failing database (disk
-        full, locked, I/O errors) is waited out for up to ``STORE_PATIENCE_S`` per outage:
+        full, locked, I/O errors) is waited out for up to ``store_patience_s`` per outage:
         the adapter hands over one message at a time, so the messages after this one wait
         in its queue meanwhile (a Telegram poll confirms them after 30 s all the same), and
         once the patience is spent each message gets one try until a write succeeds.
         """
         log = logger.bind(chat=str(message.chat))
         received_at = self._now()
-        loop = asyncio.get_running_loop()
-        retry_s = _STORE_RETRY_FIRST_S
-        while True:
-            try:
-                if self._talks_over(message) or await self._quotes_bot(message):
-                    message = replace(message, addresses_bot=True)
-                unaddressed = message.chat.is_group and not message.addresses_bot
-                if unaddressed and not self._store_unaddressed():
-                    return None
-                stored = await self._store.add_message(message, received_at=received_at)
-            except StorageError as error:
-                failure = error
-            else:
-                self._store_failing_since = None
-                done = "stored" if stored else "already stored"
-                log.debug("message {} {}", message.message_id, done)
-                return message if stored else None
-            if self._store_failing_since is None:
-                self._store_failing_since = loop.time()
-            give_up_at = self._store_failing_since + STORE_PATIENCE_S
-            if self._stopping or loop.time() + retry_s > give_up_at:
-                log.error(
-                    "message {} lost, it could not be stored: {}", message.message_id, failure
-                )
+        retries = self._retries
+        patience_s = retries.store_patience_s
+        if self._store_failing_since is not None:
+            spent_s = asyncio.get_running_loop().time() - self._store_failing_since
+            patience_s = max(0.0, patience_s - spent_s)
+        failure: StorageError | None = None
+        try:
+            async for attempt in stamina.retry_context(
+                on=self._store_may_recover,
+                attempts=None if patience_s > 0 else 1,
+                timeout=patience_s if patience_s > 0 else None,
+                wait_initial=retries.store_wait_initial_s,
+                wait_max=retries.store_wait_max_s,
+            ):
+                with attempt:
+                    stored = await self._store_once(message, received_at=received_at)
+        except StorageError as error:
+            failure = error  # logged below, without a traceback: the cause says it all
+        if failure is not None:
+            log.error("message {} lost, it could not be stored: {}", message.message_id, failure)
+            return None
+        if stored is None:
+            log.debug("message {} already stored, or not kept", message.message_id)
+        else:
+            log.debug("message {} stored", message.message_id)
+        return stored
+
+    async def _store_once(
+        self, message: IncomingMessage, *, received_at: datetime
+    ) -> IncomingMessage | None:
+        """Try once to store ``message``; note when the database began failing."""
+        try:
+            if await self._addresses_bot(message):
+                message = replace(message, addresses_bot=True)
+            unaddressed = message.chat.is_group and not message.addresses_bot
+            if unaddressed and not self._store_unaddressed():
                 return None
-            log.error(
-                "cannot store message {} ({}); retrying in {:.1f} s",
-                message.message_id,
-                failure,
-                retry_s,
+            stored = await self._store.add_message(message, received_at=received_at)
+        except StorageError as error:
+            if self._store_failing_since is None:
+                self._store_failing_since = asyncio.get_running_loop().time()
+            logger.bind(chat=str(message.chat)).error(
+                "cannot store message {} ({}); retrying", message.message_id, error
             )
-            await asyncio.sleep(retry_s)
-            retry_s = min(retry_s * 2, _STORE_RETRY_MAX_S)
+            raise
+        self._store_failing_since = None
+        return message if stored else None
+
+    def _store_may_recover(self, error: Exception) -> bool:
+        """Tell stamina to retry a failed write, unless pacebot is stopping."""
+        return isinstance(error, StorageError) and not self._stopping
 
     def platform_ready(self, platform: str) -> None:
         """Send what waits for ``platform`` now, not after the retry back-off."""
@@ -181,21 +223,8 @@ class Pipeline:
         groups = self._config.groups
         return groups.store_unaddressed or groups.reply_mode != "mention"
 
-    async def _cancel_talked_over(self, message: IncomingMessage) -> None:
-        """Cancel unsent replies when the person being answered writes again (SPEC §2.6).
-
-        While the answer is still being thought out, only its first reply will go out
-        (see ``_answer``): the rest was planned before they wrote.
-        """
-        if self._config.pacing.on_new_message != "cancel":
-            return
-        chat = message.chat
-        if chat.is_group and not message.addresses_bot:
-            return  # a bystander (the people answered count as addressing the bot)
-        if chat in self._thinking:
-            self._thinking[chat] = True
-        if not self.sender.busy(chat):
-            return
+    async def _cancel_unsent(self, chat: ChatKey) -> None:
+        """Cancel the replies still unsent: the person being answered wrote again."""
         cancelled = await self._store.cancel_scheduled(chat, now=self._now())
         if cancelled:
             logger.bind(chat=str(chat)).info(
@@ -215,42 +244,42 @@ class Pipeline:
         except Exception as exc:  # a command answer is best-effort
             logger.bind(chat=str(message.chat)).warning("command answer not sent: {}", exc)
 
-    def _command_done(self, task: asyncio.Task[None]) -> None:
-        self._commands.discard(task)
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            logger.opt(exception=exc).error("command failed")
-
     # -- batches --------------------------------------------------------------------
 
     def _on_quiet(self, chat: ChatKey) -> None:
         if self._stopping:
             return
-        if chat in self._batches or self.sender.busy(chat):
-            # One answer at a time: the next batch starts once this one's replies are out,
-            # so it sees what was just said.
-            self._quiet_again.add(chat)
+        if self._conversation(chat).timer_fired():
+            self._start_batch(chat)
+
+    def _start_batch(self, chat: ChatKey) -> None:
+        start_task(
+            self._answer(chat),
+            name=f"batch:{chat}",
+            failure="batch failed",
+            owner=self._batches,
+            chat=str(chat),
+            on_done=lambda _: self._batch_ended(chat),
+        )
+
+    def _batch_ended(self, chat: ChatKey) -> None:
+        conversation = self._conversations.get(chat)
+        if conversation is None:
             return
-        task = asyncio.create_task(self._answer(chat), name=f"batch:{chat}")
-        self._batches[chat] = task
-        task.add_done_callback(functools.partial(self._batch_done, chat))
+        if conversation.answer_ended() and not self._stopping:
+            self._start_batch(chat)
+        self._forget_if_idle(chat)
 
-    def _batch_done(self, chat: ChatKey, task: asyncio.Task[None]) -> None:
-        del self._batches[chat]
-        self._thinking.pop(chat, None)  # if it ended early (cancelled at a stop)
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            logger.bind(chat=str(chat)).opt(exception=exc).error("batch failed")
-        self._answer_next(chat)
-
-    def _on_sender_idle(self, chat: ChatKey) -> None:
-        self._answering.pop(chat, None)
-        self._answer_next(chat)
-
-    def _answer_next(self, chat: ChatKey) -> None:
-        if chat in self._quiet_again and chat not in self._batches and not self.sender.busy(chat):
-            self._quiet_again.discard(chat)
-            self._on_quiet(chat)
+    def _on_replies_done(self, chat: ChatKey) -> None:
+        conversation = self._conversations.get(chat)
+        if conversation is None:
+            return
+        if conversation.replies_done():
+            self._start_batch(chat)
+        self._forget_if_idle(chat)
 
     async def _answer(self, chat: ChatKey) -> None:
+        conversation = self._conversation(chat)
         limit = self._config.pacing.max_batch
         batch = await self._store.open_batch(chat, limit=limit, now=self._now())
         if batch is None:
@@ -267,13 +296,11 @@ class Pipeline:
         # they are being answered (in a private chat always): writing again talks over it.
         owed = decide(batch, reply_mode=self._config.groups.reply_mode) is Decision.ANSWER
         senders = frozenset(m.sender_id for m in batch.messages)
-        if owed or not chat.is_group:
-            self._answering[chat] = senders
-            self._thinking[chat] = False
+        conversation.answer_started(senders, owed=owed or not chat.is_group)
         try:
             async with self.sender.typing(chat, platform, enabled=owed):
                 answer = await self._answerer.answer(
-                    batch, text_limit=platform.text_limit, chat_title=self._titles.get(chat)
+                    batch, text_limit=platform.text_limit, chat_title=conversation.title
                 )
         except Exception as exc:  # a bug must not leave the chat's messages stuck in the batch
             log.opt(exception=exc).error("answering failed")
@@ -281,24 +308,20 @@ class Pipeline:
         items = await self._store.close_batch(
             batch.id, answer.outcome, now=self._now(), replies=answer.replies, error=answer.error
         )
-        talked_over = self._thinking.pop(chat, False)
         log.info("batch {}: {} reply(ies) queued", answer.outcome, len(items))
-        if talked_over and len(items) > 1:
+        if conversation.answer_ready(len(items)):
             # They wrote while the answer was thought out: say its first line, and leave
             # the rest to the next batch, which sees their new words and what was unsaid.
             unsaid = [item.id for item in items[1:]]
             cancelled = await self._store.cancel_replies(unsaid, now=self._now())
             log.info("{} planned replies cancelled: they wrote while it was thinking", cancelled)
         if items:
-            self._answering[chat] = senders
             self.sender.wake(chat)
-        else:
-            self._answering.pop(chat, None)
         # More messages than one batch holds: answer the rest next.
         if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
             waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
             if waiting:
-                self.debouncer.touch(chat, count=waiting)
+                self._await_quiet(chat, count=waiting)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -319,11 +342,12 @@ class Pipeline:
                 len(waiting),
             )
         for chat in pending:
+            self._conversation(chat).replies_queued()
             self.sender.wake(chat)
         for index, (chat, count) in enumerate(waiting.items(), start=1):
             if chat.platform not in self._platforms:
                 continue  # that platform is off this run: its messages wait for it
-            self.debouncer.touch(chat, count=count)
+            self._await_quiet(chat, count=count)
             if index % REARM_SLICE == 0:
                 await asyncio.sleep(0)  # let the loop breathe between slices
 
@@ -331,14 +355,14 @@ class Pipeline:
         """Answer everything waiting now and wait until all replies are sent."""
         while len(self.debouncer) or self._batches or self._commands or not self.sender.idle:
             self.debouncer.fire_all()
-            await asyncio.gather(*self._batches.values(), *self._commands, return_exceptions=True)
+            await asyncio.gather(*self._batches, *self._commands, return_exceptions=True)
             await self.sender.drain()
 
     async def stop(self) -> None:
         """Stop taking messages; unanswered batches wait for the next start."""
         self._stopping = True
         self.debouncer.cancel_all()
-        tasks = [*self._batches.values(), *self._commands]
+        tasks = [*self._batches, *self._commands]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -359,6 +383,9 @@ class Pipeline:
         """Return how many batches failed since ``since``."""
         return await self._store.failed_batches_since(since)
 
-    async def system_prompt(self, chat: ChatKey) -> str:
-        """Return the system prompt ``chat``'s next batch would get."""
-        return await self._answerer.system_prompt_for(chat, chat_title=self._titles.get(chat))
+    async def system_prompt(self, chat: ChatKey, *, title: str | None) -> str:
+        """Return the system prompt ``chat``'s next batch would get (titled ``title``)."""
+        conversation = self._conversations.get(chat)
+        if title is None and conversation is not None:
+            title = conversation.title
+        return await self._answerer.system_prompt_for(chat, chat_title=title)

@@ -2,7 +2,9 @@
 
 One task per chat runs only while that chat has scheduled replies. Before a send the
 row moves ``scheduled → sending`` with a conditional update, so a cancel and a send never
-both win; a row left in ``sending`` by a crash is never sent again.
+both win; a row left in ``sending`` by a crash is never sent again. A reply that
+certainly did not go out is tried again after a back-off (``stamina``), which the
+platform's coming back, or a stop, cuts short.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import functools
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 
+import stamina
 from loguru import logger
 
 from bot.config import PacingConfig
@@ -21,14 +24,19 @@ from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, OutboxItem
 from bot.pacing import Pacer
 from bot.ports import Platform, Store
+from bot.retries import DEFAULT_RETRIES, Retries
 
-_BACKOFF_INITIAL_S = 1.0
-_BACKOFF_MAX_S = 30.0
 _STOP_GRACE_S = 5.0  # how long a send already on the wire may take to finish at shutdown
 _NO_WAIT_S = 0.005  # shorter waits (clock rounding, timer resolution) are not waited for
 
 
+class _NotDelivered(Exception):
+    """A reply certainly did not go out: back off, then look at the outbox again."""
+
+
 class _Outcome(enum.Enum):
+    DONE = enum.auto()  # nothing more is scheduled
+    WOKEN = enum.auto()  # something changed while waiting: look again
     SENT = enum.auto()
     RETRY_NOW = enum.auto()  # the platform asked us to wait, and we did
     RETRY_LATER = enum.auto()  # certainly not delivered: back off, then try again
@@ -49,8 +57,10 @@ class Sender:
         bot_name: str,
         now: Callable[[], datetime],
         on_idle: Callable[[ChatKey], None] = lambda chat: None,
+        retries: Retries = DEFAULT_RETRIES,
     ) -> None:
         self._store = store
+        self._retries = retries
         self._on_idle = on_idle
         self._platforms = platforms
         self._pacing = pacing
@@ -59,6 +69,8 @@ class Sender:
         self._pacers: dict[str, Pacer] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._wakes: dict[ChatKey, asyncio.Event] = {}
+        self._backing_off: set[ChatKey] = set()  # their task sleeps in a back-off
+        self._cut_short: set[ChatKey] = set()  # their back-off was cancelled: start again
         self._stopping = False
 
     @property
@@ -91,6 +103,8 @@ class Sender:
         self._stopping = True
         for event in self._wakes.values():
             event.set()
+        for chat in self._backing_off:
+            self._tasks[chat].cancel()  # only waiting: nothing is on the wire
         tasks = list(self._tasks.values())
         if not tasks:
             return
@@ -100,15 +114,28 @@ class Sender:
         await asyncio.gather(*pending, return_exceptions=True)
 
     def wake_platform(self, platform: str) -> None:
-        """Look at the outbox of every chat on ``platform`` that has replies in hand."""
-        for chat in list(self._tasks):
-            if chat.platform == platform:
+        """Look at the outbox of every chat on ``platform`` that has replies in hand.
+
+        A chat backing off after a failed send starts again at once.
+        """
+        for chat, task in list(self._tasks.items()):
+            if chat.platform != platform:
+                continue
+            if chat in self._backing_off:
+                self._cut_short.add(chat)
+                task.cancel()  # only waiting: nothing is on the wire
+            else:
                 self.wake(chat)
 
     def _finished(self, chat: ChatKey, task: asyncio.Task[None]) -> None:
+        self._backing_off.discard(chat)
         if self._tasks.get(chat) is task:
             del self._tasks[chat]
             self._wakes.pop(chat, None)
+        if chat in self._cut_short:
+            self._cut_short.discard(chat)
+            self.wake(chat)
+            return
         if not task.cancelled() and (exc := task.exception()) is not None:
             logger.bind(chat=str(chat)).opt(exception=exc).error("sender failed")
         if not self._stopping:
@@ -123,42 +150,60 @@ class Sender:
         return pacer
 
     async def _deliver(self, chat: ChatKey) -> None:
-        log = logger.bind(chat=str(chat))
         platform = self._platforms.get(chat.platform)
         if platform is None:
-            log.error("no platform {} is running; replies stay queued", chat.platform)
+            logger.bind(chat=str(chat)).error(
+                "no platform {} is running; replies stay queued", chat.platform
+            )
             return
         wake = self._wakes.setdefault(chat, asyncio.Event())
-        backoff_s = _BACKOFF_INITIAL_S
+        retries = self._retries
         while not self._stopping:
-            wake.clear()
-            item = await self._store.next_scheduled(chat)
-            if item is None:
+            # A fresh back-off for each reply: only failures in a row make it grow.
+            async for attempt in stamina.retry_context(
+                on=_NotDelivered,
+                attempts=None,
+                timeout=None,
+                wait_initial=retries.send_wait_initial_s,
+                wait_max=retries.send_wait_max_s,
+            ):
+                with attempt:
+                    self._backing_off.discard(chat)
+                    outcome = await self._deliver_next(chat, platform, wake)
+            if outcome in {_Outcome.DONE, _Outcome.CHAT_GONE}:
                 return
-            due_in_s = (item.due_at - self._now()).total_seconds()
-            if await self._pause(chat, platform, wake, seconds=due_in_s):
-                continue  # woken: something changed, look again
-            late_s = (self._now() - item.due_at).total_seconds()
-            if late_s > self._pacing.stale_after_s:
-                log.warning("reply {} dropped: {:.0f} s past due", item.id, late_s)
-                await self._store.mark_dropped(item.id, now=self._now(), reason="stale")
-                continue
-            pacer = self._pacer(platform)
-            slot = pacer.reserve(chat)
-            slot_in_s = slot - asyncio.get_running_loop().time()
-            if await self._pause(chat, platform, wake, seconds=slot_in_s):
-                pacer.give_back(chat, slot)  # woken before using it: look again
-                continue
-            outcome = await self._send(item, platform)
-            if outcome in {_Outcome.NOT_CLAIMED, _Outcome.RETRY_LATER}:
-                pacer.give_back(chat, slot)  # nothing reached the platform
-            if outcome is _Outcome.RETRY_LATER:
-                retry_in_s, backoff_s = backoff_s, min(backoff_s * 2, _BACKOFF_MAX_S)
-                await self._pause(chat, platform, wake, seconds=retry_in_s, typing=False)
-            elif outcome is _Outcome.CHAT_GONE:
-                return
-            elif outcome is _Outcome.SENT:
-                backoff_s = _BACKOFF_INITIAL_S
+
+    async def _deliver_next(
+        self, chat: ChatKey, platform: Platform, wake: asyncio.Event
+    ) -> _Outcome:
+        """Send the chat's next reply when it is due; raise ``_NotDelivered`` to back off."""
+        wake.clear()
+        item = await self._store.next_scheduled(chat)
+        if item is None:
+            return _Outcome.DONE
+        due_in_s = (item.due_at - self._now()).total_seconds()
+        if await self._pause(chat, platform, wake, seconds=due_in_s):
+            return _Outcome.WOKEN
+        late_s = (self._now() - item.due_at).total_seconds()
+        if late_s > self._pacing.stale_after_s:
+            logger.bind(chat=str(chat)).warning(
+                "reply {} dropped: {:.0f} s past due", item.id, late_s
+            )
+            await self._store.mark_dropped(item.id, now=self._now(), reason="stale")
+            return _Outcome.SKIPPED
+        pacer = self._pacer(platform)
+        slot = pacer.reserve(chat)
+        slot_in_s = slot - asyncio.get_running_loop().time()
+        if await self._pause(chat, platform, wake, seconds=slot_in_s):
+            pacer.give_back(chat, slot)  # woken before using it: look again
+            return _Outcome.WOKEN
+        outcome = await self._send(item, platform)
+        if outcome in {_Outcome.NOT_CLAIMED, _Outcome.RETRY_LATER}:
+            pacer.give_back(chat, slot)  # nothing reached the platform
+        if outcome is _Outcome.RETRY_LATER:
+            self._backing_off.add(chat)
+            raise _NotDelivered
+        return outcome
 
     async def _send(self, item: OutboxItem, platform: Platform) -> _Outcome:
         """Send one reply and record how it went."""
@@ -169,9 +214,11 @@ class Sender:
         try:
             message_id = await platform.send_text(chat, item.content, reply_to=item.reply_to)
         except RateLimited as exc:
+            loop = asyncio.get_running_loop()
+            retry_at = loop.time() + exc.retry_after_s  # counted from the platform's answer
             log.warning("rate limited; retrying reply {} in {:.1f} s", item.id, exc.retry_after_s)
             await self._store.release(item.id, now=self._now())
-            await asyncio.sleep(exc.retry_after_s)
+            await asyncio.sleep(max(0.0, retry_at - loop.time()))
             return _Outcome.RETRY_NOW
         except MessageRefused as exc:
             log.warning("reply {} refused for good ({}); dropping it", item.id, exc)

@@ -24,6 +24,7 @@ from bot.memory import render_summary
 from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
+from bot.retries import DEFAULT_RETRIES, Retries
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -117,6 +118,7 @@ class Harness:
         sender_name: str = "小明",
         addresses_bot: bool | None = None,
         message_id: str | None = None,
+        chat_title: str | None = None,
     ) -> IncomingMessage:
         return IncomingMessage(
             chat=chat,
@@ -126,6 +128,7 @@ class Harness:
             text=text,
             sent_at=datetime.now(UTC),
             addresses_bot=(not chat.is_group) if addresses_bot is None else addresses_bot,
+            chat_title=chat_title,
         )
 
     async def say(self, text: str, **kwargs: Any) -> IncomingMessage:
@@ -145,6 +148,7 @@ async def harness(
     *,
     platform: RecordingPlatform | None = None,
     config: Config | None = None,
+    retries: Retries = DEFAULT_RETRIES,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Run the real core (SQLite, openai SDK, pipeline) with a recording platform."""
@@ -152,7 +156,7 @@ async def harness(
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
     secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY)
-    async with running_core(config, secrets, platforms, nightly=False) as pipeline:
+    async with running_core(config, secrets, platforms, nightly=False, retries=retries) as pipeline:
         yield Harness(config, pipeline, platform, llm_server)
 
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from bot import pipeline as pipeline_module
+from bot.conversation import Phase
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
 from bot.models import BatchOutcome, ChatKey, ChatMessage
 from bot.prompt import estimate_prompt_tokens
+from bot.retries import Retries
 from fakes.harness import (
     GROUP,
     PRIVATE,
@@ -38,14 +39,15 @@ async def llm() -> AsyncIterator[FakeLLMServer]:
 
 
 async def test_burst_is_one_call_and_paced_replies(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """Three quick messages make one LLM call; replies come in order, paced, typing between."""
+    """Three quick messages make one LLM call once the chat is quiet; replies come in order,
+    paced, typing between."""
     llm.reply_json(replies_json("第一句", "第二句", "第三句", delay=0.1))
     async with harness(tmp_path, llm) as bot:
         loop = asyncio.get_running_loop()
         for text in ("在吗", "我跟你说个事", "明天去爬山吗？"):
             await bot.say(text)
+        last_said_at = loop.time()
         await bot.platform.wait_for_sends(3)
-        answered_at = bot.platform.sent[0].at
     assert len(llm.requests) == 1
     prompt = user_prompt(llm.requests[0])
     assert [line.split(": ", 1)[1] for line in prompt.splitlines()[-3:]] == [
@@ -59,7 +61,8 @@ async def test_burst_is_one_call_and_paced_replies(tmp_path: Path, llm: FakeLLMS
     assert all(0.09 <= gap < 0.3 for gap in gaps), gaps
     typing_between = [t for _, t in bot.platform.typing if sent[0].at < t < sent[2].at]
     assert len(typing_between) >= 2
-    assert answered_at <= loop.time()
+    quiet_s = bot.config.pacing.debounce_min_s
+    assert sent[0].at - last_said_at >= quiet_s  # not before the chat had gone quiet
 
 
 async def test_first_reply_goes_out_at_once(tmp_path: Path, llm: FakeLLMServer) -> None:
@@ -539,16 +542,15 @@ async def test_a_message_waits_out_a_failing_database(tmp_path: Path, llm: FakeL
 
 
 async def test_a_message_the_database_never_takes_is_reported_lost(
-    tmp_path: Path, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """Past ``STORE_PATIENCE_S`` the message is given up with an error naming it; the
+    """Past ``store_patience_s`` the message is given up with an error naming it; the
     patience is per outage, so the next one only gets what is left of it; and the chat
     works again as soon as the database does."""
-    monkeypatch.setattr(pipeline_module, "STORE_PATIENCE_S", 0.5)
     llm.reply_json(replies_json("好了"))
     loop = asyncio.get_running_loop()
     with captured_logs() as logs:
-        async with harness(tmp_path, llm) as bot:
+        async with harness(tmp_path, llm, retries=Retries(store_patience_s=0.5)) as bot:
             with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
                 await bot.pipeline.receive(bot.message("第一句", message_id="m-1"))
                 started = loop.time()
@@ -612,3 +614,27 @@ async def test_group_follow_up_while_it_thinks_is_answered_and_a_bystander_is_no
     assert bot.platform.texts(GROUP)[3:] == ["四", "那就不讲了"]
     assert "- 五" in user_prompt(llm.requests[2])
     assert len(llm.requests) == 3
+
+
+async def test_each_chat_phase_is_live_and_a_quiet_chat_is_forgotten(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The pipeline shows each chat waiting, thinking and sending as it happens, and keeps
+    nothing of a chat (not even its title) once its replies are out."""
+    thinking(llm, "一", "二")
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("小满在吗", chat=GROUP, addresses_bot=True, chat_title="爬山群")
+        waiting = bot.pipeline.live_chats()
+        await llm.wait_for_requests(1)
+        thought = bot.pipeline.phase(GROUP)
+        await bot.platform.wait_for_sends(1)
+        sent = bot.pipeline.phase(GROUP)
+        await bot.settle()
+        await wait_until(lambda: not bot.pipeline.live_chats())
+        after = (bot.pipeline.phase(GROUP), bot.pipeline.live_chats())
+    assert (waiting, thought, sent, after) == (
+        {GROUP: Phase.WAITING},
+        Phase.THINKING,
+        Phase.SENDING,
+        (Phase.IDLE, {}),
+    )

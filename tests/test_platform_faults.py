@@ -20,12 +20,12 @@ import pytest
 from adapters.qq import QQPlatform
 from adapters.runtime import running_bot, running_core
 from adapters.telegram import TelegramPlatform
-from bot import sender as sender_module
 from bot.config import Config, Secrets
 from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import Platform
+from bot.retries import DEFAULT_RETRIES, Retries
 from fakes.bot_api import FakeBotAPI, make_message
 from fakes.harness import TEST_KEY, free_port, make_config, replies_json, wait_until
 from fakes.onebot import FakeOneBot, at, text
@@ -250,7 +250,12 @@ async def test_telegram_send_cut_off_after_it_left_is_maybe_delivered(api: FakeB
 
 @contextlib.asynccontextmanager
 async def qq_bot(
-    tmp_path: Path, llm: FakeLLMServer, *, api_timeout_s: float = 0.3, **sections: Any
+    tmp_path: Path,
+    llm: FakeLLMServer,
+    *,
+    api_timeout_s: float = 0.3,
+    retries: Retries = DEFAULT_RETRIES,
+    **sections: Any,
 ) -> AsyncIterator[tuple[Config, Pipeline, FakeOneBot]]:
     """The real core and the real QQ adapter with a short API timeout, NapCat connected."""
     port = free_port()
@@ -259,7 +264,8 @@ async def qq_bot(
         host="127.0.0.1", port=port, access_token=None, bot_name="小满", api_timeout_s=api_timeout_s
     )
     platforms: dict[str, Platform] = {"qq": qq}
-    async with running_core(config, Secrets(TEST_KEY, TEST_KEY), platforms, nightly=False) as core:
+    secrets = Secrets(TEST_KEY, TEST_KEY)
+    async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
         await qq.start(core)
         try:
             async with FakeOneBot(qq.ws_url, self_id=QQ_SELF) as onebot:
@@ -330,16 +336,14 @@ async def test_qq_unanswered_send_is_never_repeated(tmp_path: Path, llm: FakeLLM
     assert outbox(config) == [("好的", "dropped", "maybe delivered"), ("又在了", "sent", "")]
 
 
-async def test_qq_disconnect_mid_conversation(
-    tmp_path: Path, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_qq_disconnect_mid_conversation(tmp_path: Path, llm: FakeLLMServer) -> None:
     """NapCat drops between two paced replies: the second fails to go out while it is away,
     then goes out once as soon as it is back, not after the retry back-off (here 10 s)."""
-    monkeypatch.setattr(sender_module, "_BACKOFF_INITIAL_S", 10.0)
     llm.reply_json(replies_json("第一句", "第二句", delay=0.3))
     llm.reply_json(replies_json("重连后"))
     with captured_logs() as logs:
-        async with qq_bot(tmp_path, llm) as (config, pipeline, onebot):
+        long_back_off = Retries(send_wait_initial_s=10.0)
+        async with qq_bot(tmp_path, llm, retries=long_back_off) as (config, pipeline, onebot):
             await onebot.send_private_message(QQ_ALICE, "说两句？")
             await onebot.wait_for_call("send_private_msg", within_s=5)
             await onebot.close()

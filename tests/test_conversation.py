@@ -1,0 +1,179 @@
+"""One chat's conversation as a pure state machine: phases and the talk-over rules (§2.6)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from bot.conversation import Conversation, Phase
+from bot.models import ChatKey, ChatKind, IncomingMessage
+
+PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
+GROUP = ChatKey("test", ChatKind.GROUP, "-100")
+SENT_AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def said(
+    chat: ChatKey = PRIVATE, *, sender_id: str = "7", addressed: bool | None = None
+) -> IncomingMessage:
+    """Build a message; private messages always address the bot."""
+    return IncomingMessage(
+        chat=chat,
+        message_id="m",
+        sender_id=sender_id,
+        sender_name="小明",
+        text="嗯",
+        sent_at=SENT_AT,
+        addresses_bot=not chat.is_group if addressed is None else addressed,
+    )
+
+
+def answering(
+    chat: ChatKey = PRIVATE, *, senders: frozenset[str] = frozenset({"7"}), owed: bool = True
+) -> Conversation:
+    """Return a conversation whose batch from ``senders`` is with the LLM."""
+    conversation = Conversation(cancel_mode=True)
+    conversation.message_in(said(chat, sender_id=next(iter(senders)), addressed=True))
+    assert conversation.timer_fired() is True
+    conversation.answer_started(senders, owed=owed or not chat.is_group)
+    return conversation
+
+
+def sending(chat: ChatKey = PRIVATE, *, senders: frozenset[str] = frozenset({"7"})) -> Conversation:
+    """Return a conversation whose replies are going out."""
+    conversation = answering(chat, senders=senders)
+    assert conversation.answer_ready(2) is False
+    assert conversation.answer_ended() is False
+    return conversation
+
+
+def test_phases_of_one_answer() -> None:
+    """A message makes the chat wait, the timer makes it think, replies make it send, and
+    once they are out it is idle."""
+    conversation = Conversation(cancel_mode=True)
+    phases = [conversation.phase]
+    conversation.message_in(said())
+    phases.append(conversation.phase)
+    conversation.timer_fired()
+    conversation.answer_started(frozenset({"7"}), owed=True)
+    phases.append(conversation.phase)
+    conversation.answer_ready(2)
+    conversation.answer_ended()
+    phases.append(conversation.phase)
+    conversation.replies_done()
+    phases.append(conversation.phase)
+    assert phases == [Phase.IDLE, Phase.WAITING, Phase.THINKING, Phase.SENDING, Phase.IDLE]
+
+
+def test_a_silent_answer_leaves_the_chat_idle() -> None:
+    """An answer with no replies goes from thinking straight back to idle."""
+    conversation = answering()
+    assert (conversation.answer_ready(0), conversation.answer_ended()) == (False, False)
+    assert (conversation.phase, conversation.answering) == (Phase.IDLE, frozenset())
+
+
+@pytest.mark.parametrize("chat", [PRIVATE, GROUP], ids=["private", "group"])
+def test_writing_while_replies_go_out_cancels_them(chat: ChatKey) -> None:
+    """A message addressing the bot while replies go out cancels the unsent ones."""
+    conversation = sending(chat)
+    assert conversation.message_in(said(chat, addressed=True)) is True
+
+
+def test_a_bystander_in_a_group_cancels_nothing() -> None:
+    """In a group, someone else chatting without naming the bot changes nothing."""
+    conversation = sending(GROUP)
+    bystander = said(GROUP, sender_id="99", addressed=False)
+    assert (conversation.follows_up(bystander), conversation.message_in(bystander)) == (
+        False,
+        False,
+    )
+
+
+def test_finish_mode_never_cancels() -> None:
+    """With ``on_new_message = "finish"`` nothing is talked over."""
+    conversation = Conversation(cancel_mode=False)
+    conversation.message_in(said())
+    conversation.timer_fired()
+    conversation.answer_started(frozenset({"7"}), owed=True)
+    conversation.answer_ready(3)
+    talked = conversation.message_in(said())
+    follow_up = conversation.follows_up(said(GROUP, addressed=False))
+    assert (talked, follow_up) == (False, False)
+
+
+@pytest.mark.parametrize(
+    ("state", "sender_id", "expected"),
+    [
+        ("sending", "7", True),
+        ("thinking", "7", True),
+        ("sending", "99", False),
+        ("idle", "7", False),
+    ],
+)
+def test_a_group_follow_up_from_the_person_answered_addresses_the_bot(
+    state: str, sender_id: str, expected: bool
+) -> None:
+    """The person being answered writing again without naming the bot addresses it; a
+    bystander does not, and nobody does when no answer is in hand."""
+    if state == "sending":
+        conversation = sending(GROUP)
+    elif state == "thinking":
+        conversation = answering(GROUP)
+    else:
+        conversation = Conversation(cancel_mode=True)
+    message = said(GROUP, sender_id=sender_id, addressed=False)
+    assert conversation.follows_up(message) is expected
+
+
+def test_no_follow_up_while_thinking_about_a_batch_nobody_is_owed() -> None:
+    """In a group batch that is not owed an answer (e.g. "smart" mode), writing again while
+    it is thought out does not count as addressing the bot."""
+    conversation = answering(GROUP, owed=False)
+    assert conversation.follows_up(said(GROUP, addressed=False)) is False
+
+
+def test_talked_over_while_thinking_keeps_only_the_first_reply() -> None:
+    """Writing while the answer is thought out cuts it to its first reply once ready."""
+    conversation = answering()
+    cancel_now = conversation.message_in(said())
+    assert (cancel_now, conversation.answer_ready(3)) == (False, True)
+
+
+def test_talked_over_while_thinking_keeps_a_single_reply() -> None:
+    """An answer of one reply has nothing to cut."""
+    conversation = answering()
+    conversation.message_in(said())
+    assert conversation.answer_ready(1) is False
+
+
+def test_a_bystander_while_thinking_cuts_nothing() -> None:
+    """In a group, a bystander writing while the bot thinks leaves the whole answer."""
+    conversation = answering(GROUP)
+    conversation.message_in(said(GROUP, sender_id="99", addressed=False))
+    assert conversation.answer_ready(3) is False
+
+
+def test_one_batch_at_a_time() -> None:
+    """A timer that fires while replies go out waits for them; the next batch starts
+    once they are done, and only once."""
+    conversation = sending()
+    conversation.message_in(said())
+    fired = conversation.timer_fired()
+    phase_meanwhile = conversation.phase
+    starts = (conversation.replies_done(), conversation.replies_done())
+    assert (fired, phase_meanwhile, starts, conversation.phase) == (
+        False,
+        Phase.SENDING,
+        (True, False),
+        Phase.THINKING,
+    )
+
+
+def test_the_next_batch_waits_for_the_batch_in_hand_to_end() -> None:
+    """Replies done before the batch task ended do not start the next one; its end does."""
+    conversation = answering()
+    conversation.answer_ready(1)
+    conversation.message_in(said())
+    conversation.timer_fired()
+    assert (conversation.replies_done(), conversation.answer_ended()) == (False, True)
