@@ -9,7 +9,9 @@ set (known from the random draw it used). The same schedule is then replayed on 
 
 Memory is measured first, in the fresh process: ``tracemalloc`` and RSS before and after
 arming every chat (each chat key made new, as adapters make one per message), and what is
-left once every timer has fired (an idle chat should cost the debouncer nothing).
+left once every timer has fired (an idle chat should cost nothing). Each waiting chat
+costs what it costs in the pipeline: its debounce timer and its
+:class:`~bot.conversation.Conversation`, made and forgotten as ``Pipeline`` does.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from bench.machine import rss_bytes
 from bench.report import Figure, at_most, spread_figures
 from bench.stats import Spread
 from bot.config import PacingConfig
+from bot.conversation import Conversation
 from bot.debounce import Debouncer
 from bot.models import ChatKey, ChatKind
 
 LATENESS_P99_TARGET_MS = 10.0
 LATENESS_MAX_TARGET_MS = 100.0
-ARMED_MEMORY_TARGET_B = 2048.0
+ARMED_MEMORY_TARGET_B = 1024.0
 _TARGET_CHATS = 10_000  # SPEC §11 sets its bounds at this many chats
 _RESETS = 5
 
@@ -83,12 +86,35 @@ def _pacing(load: Load) -> PacingConfig:
     )
 
 
+class _WaitingChats:
+    """Per-chat state of waiting chats as the pipeline keeps it: a timer and a conversation."""
+
+    def __init__(self, pacing: PacingConfig) -> None:
+        self.conversations: dict[ChatKey, Conversation] = {}
+        self.debouncer = Debouncer(pacing, self._on_quiet)
+
+    def touch(self, chat: ChatKey) -> None:
+        conversation = self.conversations.get(chat)
+        if conversation is None:
+            conversation = self.conversations[chat] = Conversation(cancel_mode=True)
+        conversation.more_waiting()
+        self.debouncer.touch(chat)
+
+    def fire_all(self) -> None:
+        self.debouncer.fire_all()
+
+    def _on_quiet(self, chat: ChatKey) -> None:
+        conversation = self.conversations[chat]
+        conversation.timer_fired()
+        conversation.answer_ended()  # answered at once: the chat is idle again
+        del self.conversations[chat]
+
+
 async def _memory(load: Load) -> list[Figure]:
     """Bytes per chat: armed (tracemalloc, RSS), idle after firing, and bare handles."""
     name = f"timers.{load.chats}"
-    fired: list[ChatKey] = []
     hour = {"debounce_min_s": 3600.0, "debounce_max_s": 3600.0}  # nothing fires meanwhile
-    debouncer = Debouncer(_pacing(load).model_copy(update=hour), fired.append)
+    debouncer = _WaitingChats(_pacing(load).model_copy(update=hour))
 
     # RSS first, with tracemalloc off: its own bookkeeping would count too.
     gc.collect()
@@ -97,7 +123,6 @@ async def _memory(load: Load) -> list[Figure]:
         debouncer.touch(chat)
     rss_armed = rss_bytes() - rss_before
     debouncer.fire_all()
-    fired.clear()
     await asyncio.sleep(0)
 
     gc.collect()
@@ -107,7 +132,6 @@ async def _memory(load: Load) -> list[Figure]:
         debouncer.touch(chat)
     armed = _traced() - before
     debouncer.fire_all()
-    fired.clear()
     await asyncio.sleep(0)  # the loop drops the cancelled handles (and their chat keys)
     idle = _traced() - before
     tracemalloc.stop()
@@ -127,7 +151,7 @@ async def _memory(load: Load) -> list[Figure]:
             "B/chat",
             target=at_most(ARMED_MEMORY_TARGET_B),
             limit=f"{name}.memory.bare",
-            note="tracemalloc: key + state + timer handle",
+            note="tracemalloc: key + timer state + handle + conversation",
         ),
         Figure(f"{name}.memory.armed_rss", rss_armed / per_chat, "B/chat", note="RSS delta"),
         Figure(f"{name}.memory.idle", idle / per_chat, "B/chat", note="left after firing"),
