@@ -24,7 +24,8 @@ from bot.models import (
     PlannedReply,
     StoredMessage,
 )
-from storage.sqlite import SqliteStore, load_migrations
+from storage.migrate import load_migrations
+from storage.sqlite import SqliteStore
 
 T0 = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
 ALICE = ChatKey("telegram", ChatKind.PRIVATE, "123")
