@@ -22,7 +22,7 @@ from bench.report import Figure, spread_figures
 from bench.rig import fresh_path
 from bench.stats import Spread
 from fakes.bot_api import FakeBotAPI
-from storage.sqlite import load_migrations, migrate
+from storage.migrate import load_migrations, migrate
 
 _INSERT = (
     "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"

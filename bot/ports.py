@@ -1,8 +1,9 @@
 """The small interfaces the core owns and the outside implements.
 
 Adapters implement :class:`Platform` (send text, show typing) and :class:`LLM`
-(complete); ``storage/`` implements :class:`Store`. Adapters hand what they receive to a
-:class:`MessageSink`, which the pipeline implements.
+(complete); ``storage/`` implements :class:`MessageLog`, :class:`Batches` and
+:class:`Outbox` (together, with ``close``, the :class:`Store`) and :class:`MemoryStore`.
+Adapters hand what they receive to a :class:`MessageSink`, which the pipeline implements.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ class MessageSink(Protocol):
         ...
 
 
-class Store(Protocol):
-    """Durable state: messages, batches and the outbox."""
+class MessageLog(Protocol):
+    """A chat's messages: what chatters wrote and what the bot sent."""
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
@@ -113,6 +114,16 @@ class Store(Protocol):
     async def waiting_counts(self, chat: ChatKey | None = None) -> dict[ChatKey, int]:
         """Count, per chat (or for ``chat`` only), the messages no batch has taken yet."""
         ...
+
+    async def recent_history(
+        self, chat: ChatKey, *, exclude_batch: int, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` newest answered-or-sent messages, oldest first."""
+        ...
+
+
+class Batches(Protocol):
+    """Batches: waiting messages taken together for one LLM call, and how each call ended."""
 
     async def open_batch(self, chat: ChatKey, *, limit: int, now: datetime) -> Batch | None:
         """Take up to ``limit`` oldest waiting messages of a chat into a new open batch."""
@@ -134,15 +145,17 @@ class Store(Protocol):
         """Mark batches left open by a crash abandoned; their messages wait again."""
         ...
 
-    async def recent_history(
-        self, chat: ChatKey, *, exclude_batch: int, limit: int
-    ) -> list[StoredMessage]:
-        """Return up to ``limit`` newest answered-or-sent messages, oldest first."""
-        ...
-
     async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
         """Return the cancelled replies of the chat's last answered batch before this one."""
         ...
+
+    async def failed_batches_since(self, since: datetime) -> int:
+        """Count batches that failed since ``since``."""
+        ...
+
+
+class Outbox(Protocol):
+    """The outbox: replies waiting for their time, being sent, sent or given up."""
 
     async def next_scheduled(self, chat: ChatKey) -> OutboxItem | None:
         """Return the chat's earliest scheduled reply, if any."""
@@ -189,9 +202,9 @@ class Store(Protocol):
         """Count scheduled replies, of one chat or of all."""
         ...
 
-    async def failed_batches_since(self, since: datetime) -> int:
-        """Count batches that failed since ``since``."""
-        ...
+
+class Store(MessageLog, Batches, Outbox, Protocol):
+    """Durable state: messages, batches and the outbox, as one object with one lifetime."""
 
     async def close(self) -> None:
         """Commit and close the database."""

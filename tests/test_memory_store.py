@@ -25,7 +25,8 @@ from bot.models import (
     SummaryRecord,
 )
 from storage import search
-from storage.sqlite import SqliteStore, load_migrations, migrate
+from storage.migrate import load_migrations, migrate
+from storage.sqlite import SqliteStore
 
 T0 = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
 DAY1 = date(2026, 3, 1)

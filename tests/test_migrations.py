@@ -12,7 +12,7 @@ import aiosqlite
 import pytest
 
 from bot.errors import StorageError
-from storage.sqlite import Migration, load_migrations, migrate, split_statements
+from storage.migrate import Migration, load_migrations, migrate, split_statements
 
 STEP_ONE = Migration(1, "0001_one.sql", "CREATE TABLE one (a INTEGER);")
 STEP_TWO = Migration(

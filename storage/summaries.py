@@ -1,7 +1,8 @@
 """Keep each chat's prompt stack and its knowledge index in SQL.
 
-The functions here run on a connection :class:`storage.sqlite.SqliteStore` holds, inside
-the transaction it opened; they never commit. A summary is a ``prompt_history`` row (the
+:class:`SqliteSummaries` holds the lock around the functions here, which run inside the
+transaction it opened and never commit; it cuts words (``storage/search.py``) in a worker
+thread, outside the lock. A summary is a ``prompt_history`` row (the
 stack, in push order by id) and a ``knowledge_index`` row (what recall searches). Popping
 is a soft delete of both; the FTS rows stay, and every query keeps ``is_deleted = 0``.
 Times come in as unix seconds and go out as aware UTC datetimes.
@@ -9,15 +10,19 @@ Times come in as unix seconds and go out as aware UTC datetimes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 
 import aiosqlite
 
+from bot.errors import SummaryExists
 from bot.models import ChatKey, DaySummary, SummaryRecord
 from storage import search
+from storage.database import Database
+from storage.values import aware, clean, unix
 
 _RECORD_COLUMNS = (
     "p.id, p.summary_date, p.added_prompt, p.created_at, p.is_deleted, p.deleted_at,"
@@ -26,7 +31,7 @@ _RECORD_COLUMNS = (
 _JOIN = "prompt_history AS p JOIN knowledge_index AS k ON k.prompt_history_id = p.id"
 
 
-async def has_summary(
+async def _has_summary(
     db: aiosqlite.Connection, chat: ChatKey, day: date, *, include_popped: bool
 ) -> bool:
     """Tell whether ``day`` has a live summary (or any, if ``include_popped``)."""
@@ -39,7 +44,7 @@ async def has_summary(
     return bool(next(iter(rows))[0])
 
 
-async def push(
+async def _push(
     db: aiosqlite.Connection,
     chat: ChatKey,
     day: date,
@@ -92,7 +97,7 @@ async def push(
     return await _record(db, chat, history_id)
 
 
-async def live_summaries(db: aiosqlite.Connection, chat: ChatKey) -> list[SummaryRecord]:
+async def _live_summaries(db: aiosqlite.Connection, chat: ChatKey) -> list[SummaryRecord]:
     """Return the chat's live summaries in push order."""
     rows = await db.execute_fetchall(
         f"SELECT {_RECORD_COLUMNS} FROM {_JOIN}"
@@ -102,7 +107,7 @@ async def live_summaries(db: aiosqlite.Connection, chat: ChatKey) -> list[Summar
     return [_summary_record(row, chat) for row in rows]
 
 
-async def pop(
+async def _pop(
     db: aiosqlite.Connection, chat: ChatKey, *, by: str, deleted_at: float
 ) -> SummaryRecord | None:
     """Soft-delete the chat's newest live summary and hide its index row."""
@@ -126,7 +131,7 @@ async def pop(
     return await _record(db, chat, history_id)
 
 
-async def restore(
+async def _restore(
     db: aiosqlite.Connection, chat: ChatKey, *, restored_at: float
 ) -> SummaryRecord | None:
     """Bring back the chat's last popped summary, unless a live one is newer or same-day."""
@@ -161,7 +166,7 @@ async def restore(
     return await _record(db, chat, history_id)
 
 
-async def summaries_on(
+async def _summaries_on(
     db: aiosqlite.Connection, chat: ChatKey, days: Sequence[date]
 ) -> list[SummaryRecord]:
     """Return the chat's live summaries of ``days``, oldest day first."""
@@ -176,7 +181,7 @@ async def summaries_on(
     return [_summary_record(row, chat) for row in rows]
 
 
-async def search_summaries(
+async def _search_summaries(
     db: aiosqlite.Connection, chat: ChatKey, terms: Sequence[str], *, limit: int
 ) -> list[SummaryRecord]:
     """Return the chat's live summaries matching ``terms`` (from ``search.query_terms``).
@@ -249,9 +254,9 @@ def _summary_record(row: sqlite3.Row, chat: ChatKey) -> SummaryRecord:
         ),
         added_prompt=row["added_prompt"],
         message_count=row["message_count"],
-        created_at=_aware(row["created_at"]),
+        created_at=aware(row["created_at"]),
         is_deleted=bool(row["is_deleted"]),
-        deleted_at=None if deleted_at is None else _aware(deleted_at),
+        deleted_at=None if deleted_at is None else aware(deleted_at),
         deleted_by=row["deleted_by"],
     )
 
@@ -264,5 +269,88 @@ def _tuple(json_list: str) -> tuple[str, ...]:
     return tuple(str(item) for item in json.loads(json_list))
 
 
-def _aware(unix_s: float) -> datetime:
-    return datetime.fromtimestamp(unix_s, tz=UTC)
+class SqliteSummaries(Database):
+    """The summaries of :class:`bot.ports.MemoryStore` in SQLite (log reads: ``messages``)."""
+
+    async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
+        """Tell whether ``day`` has a live summary (or any, popped ones included)."""
+        async with self._connection() as db:
+            return await _has_summary(db, chat, day, include_popped=include_popped)
+
+    async def push_summary(
+        self,
+        chat: ChatKey,
+        day: date,
+        content: DaySummary,
+        *,
+        added_prompt: str,
+        full_prompt_before: str,
+        full_prompt_after: str,
+        message_count: int,
+        now: datetime,
+    ) -> SummaryRecord:
+        """Push a day's summary and index it, atomically; ``SummaryExists`` if one is live."""
+        created_at = unix(now, "now")
+        content = DaySummary(
+            summary=clean(content.summary),
+            topics=tuple(clean(topic) for topic in content.topics),
+            key_points=tuple(clean(point) for point in content.key_points),
+            keywords=tuple(clean(keyword) for keyword in content.keywords),
+        )
+        parts = [content.summary, *content.topics, *content.key_points, *content.keywords]
+        search_text = await asyncio.to_thread(search.index_text, parts)
+        async with self._transaction() as db:
+            record = await _push(
+                db,
+                chat,
+                day,
+                content,
+                search_text=search_text,
+                added_prompt=clean(added_prompt),
+                full_prompt_before=clean(full_prompt_before),
+                full_prompt_after=clean(full_prompt_after),
+                message_count=message_count,
+                created_at=created_at,
+            )
+        if record is None:
+            msg = f"{chat} already has a live summary for {day.isoformat()}"
+            raise SummaryExists(msg)
+        return record
+
+    async def live_summaries(self, chat: ChatKey) -> list[SummaryRecord]:
+        """Return the chat's live summaries in push order (oldest first)."""
+        async with self._connection() as db:
+            return await _live_summaries(db, chat)
+
+    async def pop_summary(self, chat: ChatKey, *, by: str, now: datetime) -> SummaryRecord | None:
+        """Soft-delete the newest live summary (and hide its index row); ``None`` if none."""
+        deleted_at = unix(now, "now")
+        async with self._transaction() as db:
+            return await _pop(db, chat, by=by, deleted_at=deleted_at)
+
+    async def restore_summary(self, chat: ChatKey, *, now: datetime) -> SummaryRecord | None:
+        """Undo the last pop if nothing was pushed since; return what came back, or ``None``.
+
+        ``None`` also when the popped day has been summarised again meanwhile.
+        """
+        restored_at = unix(now, "now")
+        async with self._transaction() as db:
+            return await _restore(db, chat, restored_at=restored_at)
+
+    async def summaries_on(self, chat: ChatKey, days: Sequence[date]) -> list[SummaryRecord]:
+        """Return the live summaries of those chat days, oldest first."""
+        async with self._connection() as db:
+            return await _summaries_on(db, chat, days)
+
+    async def search_summaries(
+        self, chat: ChatKey, query: str, *, limit: int
+    ) -> list[SummaryRecord]:
+        """Return the live summaries that best match ``query``'s keywords, best first.
+
+        Any text is a valid query: one with no searchable words finds nothing.
+        """
+        terms = await asyncio.to_thread(search.query_terms, query)
+        if not terms or limit < 1:
+            return []
+        async with self._connection() as db:
+            return await _search_summaries(db, chat, terms, limit=limit)

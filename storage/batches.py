@@ -1,0 +1,142 @@
+"""Keep batches in SQL: the waiting messages one LLM call answers, and how it ended.
+
+Opening a batch takes a chat's oldest waiting messages; closing it records the outcome
+and, in the same transaction, queues its replies in the outbox. Batches a crash left open
+are abandoned at start-up and their messages wait again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from bot.errors import StorageError
+from bot.models import Batch, BatchOutcome, ChatKey, OutboxItem, PlannedReply
+from storage.database import Database
+from storage.messages import MESSAGE_COLUMNS, stored_message
+from storage.outbox import OUTBOX_COLUMNS, outbox_item
+from storage.values import clean, unix
+
+
+class SqliteBatches(Database):
+    """The :class:`bot.ports.Batches` in SQLite."""
+
+    async def open_batch(self, chat: ChatKey, *, limit: int, now: datetime) -> Batch | None:
+        """Take up to ``limit`` oldest waiting messages of a chat into a new open batch."""
+        if limit < 1:
+            msg = f"limit must be at least 1, got {limit}"
+            raise ValueError(msg)
+        created_at = unix(now, "now")
+        async with self._transaction() as db:
+            inserted = await db.execute_fetchall(
+                "INSERT INTO batches (chat_key, state, created_at) VALUES (?, 'open', ?)"
+                " RETURNING id",
+                (str(chat), created_at),
+            )
+            batch_id: int = next(iter(inserted))[0]
+            taken = list(
+                await db.execute_fetchall(
+                    "UPDATE messages SET batch_id = ? WHERE id IN ("
+                    " SELECT id FROM messages"
+                    " WHERE chat_key = ? AND batch_id IS NULL AND from_bot = 0"
+                    " ORDER BY id LIMIT ?)"
+                    f" RETURNING id, {MESSAGE_COLUMNS}",
+                    (batch_id, str(chat), limit),
+                )
+            )
+            if not taken:
+                await db.rollback()
+                return None
+        taken.sort(key=lambda row: int(row["id"]))
+        return Batch(batch_id, chat, tuple(stored_message(row, chat) for row in taken))
+
+    async def close_batch(
+        self,
+        batch_id: int,
+        outcome: BatchOutcome,
+        *,
+        now: datetime,
+        replies: Sequence[PlannedReply] = (),
+        error: str | None = None,
+    ) -> list[OutboxItem]:
+        """Record how a batch ended and, in the same transaction, queue its replies.
+
+        Raise ``StorageError`` if the batch is not open (closing twice is a bug).
+        """
+        if outcome is BatchOutcome.OPEN:
+            msg = "a batch cannot be closed as 'open'"
+            raise ValueError(msg)
+        finished_at = unix(now, "now")
+        due = [unix(reply.due_at, "due_at") for reply in replies]
+        async with self._transaction() as db:
+            closed = list(
+                await db.execute_fetchall(
+                    "UPDATE batches SET state = ?, finished_at = ?, error = ?"
+                    " WHERE id = ? AND state = 'open' RETURNING chat_key",
+                    (outcome.value, finished_at, error, batch_id),
+                )
+            )
+            if not closed:
+                await db.rollback()
+                msg = f"batch {batch_id} is not open: it was closed already or never existed"
+                raise StorageError(msg)
+            if not replies:
+                return []
+            chat_key: str = closed[0]["chat_key"]
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, 'scheduled', ?)"] * len(replies))
+            params: list[Any] = []
+            for seq, (reply, due_at) in enumerate(zip(replies, due, strict=True)):
+                params += [
+                    chat_key,
+                    batch_id,
+                    seq,
+                    clean(reply.content),
+                    reply.reply_to,
+                    due_at,
+                    finished_at,
+                ]
+            rows = list(
+                await db.execute_fetchall(
+                    "INSERT INTO outbox"
+                    " (chat_key, batch_id, seq, content, reply_to, due_at, state, updated_at)"
+                    f" VALUES {values} RETURNING {OUTBOX_COLUMNS}",
+                    params,
+                )
+            )
+        return sorted((outbox_item(row) for row in rows), key=lambda item: item.seq)
+
+    async def abandon_open_batches(self, *, now: datetime) -> int:
+        """Mark batches left open by a crash abandoned; their messages wait again."""
+        finished_at = unix(now, "now")
+        async with self._transaction() as db:
+            await db.execute(
+                "UPDATE messages SET batch_id = NULL WHERE from_bot = 0"
+                " AND batch_id IN (SELECT id FROM batches WHERE state = 'open')"
+            )
+            cursor = await db.execute(
+                "UPDATE batches SET state = 'abandoned', finished_at = ? WHERE state = 'open'",
+                (finished_at,),
+            )
+            return cursor.rowcount
+
+    async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
+        """Return the cancelled replies of the chat's last answered batch before this one."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT content FROM outbox WHERE state = 'cancelled' AND batch_id = ("
+                " SELECT id FROM batches WHERE chat_key = ? AND state = 'answered' AND id < ?"
+                " ORDER BY id DESC LIMIT 1)"
+                " ORDER BY seq",
+                (str(chat), before_batch),
+            )
+        return [content for (content,) in rows]
+
+    async def failed_batches_since(self, since: datetime) -> int:
+        """Count batches that failed since ``since``."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT count(*) FROM batches WHERE state = 'failed' AND finished_at >= ?",
+                (unix(since, "since"),),
+            )
+        return int(next(iter(rows))[0])

@@ -1,0 +1,145 @@
+"""Keep each chat's message log in SQL: chatters' messages and the bot's sent replies.
+
+A chatter's message is stored once per platform message id and waits (``batch_id`` is
+NULL) until a batch takes it; the bot's own messages come in from the outbox when a reply
+is sent (see ``storage/outbox.py``). The nightly job reads the log through
+:meth:`SqliteMessageLog.chats_active_between` and :meth:`SqliteMessageLog.messages_between`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import datetime
+
+from bot.models import ChatKey, IncomingMessage, StoredMessage
+from storage.database import Database
+from storage.values import aware, clean, unix
+
+MESSAGE_COLUMNS = (
+    "chat_key, message_id, sender_id, sender_name, text, sent_at, from_bot, "
+    "addresses_bot, reply_to_id"
+)
+"""The ``messages`` columns :func:`stored_message` reads."""
+
+_PARSE_SLICE = 1000  # chat keys parsed per event-loop turn (~2 ms) when a query returns many
+
+
+def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
+    """Build a message of ``chat`` from a row of :data:`MESSAGE_COLUMNS`."""
+    return StoredMessage(
+        chat=chat,
+        message_id=row["message_id"],
+        sender_id=row["sender_id"],
+        sender_name=row["sender_name"],
+        text=row["text"],
+        sent_at=aware(row["sent_at"]),
+        from_bot=bool(row["from_bot"]),
+        addresses_bot=bool(row["addresses_bot"]),
+        reply_to_id=row["reply_to_id"],
+    )
+
+
+class SqliteMessageLog(Database):
+    """The :class:`bot.ports.MessageLog` (and the log reads of the memory) in SQLite."""
+
+    async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
+        """Store a chatter's message once; return ``False`` if it was already stored."""
+        row = (
+            str(message.chat),
+            message.message_id,
+            message.sender_id,
+            clean(message.sender_name),
+            clean(message.text),
+            unix(message.sent_at, "sent_at"),
+            unix(received_at, "received_at"),
+            message.addresses_bot,
+            message.reply_to_id,
+        )
+        async with self._connection() as db:
+            cursor = await db.execute(
+                "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
+                " sent_at, received_at, from_bot, addresses_bot, reply_to_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
+                " ON CONFLICT (chat_key, message_id) DO NOTHING",
+                row,
+            )
+            return cursor.rowcount == 1
+
+    async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
+        """Replace a stored message's text; return ``False`` if it is unknown."""
+        async with self._connection() as db:
+            cursor = await db.execute(
+                "UPDATE messages SET text = ? WHERE chat_key = ? AND message_id = ?",
+                (clean(text), str(chat), message_id),
+            )
+            return cursor.rowcount == 1
+
+    async def is_bot_message(self, chat: ChatKey, message_id: str) -> bool:
+        """Tell whether ``message_id`` in ``chat`` is a message the bot sent."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT 1 FROM messages WHERE chat_key = ? AND message_id = ? AND from_bot = 1",
+                (str(chat), message_id),
+            )
+        return bool(rows)
+
+    async def waiting_counts(self, chat: ChatKey | None = None) -> dict[ChatKey, int]:
+        """Count, per chat (or for ``chat`` only), the messages no batch has taken yet."""
+        only = "" if chat is None else " AND chat_key = ?"
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT chat_key, count(*) FROM messages"
+                f" WHERE batch_id IS NULL AND from_bot = 0{only} GROUP BY chat_key",
+                () if chat is None else (str(chat),),
+            )
+        counts: dict[ChatKey, int] = {}
+        for index, (chat_key, count) in enumerate(rows, start=1):
+            counts[ChatKey.parse(chat_key)] = count
+            if index % _PARSE_SLICE == 0:
+                await asyncio.sleep(0)  # at start-up this may be every chat: let the loop run
+        return counts
+
+    async def recent_history(
+        self, chat: ChatKey, *, exclude_batch: int, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` newest answered-or-sent messages, oldest first."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages"
+                " WHERE chat_key = ?"
+                " AND (from_bot = 1 OR (batch_id IS NOT NULL AND batch_id <> ?))"
+                " ORDER BY sent_at DESC, id DESC LIMIT ?",
+                (str(chat), exclude_batch, limit),
+            )
+        return [stored_message(row, chat) for row in reversed(list(rows))]
+
+    async def chats_active_between(self, start: datetime, end: datetime) -> list[ChatKey]:
+        """Return the chats with chatter messages sent in ``[start, end)``, by chat key."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT DISTINCT chat_key FROM messages"
+                " WHERE from_bot = 0 AND sent_at >= ? AND sent_at < ? ORDER BY chat_key",
+                (unix(start, "start"), unix(end, "end")),
+            )
+        return [ChatKey.parse(chat_key) for (chat_key,) in rows]
+
+    async def messages_between(
+        self, chat: ChatKey, start: datetime, end: datetime, *, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` messages (chatters' and the bot's) sent in ``[start, end)``.
+
+        They come oldest first; if there are more, the newest ``limit`` are kept, since
+        how a day ended matters more to its summary than how it began.
+        """
+        if limit < 1:
+            msg = f"limit must be at least 1, got {limit}"
+            raise ValueError(msg)
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages"
+                " WHERE chat_key = ? AND sent_at >= ? AND sent_at < ?"
+                " ORDER BY sent_at DESC, id DESC LIMIT ?",
+                (str(chat), unix(start, "start"), unix(end, "end"), limit),
+            )
+        return [stored_message(row, chat) for row in reversed(list(rows))]

@@ -1,0 +1,682 @@
+"""One contract over every store: SQLite on a real file, and the in-memory twin.
+
+Each test runs once per store (the ``store`` fixture is parametrized, as aiogram's
+``tests/test_fsm/storage/test_storages.py`` does) and uses only the ports
+(:class:`bot.ports.MessageLog`, :class:`bot.ports.Batches`, :class:`bot.ports.Outbox`),
+except where it reads back what the store holds through :class:`Tables`. What only SQLite
+has (the file, WAL, migrations, durability across processes) is in ``test_storage.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import closing
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from bot.errors import StorageError
+from bot.models import (
+    Batch,
+    BatchOutcome,
+    ChatKey,
+    ChatKind,
+    IncomingMessage,
+    OutboxItem,
+    OutboxState,
+    PlannedReply,
+    StoredMessage,
+)
+from bot.ports import Store
+from storage.in_memory import InMemoryStore
+from storage.sqlite import SqliteStore
+
+T0 = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
+ALICE = ChatKey("telegram", ChatKind.PRIVATE, "123")
+GROUP = ChatKey("qq", ChatKind.GROUP, "456")
+STORES = ("sqlite", "in_memory")
+
+
+def at(seconds: float) -> datetime:
+    """Return T0 plus ``seconds``."""
+    return T0 + timedelta(seconds=seconds)
+
+
+def incoming(
+    chat: ChatKey,
+    message_id: str,
+    text: str | None = None,
+    *,
+    sent_at: datetime | None = None,
+    sender_id: str = "42",
+    reply_to_id: str | None = None,
+) -> IncomingMessage:
+    """Build a chatter's message; numeric ids double as seconds after T0."""
+    return IncomingMessage(
+        chat=chat,
+        message_id=message_id,
+        sender_id=sender_id,
+        sender_name="Alice",
+        text=f"message {message_id}" if text is None else text,
+        sent_at=at(int(message_id)) if sent_at is None else sent_at,
+        addresses_bot=chat.kind is ChatKind.PRIVATE,
+        reply_to_id=reply_to_id,
+    )
+
+
+def stored(message: IncomingMessage) -> StoredMessage:
+    """Return how the store should give ``message`` back."""
+    return StoredMessage(
+        chat=message.chat,
+        message_id=message.message_id,
+        sender_id=message.sender_id,
+        sender_name=message.sender_name,
+        text=message.text,
+        sent_at=message.sent_at,
+        from_bot=False,
+        addresses_bot=message.addresses_bot,
+        reply_to_id=message.reply_to_id,
+    )
+
+
+async def add(store: Store, *messages: IncomingMessage) -> None:
+    """Store messages, received one second after they were sent."""
+    for message in messages:
+        assert await store.add_message(message, received_at=message.sent_at + timedelta(seconds=1))
+
+
+async def answered_batch(
+    store: Store, chat: ChatKey, contents: list[str], *, now: datetime = T0
+) -> tuple[Batch, list[OutboxItem]]:
+    """Open a batch of the waiting messages and close it as answered with ``contents``."""
+    batch = await store.open_batch(chat, limit=30, now=now)
+    assert batch is not None
+    replies = [
+        PlannedReply(content, due_at=now + timedelta(seconds=i))
+        for i, content in enumerate(contents)
+    ]
+    items = await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=now, replies=replies)
+    return batch, items
+
+
+class Reply(NamedTuple):
+    """One outbox row as a store holds it."""
+
+    content: str
+    state: str
+    reason: str | None
+    platform_message_id: str | None
+
+
+BotMessageRow = tuple[str, str, str, str, float, int, int | None]
+"""message_id, sender_id, sender_name, text, sent_at (unix s), from_bot, batch_id."""
+
+
+class Tables:
+    """Read back what a store holds beyond what its ports return."""
+
+    def batch_states(self) -> list[str]:
+        """Return every batch's state, oldest batch first."""
+        raise NotImplementedError
+
+    def outbox(self) -> list[Reply]:
+        """Return every queued reply, in queueing order."""
+        raise NotImplementedError
+
+    def bot_messages(self) -> list[BotMessageRow]:
+        """Return the bot's own messages in the log, in storage order."""
+        raise NotImplementedError
+
+
+class SqliteTables(Tables):
+    """Read the tables with a second, plain connection to the file."""
+
+    def __init__(self, path: Path) -> None:
+        """Read the database at ``path``."""
+        self._path = path
+
+    def _peek(self, sql: str) -> list[tuple[Any, ...]]:
+        with closing(sqlite3.connect(self._path)) as db:
+            return db.execute(sql).fetchall()
+
+    def batch_states(self) -> list[str]:
+        """Return every batch's state, oldest batch first."""
+        return [state for (state,) in self._peek("SELECT state FROM batches ORDER BY id")]
+
+    def outbox(self) -> list[Reply]:
+        """Return every queued reply, in queueing order."""
+        return [
+            Reply(*row)
+            for row in self._peek(
+                "SELECT content, state, reason, platform_message_id FROM outbox ORDER BY id"
+            )
+        ]
+
+    def bot_messages(self) -> list[BotMessageRow]:
+        """Return the bot's own messages in the log, in storage order."""
+        return [
+            (row[0], row[1], row[2], row[3], row[4], row[5], row[6])
+            for row in self._peek(
+                "SELECT message_id, sender_id, sender_name, text, sent_at, from_bot, batch_id"
+                " FROM messages WHERE from_bot = 1 ORDER BY id"
+            )
+        ]
+
+
+class MemoryTables(Tables):
+    """Read the rows an in-memory store holds."""
+
+    def __init__(self, store: InMemoryStore) -> None:
+        """Read ``store``."""
+        self._store = store
+
+    def batch_states(self) -> list[str]:
+        """Return every batch's state, oldest batch first."""
+        return [str(row.state) for row in self._store.batch_rows()]
+
+    def outbox(self) -> list[Reply]:
+        """Return every queued reply, in queueing order."""
+        return [
+            Reply(row.content, str(row.state), row.reason, row.platform_message_id)
+            for row in self._store.outbox_rows()
+        ]
+
+    def bot_messages(self) -> list[BotMessageRow]:
+        """Return the bot's own messages in the log, in storage order."""
+        return [
+            (
+                row.message_id,
+                row.sender_id,
+                row.sender_name,
+                row.text,
+                row.sent_at,
+                int(row.from_bot),
+                row.batch_id,
+            )
+            for row in self._store.message_rows()
+            if row.from_bot
+        ]
+
+
+def database_path(tmp_path: Path) -> Path:
+    """Return where a test's SQLite store lives (its directory does not exist yet)."""
+    return tmp_path / "data" / "pacebot.sqlite3"
+
+
+@pytest.fixture(params=STORES)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Open a fresh store of each kind and close it after the test."""
+    if request.param == "sqlite":
+        async with await SqliteStore.open(database_path(tmp_path)) as opened:
+            yield opened
+    else:
+        in_memory = InMemoryStore()
+        yield in_memory
+        await in_memory.close()
+
+
+@pytest.fixture
+def tables(store: Store, tmp_path: Path) -> Tables:
+    """Read back what ``store`` holds."""
+    if isinstance(store, InMemoryStore):
+        return MemoryTables(store)
+    return SqliteTables(database_path(tmp_path))
+
+
+async def test_closed_store_refuses_work(store: Store) -> None:
+    """After close, calls raise StorageError; closing again does nothing."""
+    await store.close()
+    await store.close()
+
+    with pytest.raises(StorageError, match="closed"):
+        await store.waiting_counts()
+    with pytest.raises(StorageError, match="closed"):
+        await store.scheduled_count()
+
+
+# -- messages ----------------------------------------------------------------------------
+
+
+async def test_duplicate_delivery_is_stored_once(store: Store) -> None:
+    """The same platform message delivered twice is stored once; the second add says so."""
+    message = incoming(ALICE, "7")
+
+    first = await store.add_message(message, received_at=at(8))
+    second = await store.add_message(message, received_at=at(9))
+
+    assert (first, second) == (True, False)
+    assert await store.waiting_counts() == {ALICE: 1}
+
+
+async def test_same_message_id_in_two_chats_is_two_messages(store: Store) -> None:
+    """Message ids are unique per chat, not across chats."""
+    await add(store, incoming(ALICE, "1"), incoming(GROUP, "1"))
+
+    assert await store.waiting_counts() == {ALICE: 1, GROUP: 1}
+
+
+async def test_edit_replaces_text(store: Store) -> None:
+    """An edit changes the stored text; editing an unknown message reports False."""
+    await add(store, incoming(ALICE, "1", "helo"))
+
+    edited = await store.edit_message(ALICE, "1", "hello")
+    unknown = await store.edit_message(ALICE, "2", "nothing")
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+
+    assert (edited, unknown) == (True, False)
+    assert batch is not None
+    assert [m.text for m in batch.messages] == ["hello"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "😀🎉👨‍👩‍👧‍👦",
+        "مرحبا بالعالم — שלום",
+        "\u202eevil\u202c and \u200b zero width",
+        "控制字符\x01\x07\x1b[31m\x7f",
+        "{user} 100% {{not a template}} %s",
+        "长" * 50_000 + "x" * 50_000,
+    ],
+    ids=["empty", "emoji", "rtl", "bidi-controls", "control-chars", "braces", "100k"],
+)
+async def test_text_round_trips(store: Store, text: str) -> None:
+    """Any text a chatter can send comes back exactly as it went in."""
+    await add(store, incoming(ALICE, "1", text))
+
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+
+    assert batch is not None
+    assert batch.messages[0].text == text
+
+
+async def test_lone_surrogates_are_replaced(store: Store) -> None:
+    """Text with a lone surrogate (from escaped JSON) is stored with U+FFFD, not refused."""
+    await add(store, incoming(ALICE, "1", "bad \ud800 pair but good 😀"))
+
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+
+    assert batch is not None
+    assert batch.messages[0].text == "bad \ufffd pair but good 😀"
+
+
+async def test_timestamps_round_trip_as_aware_utc(store: Store) -> None:
+    """A time given in any zone comes back as the same instant, in UTC, to the microsecond."""
+    shanghai = timezone(timedelta(hours=8))
+    sent_at = datetime(2026, 3, 5, 23, 59, 58, 123456, tzinfo=shanghai)
+    await add(store, incoming(ALICE, "1", sent_at=sent_at))
+
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+
+    assert batch is not None
+    assert batch.messages[0].sent_at == sent_at
+    assert batch.messages[0].sent_at.tzinfo is UTC
+    assert batch.messages[0].sent_at.hour == 15
+
+
+async def test_naive_datetimes_are_rejected(store: Store) -> None:
+    """A naive datetime is a programming error and raises ValueError."""
+    naive = datetime(2026, 3, 5, 12, 0)  # noqa: DTZ001 - the point of the test
+
+    with pytest.raises(ValueError, match="sent_at must be timezone-aware"):
+        await store.add_message(incoming(ALICE, "1", sent_at=naive), received_at=T0)
+    with pytest.raises(ValueError, match="now must be timezone-aware"):
+        await store.open_batch(ALICE, limit=30, now=naive)
+
+
+# -- batches ------------------------------------------------------------------------------
+
+
+async def test_open_batch_takes_oldest_up_to_limit(store: Store) -> None:
+    """A batch takes the oldest waiting messages up to the limit; the rest keep waiting."""
+    messages = [incoming(ALICE, str(i)) for i in range(1, 6)]
+    await add(store, *messages, incoming(GROUP, "1"))
+
+    first = await store.open_batch(ALICE, limit=3, now=T0)
+    counts = await store.waiting_counts()
+
+    assert first is not None
+    assert (first.chat, first.messages) == (ALICE, tuple(stored(m) for m in messages[:3]))
+    assert counts == {ALICE: 2, GROUP: 1}
+
+
+async def test_open_batch_returns_none_when_nothing_waits(store: Store, tables: Tables) -> None:
+    """With no waiting messages no batch is created."""
+    await add(store, incoming(GROUP, "1"))
+
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+
+    assert batch is None
+    assert tables.batch_states() == []
+
+
+async def test_concurrent_open_batches_share_nothing(store: Store) -> None:
+    """Two batches opened at once never take the same message."""
+    await add(store, *(incoming(ALICE, str(i)) for i in range(1, 4)))
+
+    first, second = await asyncio.gather(
+        store.open_batch(ALICE, limit=2, now=T0), store.open_batch(ALICE, limit=2, now=T0)
+    )
+
+    assert first is not None
+    assert second is not None
+    taken = sorted(m.message_id for m in first.messages + second.messages)
+    assert taken == ["1", "2", "3"]
+
+
+async def test_close_batch_queues_replies(store: Store) -> None:
+    """Closing as answered queues the replies in order, scheduled, with their due times."""
+    await add(store, incoming(ALICE, "1"))
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+    assert batch is not None
+    replies = [PlannedReply("hi", at(10)), PlannedReply("how are you?", at(13), reply_to="1")]
+
+    items = await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=at(10), replies=replies)
+
+    expected = [
+        OutboxItem(items[0].id, ALICE, batch.id, 0, "hi", at(10), OutboxState.SCHEDULED),
+        OutboxItem(
+            items[1].id, ALICE, batch.id, 1, "how are you?", at(13), OutboxState.SCHEDULED, "1"
+        ),
+    ]
+    assert items == expected
+    assert await store.next_scheduled(ALICE) == expected[0]
+    assert await store.scheduled_count(ALICE) == 2
+
+
+async def test_close_batch_refuses_double_close(store: Store, tables: Tables) -> None:
+    """A batch closed twice raises StorageError and queues nothing the second time."""
+    await add(store, incoming(ALICE, "1"))
+    batch, _ = await answered_batch(store, ALICE, ["one"])
+
+    with pytest.raises(StorageError, match="not open"):
+        await store.close_batch(
+            batch.id, BatchOutcome.ANSWERED, now=at(5), replies=[PlannedReply("two", at(5))]
+        )
+
+    assert await store.scheduled_count() == 1
+    assert tables.batch_states() == ["answered"]
+
+
+async def test_close_unknown_batch_is_refused(store: Store) -> None:
+    """Closing a batch that never existed raises StorageError."""
+    with pytest.raises(StorageError, match="batch 99 is not open"):
+        await store.close_batch(99, BatchOutcome.SILENT, now=T0)
+
+
+async def test_failed_batches_are_counted_since(store: Store) -> None:
+    """Only batches that failed at or after the given moment are counted."""
+    await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"))
+    for chat, finished in [(ALICE, at(10)), (GROUP, at(20))]:
+        batch = await store.open_batch(chat, limit=30, now=T0)
+        assert batch is not None
+        await store.close_batch(batch.id, BatchOutcome.FAILED, now=finished, error="timeout")
+
+    counts = [await store.failed_batches_since(at(s)) for s in (0, 15, 25)]
+
+    assert counts == [2, 1, 0]
+
+
+async def test_abandon_releases_messages(store: Store) -> None:
+    """Batches left open wait again after abandoning: same messages, next batch, no reclose."""
+    await add(store, incoming(ALICE, "1"), incoming(ALICE, "2"))
+    stale = await store.open_batch(ALICE, limit=30, now=T0)
+    assert stale is not None
+
+    abandoned = await store.abandon_open_batches(now=at(60))
+    counts = await store.waiting_counts()
+    fresh = await store.open_batch(ALICE, limit=30, now=at(61))
+
+    assert (abandoned, counts) == (1, {ALICE: 2})
+    assert fresh is not None
+    assert fresh.messages == stale.messages
+    assert fresh.id != stale.id
+    with pytest.raises(StorageError, match="not open"):
+        await store.close_batch(stale.id, BatchOutcome.ANSWERED, now=at(62))
+
+
+# -- history ------------------------------------------------------------------------------
+
+
+async def test_history_excludes_waiting_and_current_batch(store: Store) -> None:
+    """History holds earlier batches and the bot's replies, oldest first, not the new ones."""
+    old = [incoming(ALICE, "1"), incoming(ALICE, "2")]
+    await add(store, *old)
+    _, items = await answered_batch(store, ALICE, ["reply"], now=at(3))
+    assert await store.claim_for_sending(items[0].id, now=at(3))
+    await store.mark_sent(items[0].id, platform_message_id="900", sender_name="小满", now=at(4))
+    await add(store, incoming(ALICE, "5"))
+    current = await store.open_batch(ALICE, limit=30, now=at(6))
+    assert current is not None
+    await add(store, incoming(ALICE, "7"))
+
+    history = await store.recent_history(ALICE, exclude_batch=current.id, limit=10)
+
+    bot_reply = StoredMessage(ALICE, "900", "bot", "小满", "reply", at(4), from_bot=True)
+    assert history == [stored(old[0]), stored(old[1]), bot_reply]
+
+
+async def test_history_is_limited_to_newest_by_sent_time(store: Store) -> None:
+    """The limit keeps the newest messages by platform time, returned oldest first."""
+    late_arrival = incoming(ALICE, "9", sent_at=at(1.5))  # sent early, delivered last
+    messages = [incoming(ALICE, "1"), incoming(ALICE, "2"), incoming(ALICE, "3"), late_arrival]
+    await add(store, *messages)
+    await answered_batch(store, ALICE, [])
+    await add(store, incoming(GROUP, "4"))
+    await answered_batch(store, GROUP, [])
+
+    history = await store.recent_history(ALICE, exclude_batch=0, limit=3)
+
+    assert [m.message_id for m in history] == ["9", "2", "3"]
+
+
+# -- outbox -------------------------------------------------------------------------------
+
+
+async def test_unsaid_replies_come_from_last_answered_batch(store: Store) -> None:
+    """The cancelled replies of the newest earlier answered batch are returned in order."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["sent", "left 1", "left 2"])
+    assert await store.claim_for_sending(items[0].id, now=T0)
+    await store.mark_sent(items[0].id, platform_message_id="900", sender_name="bot", now=T0)
+    assert await store.cancel_scheduled(ALICE, now=at(1)) == 2
+    await add(store, incoming(ALICE, "2"))
+    silent = await store.open_batch(ALICE, limit=30, now=at(2))
+    assert silent is not None
+    await store.close_batch(silent.id, BatchOutcome.SILENT, now=at(2))
+    await add(store, incoming(ALICE, "3"))
+    current = await store.open_batch(ALICE, limit=30, now=at(3))
+    assert current is not None
+
+    unsaid = await store.unsaid_replies(ALICE, before_batch=current.id)
+    other_chat = await store.unsaid_replies(GROUP, before_batch=current.id)
+
+    assert (unsaid, other_chat) == (["left 1", "left 2"], [])
+
+
+async def test_unsaid_replies_only_look_at_the_newest_answered_batch(
+    store: Store,
+) -> None:
+    """A fully sent answered batch hides older cancelled replies: nothing is unsaid now."""
+    await add(store, incoming(ALICE, "1"))
+    await answered_batch(store, ALICE, ["old"])
+    await store.cancel_scheduled(ALICE, now=T0)
+    await add(store, incoming(ALICE, "2"))
+    _, new_items = await answered_batch(store, ALICE, ["new"])
+    assert await store.claim_for_sending(new_items[0].id, now=T0)
+    await store.mark_sent(new_items[0].id, platform_message_id="901", sender_name="b", now=T0)
+    await add(store, incoming(ALICE, "3"))
+    current = await store.open_batch(ALICE, limit=30, now=T0)
+    assert current is not None
+
+    unsaid = await store.unsaid_replies(ALICE, before_batch=current.id)
+
+    assert unsaid == []
+
+
+async def test_claim_after_cancel_fails(store: Store) -> None:
+    """A cancelled reply cannot be claimed; a claimed reply is not cancelled."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["one", "two"])
+
+    claimed_first = await store.claim_for_sending(items[0].id, now=T0)
+    cancelled = await store.cancel_scheduled(ALICE, now=T0)
+    claimed_second = await store.claim_for_sending(items[1].id, now=T0)
+
+    assert (claimed_first, cancelled, claimed_second) == (True, 1, False)
+    assert await store.next_scheduled(ALICE) is None
+
+
+async def test_claim_and_cancel_racing_have_one_winner(store: Store) -> None:
+    """A claim and a cancel issued together never both take the same reply."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["one", "two"])
+
+    claimed, cancelled = await asyncio.gather(
+        store.claim_for_sending(items[0].id, now=T0), store.cancel_scheduled(ALICE, now=T0)
+    )
+
+    assert (claimed, cancelled) in {(True, 1), (False, 2)}
+
+
+async def test_mark_sent_keeps_the_bot_message(store: Store, tables: Tables) -> None:
+    """A sent reply becomes a bot message in the chat that never waits for an answer."""
+    await add(store, incoming(GROUP, "1"))
+    batch, items = await answered_batch(store, GROUP, ["@Alice sure"])
+    assert await store.claim_for_sending(items[0].id, now=T0)
+
+    await store.mark_sent(items[0].id, platform_message_id="77", sender_name="小满", now=at(2))
+
+    row = tables.bot_messages()
+    outbox = [(reply.state, reply.platform_message_id) for reply in tables.outbox()]
+    assert row == [("77", "bot", "小满", "@Alice sure", at(2).timestamp(), 1, batch.id)]
+    assert outbox == [("sent", "77")]
+    assert await store.waiting_counts() == {}
+
+
+async def test_mark_sent_keeps_the_quote(store: Store) -> None:
+    """A sent reply that quoted a message keeps what it quoted."""
+    await add(store, incoming(GROUP, "1"))
+    batch = await store.open_batch(GROUP, limit=30, now=T0)
+    assert batch is not None
+    (item,) = await store.close_batch(
+        batch.id, BatchOutcome.ANSWERED, now=T0, replies=[PlannedReply("yes", T0, reply_to="1")]
+    )
+    assert await store.claim_for_sending(item.id, now=T0)
+    await store.mark_sent(item.id, platform_message_id="77", sender_name="小满", now=at(2))
+
+    history = await store.recent_history(GROUP, exclude_batch=0, limit=10)
+
+    assert [(m.message_id, m.reply_to_id) for m in history] == [("1", None), ("77", "1")]
+
+
+async def test_mark_sent_tolerates_a_known_platform_id(store: Store) -> None:
+    """A sent reply whose platform id is already stored is marked sent without failing."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["hi"])
+    assert await store.claim_for_sending(items[0].id, now=T0)
+
+    await store.mark_sent(items[0].id, platform_message_id="1", sender_name="bot", now=T0)
+
+    history = await store.recent_history(ALICE, exclude_batch=0, limit=10)
+    assert [(m.message_id, m.from_bot) for m in history] == [("1", False)]
+    assert await store.scheduled_count() == 0
+
+
+async def test_mark_sent_refuses_an_unclaimed_reply(store: Store) -> None:
+    """Marking a reply sent that was never claimed is a bug and raises StorageError."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["hi"])
+
+    with pytest.raises(StorageError, match="not being sent"):
+        await store.mark_sent(items[0].id, platform_message_id="9", sender_name="b", now=T0)
+
+    assert await store.recent_history(ALICE, exclude_batch=0, limit=10) == [
+        stored(incoming(ALICE, "1"))
+    ]
+
+
+async def test_release_makes_a_reply_sendable_again(store: Store) -> None:
+    """A released reply is scheduled again and can be claimed once more."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["hi"])
+    assert await store.claim_for_sending(items[0].id, now=T0)
+
+    await store.release(items[0].id, now=at(1))
+
+    assert await store.next_scheduled(ALICE) == items[0]
+    assert await store.claim_for_sending(items[0].id, now=at(2))
+
+
+async def test_release_refuses_a_reply_not_being_sent(store: Store) -> None:
+    """Releasing a reply that is only scheduled is a bug and raises StorageError."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["hi"])
+
+    with pytest.raises(StorageError, match="not being sent"):
+        await store.release(items[0].id, now=T0)
+
+    assert await store.next_scheduled(ALICE) == items[0]
+
+
+async def test_mark_dropped_leaves_final_states_alone(store: Store, tables: Tables) -> None:
+    """Dropping gives up a scheduled reply, but a cancelled one stays cancelled."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["one", "two"])
+    await store.mark_dropped(items[0].id, now=T0, reason="chat unavailable")
+    await store.cancel_scheduled(ALICE, now=T0)
+
+    await store.mark_dropped(items[1].id, now=T0, reason="too late")
+
+    states = [(reply.state, reply.reason) for reply in tables.outbox()]
+    assert states == [("dropped", "chat unavailable"), ("cancelled", None)]
+
+
+async def test_drop_scheduled_counts_one_chat(store: Store) -> None:
+    """Dropping a chat's scheduled replies leaves other chats' replies queued."""
+    await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"))
+    await answered_batch(store, ALICE, ["a", "b"])
+    await answered_batch(store, GROUP, ["c"])
+
+    dropped = await store.drop_scheduled(ALICE, now=T0, reason="kicked")
+
+    assert dropped == 2
+    assert (await store.scheduled_count(ALICE), await store.scheduled_count()) == (0, 1)
+
+
+async def test_next_scheduled_orders_by_due_time(store: Store) -> None:
+    """The earliest due reply of the chat comes first, then by batch and sequence."""
+    await add(store, incoming(ALICE, "1"))
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+    assert batch is not None
+    replies = [PlannedReply("later", at(9)), PlannedReply("sooner", at(5))]
+    await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=T0, replies=replies)
+
+    item = await store.next_scheduled(ALICE)
+
+    assert item is not None
+    assert (item.content, item.seq) == ("sooner", 1)
+
+
+async def test_recover_outbox_drops_sending_and_stale(store: Store, tables: Tables) -> None:
+    """After a restart, sending and stale replies are dropped; fresh ones stay scheduled."""
+    await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"))
+    _, alice_items = await answered_batch(store, ALICE, ["in flight", "stale"], now=at(0))
+    _, group_items = await answered_batch(store, GROUP, ["fresh"], now=at(500))
+    assert await store.claim_for_sending(alice_items[0].id, now=at(1))
+
+    chats = await store.recover_outbox(now=at(600), stale_after_s=300)
+
+    states = [(reply.content, reply.state, reply.reason) for reply in tables.outbox()]
+    assert chats == [GROUP]
+    assert states == [
+        ("in flight", "dropped", "interrupted while sending"),
+        ("stale", "dropped", "stale"),
+        ("fresh", "scheduled", None),
+    ]
+    assert await store.next_scheduled(GROUP) == group_items[0]
