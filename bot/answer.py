@@ -19,7 +19,7 @@ from bot.config import Config
 from bot.errors import BadLLMReply, LLMUnavailable
 from bot.memory import Memory
 from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, PlannedReply, Reply
-from bot.ports import LLM, Store
+from bot.ports import LLM, MessageLog
 from bot.prompt import PromptInput, build_prompt, history_limit, system_prompt
 from bot.replies import (
     REPLY_CONTRACT,
@@ -94,7 +94,7 @@ class Answerer:
     def __init__(
         self,
         config: Config,
-        store: Store,
+        store: MessageLog,
         llm: LLM,
         *,
         splitter: LLM,

@@ -97,7 +97,7 @@ class MessageSink(Protocol):
 
 
 class MessageLog(Protocol):
-    """A chat's messages: what chatters wrote and what the bot sent."""
+    """A chat's messages: what chatters wrote, what the bot sent and what it left unsaid."""
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
@@ -119,6 +119,10 @@ class MessageLog(Protocol):
         self, chat: ChatKey, *, exclude_batch: int, limit: int
     ) -> list[StoredMessage]:
         """Return up to ``limit`` newest answered-or-sent messages, oldest first."""
+        ...
+
+    async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
+        """Return the cancelled replies of the chat's last answered batch before this one."""
         ...
 
 
@@ -143,10 +147,6 @@ class Batches(Protocol):
 
     async def abandon_open_batches(self, *, now: datetime) -> int:
         """Mark batches left open by a crash abandoned; their messages wait again."""
-        ...
-
-    async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
-        """Return the cancelled replies of the chat's last answered batch before this one."""
         ...
 
     async def failed_batches_since(self, since: datetime) -> int:

@@ -23,7 +23,7 @@ from bot.config import PacingConfig
 from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, OutboxItem
 from bot.pacing import Pacer
-from bot.ports import Platform, Store
+from bot.ports import Outbox, Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 
 _STOP_GRACE_S = 5.0  # how long a send already on the wire may take to finish at shutdown
@@ -50,7 +50,7 @@ class Sender:
 
     def __init__(
         self,
-        store: Store,
+        store: Outbox,
         platforms: Mapping[str, Platform],
         pacing: PacingConfig,
         *,
