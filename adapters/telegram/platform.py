@@ -217,6 +217,7 @@ class TelegramPlatform:
         attempt: stamina.Attempt | None = None
 
         def retry_wait(error: Exception) -> bool | float:
+            """Tell stamina whether to retry after ``error`` (or how long to wait); log it."""
             if attempt is None or not isinstance(error, _TRANSIENT):
                 return False
             wait = attempt.next_wait  # stamina adds its jitter on top of this
