@@ -3,8 +3,8 @@
 Answered batches arrive as a Poisson stream over hundreds of chats (a few of them
 groups); each holds 1–3 replies with 1–4 s between them, 30 replies/s in all. Each batch
 is closed in the real SQLite store and handed to the real :class:`bot.sender.Sender`,
-which posts through the real :class:`adapters.telegram.TelegramPlatform` (PTB) to the fake
-Bot API; the fake notes when each ``sendMessage`` arrives.
+which posts through the real :class:`adapters.telegram.platform.TelegramPlatform` (PTB)
+to the fake Bot API; the fake notes when each ``sendMessage`` arrives.
 
 Telegram allows ≤ 25 messages/s overall and ≤ 1/s per chat, so at 30/s offered a queue
 builds on purpose. What is intended is therefore not the due time alone but the pacing
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.runtime import freeze_startup_heap
-from adapters.telegram import TelegramPlatform
+from adapters.telegram.platform import TelegramPlatform
 from bench.dataset import chat_keys
 from bench.report import Figure, at_most, spread_figures
 from bench.rig import LoopClock, fresh_path, open_loop

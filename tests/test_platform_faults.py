@@ -19,7 +19,7 @@ import pytest
 
 from adapters.qq import QQPlatform
 from adapters.runtime import running_bot, running_core
-from adapters.telegram import TelegramPlatform
+from adapters.telegram.platform import TelegramPlatform
 from bot.config import Config, Secrets
 from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+import stamina.instrumentation
 from loguru import logger
 
-from adapters.telegram import TelegramPlatform
+from adapters.telegram.platform import TelegramPlatform
 from bot.errors import ChatUnavailable, ConfigError, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import PacingLimits, Platform
@@ -86,12 +87,32 @@ def logs() -> Iterator[LogLines]:
     old_handlers, old_level = root.handlers, root.level
     root.handlers = [ToLoguru(level=logging.DEBUG)]
     root.setLevel(logging.DEBUG)
+    # The adapter logs each retry with its reason; stamina's own bare line would repeat it.
+    old_hooks = stamina.instrumentation.get_on_retry_hooks()
+    stamina.instrumentation.set_on_retry_hooks([])
     try:
         yield lines
     finally:
+        stamina.instrumentation.set_on_retry_hooks(old_hooks)
         root.handlers = old_handlers
         root.setLevel(old_level)
         logger.remove(sink_id)
+
+
+@pytest.fixture
+def retry_waits() -> Iterator[list[float]]:
+    """Record each wait, in seconds, that stamina schedules before a retry."""
+    waits: list[float] = []
+
+    def record(details: stamina.instrumentation.RetryDetails) -> None:
+        waits.append(details.wait_for)
+
+    old_hooks = stamina.instrumentation.get_on_retry_hooks()
+    stamina.instrumentation.set_on_retry_hooks([record])
+    try:
+        yield waits
+    finally:
+        stamina.instrumentation.set_on_retry_hooks(old_hooks)
 
 
 @pytest.fixture
@@ -609,6 +630,40 @@ async def test_server_errors_at_start_are_retried_with_one_warning_each(
         await platform.wait_ready()
 
     assert (len(api.calls_to("getMe")), len(logs.at("WARNING"))) == (3, 2)
+
+
+async def test_connection_waits_double_from_the_initial_wait_up_to_the_cap(
+    api: FakeBotAPI, sink: RecordingSink, retry_waits: list[float]
+) -> None:
+    """Retry waits start at retry_initial_s, double, carry a jitter and stop at retry_max_s."""
+    api.fail_next("getMe", status=502, description="Bad Gateway", times=5)
+    initial, cap = 0.02, 0.1
+    # Each wait lies between the doubled wait and that plus a jitter of up to initial.
+    bounds = [(min(cap, initial * 2**n), min(cap, initial * 2**n + initial)) for n in range(5)]
+
+    async with make_platform(api, retry_initial_s=initial, retry_max_s=cap) as platform:
+        await platform.start(sink)
+        async with asyncio.timeout(3):
+            await platform.wait_ready()
+
+    pairs = zip(retry_waits, bounds, strict=False)  # a missing wait shows in the count
+    within = [low - 1e-9 <= wait <= high + 1e-9 for wait, (low, high) in pairs]
+    assert (len(api.calls_to("getMe")), len(retry_waits), within) == (6, 5, [True] * 5)
+
+
+async def test_a_429_at_start_waits_as_long_as_telegram_asked(
+    api: FakeBotAPI, platform: TelegramPlatform, sink: RecordingSink, retry_waits: list[float]
+) -> None:
+    """A 429 on getMe is retried after its ``retry_after``, not after the shorter back-off."""
+    api.fail_next(
+        "getMe", status=429, description="Too Many Requests: retry after 1", retry_after=1
+    )
+
+    await platform.start(sink)
+    async with asyncio.timeout(3):
+        await platform.wait_ready()
+
+    assert (len(api.calls_to("getMe")), retry_waits) == (2, [1.0])
 
 
 async def test_rejected_token_is_a_config_error_and_not_retried(

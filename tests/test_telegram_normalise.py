@@ -10,7 +10,8 @@ from telegram import Message
 from telegram.error import RetryAfter
 from telegram.warnings import PTBDeprecationWarning
 
-from adapters.telegram import backoff_delay, normalise, retry_after_seconds
+from adapters.telegram.normalise import normalise
+from adapters.telegram.wire import retry_after_seconds
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.bot_api import (
     document,
@@ -370,15 +371,6 @@ def test_sent_at_is_the_platform_timestamp_in_utc() -> None:
         when,
         timedelta(0),
     )
-
-
-@pytest.mark.parametrize(
-    ("attempt", "jitter", "expected"),
-    [(0, 0.0, 0.5), (0, 0.5, 0.75), (3, 0.0, 4.0), (10, 0.0, 30.0), (500, 0.999, 59.97)],
-)
-def test_backoff_doubles_with_jitter_and_caps(attempt: int, jitter: float, expected: float) -> None:
-    """The retry wait doubles per attempt, is jittered within its upper half and capped."""
-    assert round(backoff_delay(attempt, initial_s=1.0, max_s=60.0, jitter=jitter), 2) == expected
 
 
 def test_retry_after_as_timedelta_is_read_in_seconds(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,227 @@
+"""Bootstrap PTB's ``Application`` for pacebot, and keep the bot token out of its logs.
+
+:func:`build_application` configures PTB the way pacebot runs it: no job queue, one update
+at a time (a chat's messages stay in order), explicit timeouts, and a getUpdates
+connection that confirms only stored updates and skips the ones PTB cannot read.
+
+The bot token is part of every request URL, so it is kept out of logs three ways: the
+``httpx``/``httpcore`` loggers stay at WARNING, a filter redacts it from PTB's and httpx's
+log records, and every message the adapter logs or raises goes through the redactor.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import traceback
+import warnings
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from http import HTTPStatus
+from typing import Any, Final
+
+from loguru import logger
+from telegram import Update
+from telegram.error import RetryAfter
+from telegram.ext import Application, ApplicationBuilder, ContextTypes, ExtBot
+from telegram.request import HTTPXRequest
+from telegram.warnings import PTBDeprecationWarning
+
+from bot.log import redactor
+
+# --- keeping the token out of logs -------------------------------------------------------
+
+# Loggers that see request URLs (and so the token): quiet them and redact what remains.
+_URL_LOGGERS: Final = ("httpx", "httpcore")
+_PTB_LOGGERS: Final = (
+    "telegram",
+    "telegram.Bot",
+    "telegram.BaseRequest",
+    "telegram.HTTPXRequest",
+    "telegram.ext",
+    "telegram.ext.ExtBot",
+    "telegram.ext.Application",
+    "telegram.ext.Updater",
+)
+
+
+class _SecretFilter(logging.Filter):
+    """Redact known secrets from stdlib log records, including their tracebacks.
+
+    pacebot's loguru sinks redact too; this keeps PTB's and httpx's records clean for
+    any other handler a host application may have attached.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = redactor(message)
+        if record.exc_info and record.exc_info[1] is not None:
+            trace = "".join(traceback.format_exception(*record.exc_info))
+            clean = redactor(trace)
+            if clean != trace:
+                redacted = f"{redacted}\n{clean}"
+                record.exc_info = None
+                record.exc_text = None
+        if redacted != message:
+            record.msg = redacted
+            record.args = None
+        return True
+
+
+_SECRET_FILTER: Final = _SecretFilter()
+
+
+def quiet_http_loggers(*secrets: str) -> None:
+    """Keep URL-logging libraries at WARNING and redact ``secrets`` from their records.
+
+    httpx logs every request URL at INFO, and Telegram URLs contain the bot token.
+    """
+    for name in _URL_LOGGERS:
+        library_logger = logging.getLogger(name)
+        if library_logger.level < logging.WARNING:  # NOTSET would follow the root down
+            library_logger.setLevel(logging.WARNING)
+    redactor.add(*secrets)
+    existing = [
+        name
+        for name in logging.root.manager.loggerDict
+        if name == "telegram" or name.startswith("telegram.")
+    ]
+    for name in (*_URL_LOGGERS, *_PTB_LOGGERS, *existing):
+        library_logger = logging.getLogger(name)
+        if _SECRET_FILTER not in library_logger.filters:
+            library_logger.addFilter(_SECRET_FILTER)
+
+
+# --- PTB's time periods ------------------------------------------------------------------
+
+
+def opt_into_timedelta_periods() -> None:
+    """Ask PTB for ``timedelta`` time periods (``RetryAfter.retry_after`` and friends).
+
+    The ``int`` form is deprecated since PTB 22.2 and warns on every 429; the
+    ``timedelta`` form is what PTB will return in its next major version anyway. An
+    explicit ``PTB_TIMEDELTA`` in the environment wins; both forms are handled here.
+    """
+    os.environ.setdefault("PTB_TIMEDELTA", "1")
+
+
+def retry_after_seconds(error: RetryAfter) -> float:
+    """Return how long Telegram asked to wait, whether PTB gives an int or a timedelta."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value: int | float | timedelta = error.retry_after
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
+
+# --- the getUpdates connection -----------------------------------------------------------
+
+
+def _readable(update: dict[str, Any]) -> dict[str, Any]:
+    """Return ``update`` if PTB can read it, else an empty update with the same id."""
+    try:
+        Update.de_json(update, None)
+    except Exception as error:
+        logger.warning(
+            "skipping Telegram update {} that PTB cannot read ({}: {}); fields: {}",
+            update.get("update_id"),
+            type(error).__name__,
+            error,
+            sorted(update),
+        )
+        return {"update_id": update.get("update_id")}
+    return update
+
+
+def _readable_updates(payload: bytes) -> bytes:
+    """Replace the updates of a getUpdates answer that PTB cannot read."""
+    try:
+        answer = json.loads(payload)
+    except ValueError:
+        return payload  # PTB reports a broken answer itself
+    updates = answer.get("result") if isinstance(answer, dict) else None
+    if not isinstance(updates, list):
+        return payload
+    readable = [_readable(u) if isinstance(u, dict) else u for u in updates]
+    if all(new is old for new, old in zip(readable, updates, strict=True)):
+        return payload
+    answer["result"] = readable
+    return json.dumps(answer).encode()
+
+
+class _ReadableUpdatesRequest(HTTPXRequest):
+    """The getUpdates connection: confirms only stored updates, skips unreadable ones.
+
+    Each getUpdates confirms every update fetched before (its ``offset``), and PTB sends
+    the next one as soon as it has queued the last batch, before the handlers ran: a
+    crash then loses updates that Telegram already forgot. ``before_poll`` holds each
+    poll until the updates fetched so far have been handled (stored), so a crash can
+    only make Telegram deliver them again, and storing is idempotent.
+
+    PTB fetches a batch it cannot parse again and again without confirming it: the bot
+    turns deaf and logs a traceback per poll. A self-hosted Bot API server older than
+    PTB (one missing a field PTB now requires, e.g. in polls) is enough to cause that,
+    so unreadable updates are replaced by empty ones.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.before_poll: Callable[[], Awaitable[None]] | None = None
+
+    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        if self.before_poll is not None:
+            await self.before_poll()
+        code, payload = await super().do_request(*args, **kwargs)
+        if code != HTTPStatus.OK:
+            return code, payload
+        return code, _readable_updates(payload)
+
+
+# --- the application ---------------------------------------------------------------------
+
+TelegramApplication = Application[
+    ExtBot[None],
+    ContextTypes.DEFAULT_TYPE,
+    dict[Any, Any],
+    dict[Any, Any],
+    dict[Any, Any],
+    None,
+]
+
+
+def build_application(
+    *,
+    token: str,
+    api_base_url: str,
+    request_timeout_s: float,
+    before_poll: Callable[[], Awaitable[None]],
+) -> TelegramApplication:
+    """Build PTB's ``Application``; each getUpdates first awaits ``before_poll``.
+
+    An empty ``api_base_url`` means Telegram's own Bot API server.
+    """
+    polls = _ReadableUpdatesRequest(
+        # Stopping cancels the long poll and httpx may hold its connection a
+        # moment longer: a second one lets the final getUpdates confirm the
+        # offset instead of waiting out the pool timeout.
+        connection_pool_size=2,
+        connect_timeout=request_timeout_s,
+        read_timeout=request_timeout_s,
+        write_timeout=request_timeout_s,
+    )
+    polls.before_poll = before_poll
+    builder = (
+        ApplicationBuilder()
+        .token(token)
+        .job_queue(None)  # scheduling lives in scheduler/, not in PTB
+        .concurrent_updates(False)  # keep a chat's messages in order
+        .connect_timeout(request_timeout_s)
+        .read_timeout(request_timeout_s)
+        .write_timeout(request_timeout_s)
+        .get_updates_request(polls)
+    )
+    if api_base_url:
+        builder = builder.base_url(api_base_url)
+    return builder.build()
