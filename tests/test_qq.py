@@ -19,7 +19,7 @@ import pytest
 from loguru import logger
 from websockets.exceptions import InvalidStatus
 
-from adapters.qq import QQPlatform
+from adapters.qq.platform import QQPlatform
 from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
@@ -566,7 +566,7 @@ def test_the_platform_describes_qq() -> None:
 _STRAY_ENV_SCRIPT = """
 import asyncio, json
 import nonebot
-from adapters.qq import QQPlatform
+from adapters.qq.platform import QQPlatform
 from fakes.onebot import FakeOneBot
 
 class Sink:
@@ -663,7 +663,7 @@ def debug_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     # A fresh redactor: the platform registers its token there, not with the one the
     # app's sinks use, so these lines show what would be logged without scrubbing.
-    monkeypatch.setattr("adapters.qq.redactor", Redactor())
+    monkeypatch.setattr("adapters.qq.platform.redactor", Redactor())
     lines: list[str] = []
     sink_id = logger.add(lines.append, level="DEBUG", format="{level} {message} {exception}")
     root = logging.getLogger()
