@@ -200,11 +200,14 @@ def onebot_adapter() -> OneBotAdapter:
         logger.remove(nonebot.log.logger_id)
     with _loguru_left_alone():
         nonebot.init(_env_file=_NO_DOTENV_FILES, **_nonebot_settings())
-    driver = nonebot.get_driver()
-    if not isinstance(driver, ASGIMixin):
-        msg = f"nonebot was initialised elsewhere with the {driver.type} driver; QQ needs ~fastapi"
-        raise ConfigError(msg)
-    driver.register_adapter(OneBotAdapter)
+        driver = nonebot.get_driver()
+        if not isinstance(driver, ASGIMixin):
+            msg = (
+                f"nonebot was initialised elsewhere with the {driver.type} driver; "
+                "QQ needs ~fastapi"
+            )
+            raise ConfigError(msg)
+        driver.register_adapter(OneBotAdapter)
     adapter = nonebot.get_adapter(OneBotAdapter.get_name())  # by name: may be another class
     if not isinstance(adapter, OneBotAdapter):
         msg = "nonebot was initialised elsewhere with another OneBot v11 adapter"
