@@ -21,7 +21,7 @@ from loguru import logger
 
 from adapters.console import ConsolePlatform, stdin_reader
 from adapters.openai_llm import OpenAILLM
-from adapters.qq import QQPlatform  # before logging is set up: importing nonebot resets loguru
+from adapters.qq.platform import QQPlatform  # before logging is set up: nonebot resets loguru
 from adapters.telegram.platform import TelegramPlatform
 from bot.answer import Answerer
 from bot.commands import MENU

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from adapters.qq import QQPlatform
+from adapters.qq.platform import QQPlatform
 from adapters.runtime import running_bot, running_core
 from adapters.telegram.platform import TelegramPlatform
 from bot.config import Config, Secrets

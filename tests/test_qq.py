@@ -19,7 +19,7 @@ import pytest
 from loguru import logger
 from websockets.exceptions import InvalidStatus
 
-from adapters.qq import QQPlatform
+from adapters.qq.platform import QQPlatform
 from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
@@ -566,7 +566,7 @@ def test_the_platform_describes_qq() -> None:
 _STRAY_ENV_SCRIPT = """
 import asyncio, json
 import nonebot
-from adapters.qq import QQPlatform
+from adapters.qq.platform import QQPlatform
 from fakes.onebot import FakeOneBot
 
 class Sink:
@@ -651,6 +651,87 @@ def test_stray_environment_variables_and_dotenv_files_change_nothing(tmp_path: P
     }
 
 
+_IMPORT_SCRIPT = """
+import importlib, json, sys
+import nonebot, nonebot.log
+from loguru import logger
+
+added = logger.add(sys.stderr)
+importlib.import_module(sys.argv[1])
+try:
+    nonebot.get_driver()
+    driver = "initialised"
+except ValueError as error:
+    driver = str(error)
+kept = []
+for handler_id in (nonebot.log.logger_id, added):
+    try:
+        logger.remove(handler_id)
+        kept.append(True)
+    except ValueError:
+        kept.append(False)
+print(json.dumps({"driver": driver, "handlers_kept": kept}))
+"""
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "adapters.qq",
+        "adapters.qq.normalise",
+        "adapters.qq.errors",
+        "adapters.qq.wire",
+        "adapters.qq.platform",
+    ],
+)
+def test_importing_a_qq_module_starts_nothing(module: str) -> None:
+    """Importing a QQ module leaves nonebot uninitialised and every loguru sink in place."""
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_SCRIPT, module],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "driver": "NoneBot has not been initialized.",
+        "handlers_kept": [True, True],
+    }
+
+
+_LATE_INIT_SCRIPT = """
+from loguru import logger
+from adapters.qq.platform import QQPlatform
+from bot.log import setup_logging
+
+setup_logging(level="DEBUG", log_dir=None, secrets=["sekrit-value-4821"])
+QQPlatform(host="127.0.0.1", port=0, access_token=None, bot_name="小满")
+logger.bind(chat="qq:group:500").info("the key is sekrit-value-4821")
+"""
+
+
+def test_a_platform_built_after_logging_is_set_up_keeps_pacebots_log_lines() -> None:
+    """nonebot's set-up neither replaces the redacting log format nor adds lines of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LATE_INIT_SCRIPT],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert (len(lines), lines[-1].split(" | ")[2:]) == (
+        1,
+        ["qq:group:500            ", "the key is ***"],
+    )
+
+
 @pytest.fixture
 def debug_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Capture every loguru line and stdlib record at DEBUG, unredacted."""
@@ -663,7 +744,7 @@ def debug_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     # A fresh redactor: the platform registers its token there, not with the one the
     # app's sinks use, so these lines show what would be logged without scrubbing.
-    monkeypatch.setattr("adapters.qq.redactor", Redactor())
+    monkeypatch.setattr("adapters.qq.platform.redactor", Redactor())
     lines: list[str] = []
     sink_id = logger.add(lines.append, level="DEBUG", format="{level} {message} {exception}")
     root = logging.getLogger()

@@ -22,7 +22,7 @@ from aiohttp import web
 from loguru import logger
 
 from adapters.cli import check
-from adapters.qq import QQPlatform
+from adapters.qq.platform import QQPlatform
 from adapters.runtime import running_bot
 from bot.config import Config, Secrets, load_config
 from bot.dates import chat_day

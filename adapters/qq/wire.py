@@ -1,0 +1,275 @@
+"""Set up nonebot2 with the OneBot v11 adapter, and serve its reverse WebSocket.
+
+nonebot is a process-wide singleton. :func:`onebot_adapter` initialises it the first time
+a :class:`~adapters.qq.platform.QQPlatform` is built, never at import: explicitly
+configured (no environment variable or ``.env`` file decides anything), with the OneBot
+v11 adapter registered and its HTTP routes removed, since nonebot checks no access token
+on them. Later calls return the same adapter.
+
+The app is served by an in-process ``uvicorn.Server`` on a socket bound here, so a taken
+port fails at once and SIGINT/SIGTERM stay pacebot's (the server installs no handlers).
+
+Logging: importing nonebot (which importing this package does) calls
+``loguru.logger.remove()`` and adds nonebot's own stdout sink, so the composition root
+imports the QQ package *before* ``bot.log.setup_logging()`` runs. ``nonebot.init()``
+replaces loguru's patcher and extra; :func:`onebot_adapter` puts back whatever was
+configured before it, keeps nonebot's start-up lines out of the log, and drops nonebot's
+stdout sink if it is still there. The access token is never given to nonebot's config
+(which nonebot logs at DEBUG), and the loggers that would print request headers are kept
+at INFO by :func:`quiet_header_loggers`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any, ClassVar, Final, Protocol
+
+import nonebot
+import nonebot.log
+import uvicorn
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from loguru import logger
+from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, MessageEvent, MetaEvent
+from nonebot.adapters.onebot.v11.config import Config as OneBotConfig
+from nonebot.compat import type_validate_python
+from nonebot.config import Config as NonebotConfig
+from nonebot.drivers import ASGIMixin, Driver
+
+from adapters.qq.normalise import one_line
+from bot.errors import ConfigError
+
+WS_PATH: Final = "/onebot/v11/ws"
+
+# uvicorn hands its logger to the websockets protocol, which prints every request
+# header (the Authorization one too) and every frame at DEBUG.
+_HEADER_LOGGERS: Final = ("uvicorn", "uvicorn.error", "websockets")
+# A truthy value naming no regular file: nonebot.init() replaces a falsy ``_env_file``
+# with ``.env`` and ``.env.{environment}`` from the working directory.
+_NO_DOTENV_FILES: Final = (os.devnull,)
+
+
+class Listener(Protocol):
+    """What the adapter hands messages and connections to: the running platform."""
+
+    def take(self, event: MessageEvent) -> None:
+        """Queue a message event, in arrival order."""
+
+    def bot_connected(self, bot: Bot) -> None:
+        """Note that a OneBot account connected."""
+
+    def bot_disconnected(self, bot: Bot) -> None:
+        """Note that a OneBot account disconnected."""
+
+
+class OneBotAdapter(Adapter):
+    """The OneBot v11 adapter, handing messages and connections to the running platform."""
+
+    running: ClassVar[Listener | None] = None
+
+    def __init__(self, driver: Driver, **kwargs: Any) -> None:
+        super().__init__(driver, **kwargs)
+        # The stock adapter read its config from the environment (ONEBOT_ACCESS_TOKEN,
+        # ONEBOT_WS_URLS, ...); only what a running QQPlatform sets counts.
+        self.onebot_config = onebot_config(None)
+
+    def attach(self, listener: Listener, *, access_token: str | None) -> None:
+        """Send events to ``listener`` and require ``access_token`` from now on."""
+        self.onebot_config = onebot_config(access_token)
+        OneBotAdapter.running = listener
+
+    def detach(self) -> None:
+        """Forget the listener and any connection left, as a later platform expects."""
+        for bot in list(self.bots.values()):  # normally gone with their connections
+            self.connections.pop(bot.self_id, None)
+            with contextlib.suppress(RuntimeError):
+                self.bot_disconnect(bot)  # type: ignore[arg-type]  # the adapter makes v11 Bots
+        OneBotAdapter.running = None
+        self.onebot_config = onebot_config(None)
+
+    @classmethod
+    def json_to_event(cls, json_data: Any) -> Event | None:
+        """Parse one frame; take message events here, in arrival order."""
+        if isinstance(json_data, dict) and "post_type" in json_data:
+            event = cls._parse_event(json_data)
+        else:
+            event = super().json_to_event(json_data)  # API answers go to nonebot's result store
+        if event is None or isinstance(event, MetaEvent):
+            return event  # API answers (None) and heartbeats go on as nonebot expects
+        listener = cls.running
+        if isinstance(event, MessageEvent) and listener is not None:
+            listener.take(event)
+        else:
+            logger.debug("QQ: ignoring OneBot event {}", event.get_event_name())
+        return None  # nonebot's own event handling has nothing to do for pacebot
+
+    @classmethod
+    def _parse_event(cls, data: dict[str, Any]) -> Event | None:
+        """Read an event with nonebot's models, the way nonebot does, but quietly.
+
+        For a malformed event nonebot logs a traceback per model it tries, then the whole
+        raw event (the chatter's words included) with another one at ERROR. A broken
+        event from the OneBot implementation is worth one warning line, not that.
+        """
+        for model in cls.get_event_model(data):
+            try:
+                return type_validate_python(model, data)
+            except Exception:  # as nonebot does: try the next, more general model
+                continue
+        try:
+            return type_validate_python(Event, data)
+        except Exception as error:
+            logger.warning(
+                "QQ: skipping a malformed OneBot {} event: {}",
+                str(data.get("post_type"))[:40],
+                one_line(str(error), 200),
+            )
+            return None
+
+    def bot_connect(self, bot: Bot) -> None:  # type: ignore[override]  # v11 Bot, not the base
+        super().bot_connect(bot)
+        if self.running is not None:
+            self.running.bot_connected(bot)
+
+    def bot_disconnect(self, bot: Bot) -> None:  # type: ignore[override]  # v11 Bot, not the base
+        super().bot_disconnect(bot)
+        if self.running is not None:
+            self.running.bot_disconnected(bot)
+
+
+def onebot_config(access_token: str | None) -> OneBotConfig:
+    """Return the adapter's config: just the token that guards the WebSocket."""
+    return OneBotConfig.model_validate({"onebot_access_token": access_token})
+
+
+def _nonebot_settings() -> dict[str, Any]:
+    """Return a value for every nonebot setting, so no environment variable decides one.
+
+    nonebot reads variables named like its settings (``HOST``, ``PORT``, ``DRIVER``,
+    ``SUPERUSERS``...); arguments to ``nonebot.init()`` take precedence over them.
+    Host and port are unused: ``QQPlatform`` serves the app itself.
+    """
+    settings = {
+        name: field.get_default(call_default_factory=True)
+        for name, field in NonebotConfig.model_fields.items()
+    }
+    settings.update(
+        driver="~fastapi",
+        log_level="INFO",
+        api_timeout=60.0,  # a backstop: each call is bounded by QQPlatform's own timeout
+        superusers=set(),
+        nickname=set(),  # pacebot finds its name in the text itself
+    )
+    return settings
+
+
+@contextlib.contextmanager
+def _loguru_left_alone() -> Iterator[None]:
+    """Undo what ``nonebot.init()`` does to loguru, and keep its start-up lines out.
+
+    It replaces loguru's patcher (pacebot's redacts secrets) and its default extra (which
+    pacebot's log format reads). loguru offers no getter for either, hence ``_core``.
+    """
+    core = logger._core  # type: ignore[attr-defined]  # no public getter for patcher/extra
+    patcher, extra = core.patcher, dict(core.extra)
+    logger.disable("nonebot")
+    try:
+        yield
+    finally:
+        logger.enable("nonebot")
+        with core.lock:
+            core.patcher = patcher
+            core.extra.clear()
+            core.extra.update(extra)
+
+
+@functools.cache
+def onebot_adapter() -> OneBotAdapter:
+    """Initialise nonebot once per process, explicitly, and return its OneBot adapter.
+
+    Raise ``ConfigError`` if nonebot was initialised elsewhere in a way QQ cannot use.
+    """
+    # nonebot's import added its own stdout sink; drop it so nonebot's chatter stays out
+    # of stdout (pacebot's set-up has usually removed it already).
+    with contextlib.suppress(ValueError):
+        logger.remove(nonebot.log.logger_id)
+    with _loguru_left_alone():
+        nonebot.init(_env_file=_NO_DOTENV_FILES, **_nonebot_settings())
+        driver = nonebot.get_driver()
+        if not isinstance(driver, ASGIMixin):
+            msg = (
+                f"nonebot was initialised elsewhere with the {driver.type} driver; "
+                "QQ needs ~fastapi"
+            )
+            raise ConfigError(msg)
+        driver.register_adapter(OneBotAdapter)
+    adapter = nonebot.get_adapter(OneBotAdapter.get_name())  # by name: may be another class
+    if not isinstance(adapter, OneBotAdapter):
+        msg = "nonebot was initialised elsewhere with another OneBot v11 adapter"
+        raise ConfigError(msg)
+    _serve_websocket_only(driver.server_app)
+    return adapter
+
+
+def _serve_websocket_only(app: object) -> None:
+    """Remove the adapter's HTTP routes: only the reverse WebSocket is supported.
+
+    nonebot checks no access token on HTTP posts (only an HMAC secret), so anyone who
+    reaches the port could post fake messages there, or register a bot id that then
+    blocks the real connection as a duplicate.
+    """
+    if not isinstance(app, FastAPI):
+        msg = f"nonebot serves {type(app).__name__}, not FastAPI; QQ needs the ~fastapi driver"
+        raise ConfigError(msg)
+    app.router.routes[:] = [route for route in app.router.routes if not isinstance(route, APIRoute)]
+
+
+class Server(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to the process that runs it."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def server(host: str, port: int) -> Server:
+    """Return a server for nonebot's app on ``host:port`` that logs through pacebot."""
+    config = uvicorn.Config(
+        nonebot.get_asgi(),
+        host=host,
+        port=port,
+        log_config=None,  # keep pacebot's logging: uvicorn's records go to the root
+        access_log=False,
+        lifespan="on",
+        ws="websockets-sansio",
+        proxy_headers=False,
+        server_header=False,
+        timeout_graceful_shutdown=2,
+    )
+    return Server(config)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Open the listening socket; raise ``ConfigError`` naming the address if it fails."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        return socket.create_server((host, port), family=family)
+    except OSError as error:
+        msg = (
+            f"cannot listen for OneBot on {host}:{port} ({error.strerror or error}); "
+            "check qq.host and qq.port"
+        )
+        raise ConfigError(msg) from None
+
+
+def quiet_header_loggers() -> None:
+    """Keep the loggers that print request headers (the token among them) at INFO or above."""
+    for name in _HEADER_LOGGERS:
+        library_logger = logging.getLogger(name)
+        if library_logger.getEffectiveLevel() < logging.INFO:
+            library_logger.setLevel(logging.INFO)
