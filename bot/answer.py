@@ -21,14 +21,8 @@ from bot.memory import Memory
 from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, PlannedReply, Reply
 from bot.ports import LLM, MessageLog
 from bot.prompt import PromptInput, build_prompt, history_limit, system_prompt
-from bot.replies import (
-    REPLY_CONTRACT,
-    looks_like_question,
-    parse_replies,
-    split_text,
-    split_to_limit,
-    splitter_messages,
-)
+from bot.replies import REPLY_CONTRACT, looks_like_question, parse_replies, splitter_messages
+from bot.splitting import split_text, split_to_limit
 
 if TYPE_CHECKING:
     from loguru import Logger

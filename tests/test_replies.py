@@ -14,11 +14,10 @@ from bot.replies import (
     looks_like_question,
     parse_replies,
     salvage_replies,
-    split_text,
-    split_to_limit,
     splitter_messages,
     strip_reasoning,
 )
+from bot.splitting import split_text, split_to_limit
 
 MAX_DELAY_S = 10.0
 HI = '{"replies": [{"content": "hi", "send_delay_seconds": 1}]}'
