@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime import running_bot
+from adapters.app import running_bot
 from bot.config import Config, Secrets
 from fakes.bot_api import FakeBotAPI, entity, forwarded, make_message
 from fakes.harness import TEST_KEY, free_port, make_config

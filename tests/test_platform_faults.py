@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from adapters.app import running_bot, running_core
 from adapters.qq import QQPlatform
-from adapters.runtime import running_bot, running_core
 from adapters.telegram import TelegramPlatform
 from bot import sender as sender_module
 from bot.config import Config, Secrets

@@ -21,9 +21,8 @@ import pytest
 from aiohttp import web
 from loguru import logger
 
-from adapters.cli import check
+from adapters.app import check, running_bot
 from adapters.qq import QQPlatform
-from adapters.runtime import running_bot
 from bot.config import Config, Secrets, load_config
 from bot.dates import chat_day
 from bot.errors import ConfigError
