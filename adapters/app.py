@@ -50,6 +50,7 @@ from bot.memory import Memory, SummaryResult
 from bot.models import ChatKey
 from bot.pipeline import Pipeline
 from bot.ports import MessageSink, Platform
+from bot.tasks import start_task
 from scheduler.jobs import start_scheduler
 from scheduler.nightly import days_to_summarise, pending_work, run_nightly, summarise_days
 from storage.sqlite import SqliteStore
@@ -132,15 +133,19 @@ async def running_core(
             job = functools.partial(run_nightly, parts.memory, parts.store, config)
             scheduler = start_scheduler(config, job)
             stack.callback(scheduler.shutdown, wait=False)
-            catch_up = asyncio.create_task(job(), name="nightly:catch-up")
+            catch_up = start_task(
+                job(),
+                name="nightly:catch-up",
+                failure="catching up on missed summaries failed; the nightly run retries",
+            )
             stack.push_async_callback(_cancel, catch_up)
         yield pipeline
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` and wait for it to end; its failure, if any, is already logged."""
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
+    await asyncio.wait({task})
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
