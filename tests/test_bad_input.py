@@ -227,12 +227,6 @@ async def telegram_settle(api: FakeBotAPI) -> None:
     await api.wait_for(lambda: not api.pending_updates, timeout=5)
 
 
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
-
-
 def check_logs(logs: LogLines) -> None:
     assert logs.tracebacks() == []
 
