@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.runtime import utc_now
+from adapters.app import utc_now
 from bench.dataset import chat_keys
 from bench.report import Figure, at_least, at_most, spread_figures
 from bench.rig import MessageMaker, StallWatch, fresh_path, open_loop

@@ -28,7 +28,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from adapters.runtime import freeze_startup_heap
+from adapters.app import freeze_startup_heap
 from adapters.telegram.platform import TelegramPlatform
 from bench.dataset import chat_keys
 from bench.report import Figure, at_most, spread_figures

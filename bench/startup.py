@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from adapters.runtime import freeze_startup_heap, utc_now
+from adapters.app import freeze_startup_heap, utc_now
 from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_least, at_most
 from bench.rig import NoLLM, StallWatch, fresh_path

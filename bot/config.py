@@ -17,14 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bot.errors import ConfigError
 
@@ -42,21 +35,76 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-PositiveSeconds = Annotated[float, Field(gt=0)]
-NonNegativeSeconds = Annotated[float, Field(ge=0)]
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
-
-
-def _check_env_name(value: str, *, allow_empty: bool = False) -> str:
-    if value == "" and allow_empty:
-        return value
+def _env_name(value: str) -> str:
     if not _ENV_NAME_RE.match(value):
         msg = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
         raise ValueError(msg)
     return value
+
+
+def _env_name_or_empty(value: str) -> str:
+    return value and _env_name(value)
+
+
+def _http_url(example: str) -> AfterValidator:
+    """Accept an http(s) URL or "", naming ``example`` as the expected form."""
+
+    def check(value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            msg = f"must be an http(s) URL such as {example}, or empty"
+            raise ValueError(msg)
+        return value
+
+    return AfterValidator(check)
+
+
+def _iana_zone(value: str) -> str:
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        msg = "must be an IANA time zone such as Asia/Shanghai or Europe/Berlin"
+        raise ValueError(msg) from None
+    return value
+
+
+def _admin_ids(value: tuple[str, ...]) -> tuple[str, ...]:
+    for admin in value:
+        if not _ADMIN_RE.match(admin):
+            msg = (
+                f"{admin!r} is not an admin id; use platform:numeric-id, "
+                "e.g. telegram:123456789 or qq:10001"
+            )
+            raise ValueError(msg)
+    return value
+
+
+def _clock_time(value: str) -> str:
+    try:
+        time.fromisoformat(value)
+    except ValueError:
+        valid = False
+    else:
+        valid = re.fullmatch(r"\d{2}:\d{2}", value) is not None
+    if not valid:
+        msg = "must be a time of day HH:MM, e.g. 04:00"
+        raise ValueError(msg)
+    return value
+
+
+PositiveSeconds = Annotated[float, Field(gt=0)]
+NonNegativeSeconds = Annotated[float, Field(ge=0)]
+EnvName = Annotated[str, AfterValidator(_env_name)]
+"""The name of the environment variable that holds a secret."""
+EnvNameOrEmpty = Annotated[str, AfterValidator(_env_name_or_empty)]
+"""As :data:`EnvName`, or "" to fall back to another setting."""
+IanaZone = Annotated[str, AfterValidator(_iana_zone)]
+AdminIds = Annotated[tuple[str, ...], AfterValidator(_admin_ids)]
+ClockTime = Annotated[str, AfterValidator(_clock_time)]
+"""A time of day, ``HH:MM``."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
 
 
 class BotConfig(_Section):
@@ -64,7 +112,7 @@ class BotConfig(_Section):
     """Display name; writing it in a group counts as addressing the bot."""
     aliases: tuple[str, ...] = ()
     """More names that count as addressing the bot."""
-    timezone: str = "Asia/Shanghai"
+    timezone: IanaZone = "Asia/Shanghai"
     """IANA zone for dates in prompts and the chat day."""
     data_dir: Path = Path("data")
     """Where ``pacebot.sqlite3`` and ``logs/`` live (relative to the config file)."""
@@ -72,31 +120,9 @@ class BotConfig(_Section):
     """The initial persona."""
     persona_file: Path | None = None
     """Read the initial persona from this file instead (relative to the config file)."""
-    admins: tuple[str, ...] = ()
+    admins: AdminIds = ()
     """Admins by numeric platform id: ``telegram:123``, ``qq:10001``."""
     log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"] = "INFO"
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            msg = "must be an IANA time zone such as Asia/Shanghai or Europe/Berlin"
-            raise ValueError(msg) from None
-        return value
-
-    @field_validator("admins")
-    @classmethod
-    def _numeric_admins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for admin in value:
-            if not _ADMIN_RE.match(admin):
-                msg = (
-                    f"{admin!r} is not an admin id; use platform:numeric-id, "
-                    "e.g. telegram:123456789 or qq:10001"
-                )
-                raise ValueError(msg)
-        return value
 
     @property
     def zone(self) -> ZoneInfo:
@@ -142,21 +168,16 @@ class GroupsConfig(_Section):
 class SplitterConfig(_Section):
     base_url: str = ""
     """Endpoint of the cheaper splitter model; "" = ``[llm] base_url``."""
-    api_key_env: str = ""
+    api_key_env: EnvNameOrEmpty = ""
     """Environment variable with its key; "" = ``[llm] api_key_env``."""
     model: str = ""
     """Model name; "" = ``[llm] model``."""
 
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str) -> str:
-        return _check_env_name(value, allow_empty=True)
-
 
 class LLMConfig(_Section):
-    base_url: str = ""
+    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
     """OpenAI-compatible endpoint; "" = the SDK default."""
-    api_key_env: str = "PACEBOT_LLM_API_KEY"
+    api_key_env: EnvName = "PACEBOT_LLM_API_KEY"
     """Environment variable that holds the API key."""
     model: str = Field(default="gpt-4o-mini", min_length=1)
     temperature: float = Field(default=0.8, ge=0, le=2)
@@ -169,41 +190,15 @@ class LLMConfig(_Section):
     max_output_tokens: int = Field(default=1024, ge=16)
     splitter: SplitterConfig = SplitterConfig()
 
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str) -> str:
-        return _check_env_name(value)
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            msg = "must be an http(s) URL such as https://api.openai.com/v1, or empty"
-            raise ValueError(msg)
-        return value
-
 
 class MemoryConfig(_Section):
-    day_boundary: str = "04:00"
+    day_boundary: ClockTime = "04:00"
     """When one chat day ends and the next begins, HH:MM in ``bot.timezone``."""
     context_budget_tokens: int = Field(default=6000, ge=500)
     """The most tokens a prompt may hold, counted offline."""
     recall_hits: int = Field(default=3, ge=0)
     catch_up_days: int = Field(default=7, ge=0)
     summary_concurrency: int = Field(default=4, ge=1)
-
-    @field_validator("day_boundary")
-    @classmethod
-    def _clock_time(cls, value: str) -> str:
-        try:
-            time.fromisoformat(value)
-        except ValueError:
-            msg = "must be a time of day HH:MM, e.g. 04:00"
-            raise ValueError(msg) from None
-        if not re.fullmatch(r"\d{2}:\d{2}", value):
-            msg = "must be a time of day HH:MM, e.g. 04:00"
-            raise ValueError(msg)
-        return value
 
     @property
     def day_boundary_time(self) -> time:
@@ -212,23 +207,10 @@ class MemoryConfig(_Section):
 
 class TelegramConfig(_Section):
     enabled: bool = False
-    token_env: str = "TELEGRAM_BOT_TOKEN"
+    token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     """Environment variable that holds the BotFather token."""
-    api_base_url: str = ""
+    api_base_url: Annotated[str, _http_url("http://127.0.0.1:8081/bot")] = ""
     """A self-hosted Bot API server, e.g. http://127.0.0.1:8081/bot; "" = official."""
-
-    @field_validator("token_env")
-    @classmethod
-    def _env_name(cls, value: str) -> str:
-        return _check_env_name(value)
-
-    @field_validator("api_base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            msg = "must be an http(s) URL such as http://127.0.0.1:8081/bot, or empty"
-            raise ValueError(msg)
-        return value
 
 
 class QQConfig(_Section):
@@ -236,13 +218,8 @@ class QQConfig(_Section):
     host: str = "127.0.0.1"
     """Address the reverse WebSocket listens on."""
     port: int = Field(default=8080, ge=1, le=65535)
-    access_token_env: str = "ONEBOT_ACCESS_TOKEN"
+    access_token_env: EnvName = "ONEBOT_ACCESS_TOKEN"
     """Environment variable with the OneBot access token; required off loopback."""
-
-    @field_validator("access_token_env")
-    @classmethod
-    def _env_name(cls, value: str) -> str:
-        return _check_env_name(value)
 
     @property
     def is_loopback(self) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -69,7 +69,6 @@ class PromptInput:
     history: Sequence[StoredMessage] = ()
     unsaid: Sequence[str] = ()
     recalled: str = ""
-    notes: Sequence[str] = field(default_factory=tuple)
 
 
 def describe_now(now: datetime, zone: ZoneInfo) -> str:
@@ -124,16 +123,12 @@ def _unsaid_block(unsaid: Sequence[str]) -> str:
 def build_prompt(spec: PromptInput) -> list[ChatMessage]:
     """Return the request for one batch, trimming history to fit the budget."""
     system = ChatMessage("system", system_prompt(spec))
-    fixed = [
-        *spec.notes,
-        _unsaid_block(spec.unsaid),
-    ]
-    fixed_text = "\n\n".join(part for part in fixed if part)
+    unsaid_text = _unsaid_block(spec.unsaid)
     remaining = (
         spec.budget_tokens
         - estimate_prompt_tokens([system])
         - _PER_MESSAGE_TOKENS
-        - estimate_tokens(fixed_text)
+        - estimate_tokens(unsaid_text)
     )
 
     # The batch always goes in; if it alone is too big, shrink each of its messages.
@@ -157,7 +152,7 @@ def build_prompt(spec: PromptInput) -> list[ChatMessage]:
     sections = []
     if kept:
         sections.append("Recent conversation (oldest first):\n" + "\n".join(kept))
-    if fixed_text:
-        sections.append(fixed_text)
+    if unsaid_text:
+        sections.append(unsaid_text)
     sections.append(batch_text)
     return [system, ChatMessage("user", "\n\n".join(sections))]

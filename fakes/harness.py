@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from adapters.runtime import running_core
+from adapters.app import running_core
 from bot.config import Config, Secrets, parse_config
 from bot.errors import PlatformError
 from bot.memory import render_summary

@@ -1,9 +1,29 @@
-"""Shared test set-up."""
+"""Shared test set-up and the fixtures many test files use."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+
+import pytest
+
+from fakes.bot_api import FakeBotAPI
+from fakes.openai_api import FakeLLMServer
 
 # PTB 22 warns that RetryAfter.retry_after as an int is deprecated; opt in to the
 # timedelta form so ``filterwarnings = error`` does not turn that warning into failures.
 os.environ.setdefault("PTB_TIMEDELTA", "1")
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[FakeLLMServer]:
+    """A running fake LLM server with no reply scripted yet."""
+    async with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeBotAPI]:
+    """A running fake Telegram Bot API."""
+    async with FakeBotAPI() as server:
+        yield server

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime import running_bot
+from adapters.app import running_bot
 from bot.config import Config, Secrets
 from fakes.bot_api import FakeBotAPI, entity, forwarded, make_message
 from fakes.harness import TEST_KEY, free_port, make_config
@@ -225,12 +225,6 @@ async def telegram_bot(
 async def telegram_settle(api: FakeBotAPI) -> None:
     """Wait until every update was confirmed, which PTB does once it was handled."""
     await api.wait_for(lambda: not api.pending_updates, timeout=5)
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
 
 
 def check_logs(logs: LogLines) -> None:

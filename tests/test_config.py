@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +54,44 @@ def test_bad_values_name_key_value_and_form(tmp_path: Path, text: str, expected:
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, text))
     assert expected in str(caught.value)
+
+
+ENV_FORM = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"llm": {"api_key_env": "a b"}}, f"llm.api_key_env = 'a b': {ENV_FORM}"),
+        (
+            {"llm": {"splitter": {"api_key_env": "1x"}}},
+            f"llm.splitter.api_key_env = '1x': {ENV_FORM}",
+        ),
+        ({"telegram": {"token_env": "a-b"}}, f"telegram.token_env = 'a-b': {ENV_FORM}"),
+        ({"qq": {"access_token_env": ""}}, f"qq.access_token_env = '': {ENV_FORM}"),
+        (
+            {"llm": {"base_url": "ftp://x"}},
+            "llm.base_url = 'ftp://x': must be an http(s) URL such as "
+            "https://api.openai.com/v1, or empty",
+        ),
+        (
+            {"telegram": {"api_base_url": "x"}},
+            "telegram.api_base_url = 'x': must be an http(s) URL such as "
+            "http://127.0.0.1:8081/bot, or empty",
+        ),
+    ],
+)
+def test_each_shared_field_type_names_its_own_key(data: dict[str, Any], expected: str) -> None:
+    """An environment-variable name or URL field shares one check yet names its own key."""
+    with pytest.raises(ConfigError) as caught:
+        parse_config(data, base_dir=Path())
+    assert str(caught.value) == f"invalid configuration:\n  - {expected}"
+
+
+def test_an_empty_splitter_key_env_falls_back() -> None:
+    """Only the splitter's key variable may be left empty, meaning the main one."""
+    config = parse_config({"llm": {"splitter": {"api_key_env": ""}}}, base_dir=Path())
+    assert config.llm.splitter.api_key_env == ""
 
 
 def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:

@@ -6,21 +6,12 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from fakes.harness import replies_json
 from fakes.openai_api import FakeLLMServer
 
 KEY = "sk-console-test-key-123456"
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
 
 
 def write_config(tmp_path: Path, llm_url: str) -> Path:

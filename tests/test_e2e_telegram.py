@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from adapters.runtime import running_bot
+from adapters.app import running_bot
 from bot.config import Config, Secrets
 from bot.models import ChatKey, ChatKind
 from bot.pipeline import Pipeline

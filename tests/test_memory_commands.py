@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-
-import pytest
 
 from bot.dates import chat_day
 from bot.models import ChatKey, ChatKind, ChatMessage
@@ -18,12 +15,6 @@ from storage.sqlite import SqliteStore
 
 ADMIN = {"bot": {"admins": ["test:7"]}}
 OTHER_GROUP = ChatKey("test", ChatKind.GROUP, "-200")
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
 
 
 def today(bot: Harness) -> date:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from adapters.app import running_bot, running_core
 from adapters.qq.platform import QQPlatform
-from adapters.runtime import running_bot, running_core
 from adapters.telegram.platform import TelegramPlatform
 from bot.config import Config, Secrets
 from bot.errors import SendFailed

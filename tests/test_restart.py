@@ -2,24 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiosqlite
-import pytest
 
 from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage, PlannedReply
 from fakes.harness import PRIVATE, harness, make_config, replies_json, user_prompt
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
 
 
 def incoming(n: int, text: str) -> IncomingMessage:

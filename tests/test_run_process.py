@@ -8,10 +8,7 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import replies_json
@@ -20,18 +17,6 @@ from fakes.openai_api import FakeLLMServer
 
 KEY = "sk-run-process-key-123456"
 ALICE = 1001
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI() as server:
-        yield server
 
 
 def write_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> Path:

@@ -21,14 +21,13 @@ import pytest
 from aiohttp import web
 from loguru import logger
 
-from adapters.cli import check
+from adapters.app import check, running_bot
 from adapters.qq.platform import QQPlatform
-from adapters.runtime import running_bot
 from bot.config import Config, Secrets, load_config
 from bot.dates import chat_day
 from bot.errors import ConfigError
 from bot.log import setup_logging
-from bot.models import ChatKey, ChatKind
+from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import FAST_PACING, free_port, push_day_summary, wait_until
 from fakes.onebot import FakeOneBot, at, text
@@ -363,10 +362,38 @@ def test_qq_off_loopback_needs_a_token(
     assert (accepted, leaks(out.out + out.err)) == (0, [])
 
 
-def test_qq_on_loopback_runs_without_a_token() -> None:
-    """On 127.0.0.1, ::1 or localhost only this machine can connect: no token is needed."""
-    for host in ("127.0.0.1", "::1", "localhost"):
-        QQPlatform(host=host, port=0, access_token=None, bot_name="小满")
+class DiscardingSink:
+    """A MessageSink that takes every message and keeps none."""
+
+    async def receive(self, message: IncomingMessage) -> None:
+        pass
+
+    async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
+        pass
+
+    def platform_ready(self, platform: str) -> None:
+        pass
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost"])
+def test_qq_on_loopback_passes_check_without_a_token(
+    tmp_path: Path, host: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On 127.0.0.1, ::1 or localhost only this machine can connect: check needs no token."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", LLM_KEY)
+    monkeypatch.delenv("ONEBOT_ACCESS_TOKEN", raising=False)
+    path = tmp_path / "config.toml"
+    path.write_text(f'[qq]\nenabled = true\nhost = "{host}"\n', encoding="utf-8")
+    assert (check(path), capsys.readouterr().err) == (0, "")
+
+
+async def test_qq_on_loopback_runs_without_a_token() -> None:
+    """A tokenless QQ platform on loopback starts and takes a tokenless OneBot connection."""
+    async with QQPlatform(host="127.0.0.1", port=0, access_token=None, bot_name="小满") as qq:
+        await qq.start(DiscardingSink())
+        async with FakeOneBot(qq.ws_url, self_id=QQ_SELF):
+            await qq.wait_connected(5.0)
+            assert qq.self_id == str(QQ_SELF)
 
 
 # --- memory isolation ---------------------------------------------------------------------
