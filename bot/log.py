@@ -131,3 +131,5 @@ def route_stdlib_logging() -> None:
     logging.basicConfig(handlers=[_InterceptHandler()], level=logging.INFO, force=True)
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    # pacebot logs each retry itself, with its reason and chat; stamina's line would repeat it.
+    logging.getLogger("stamina").setLevel(logging.ERROR)

@@ -25,6 +25,7 @@ from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
 from bot.retries import DEFAULT_RETRIES, Retries
+from fakes.bot_api import FakeBotAPI
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -158,6 +159,14 @@ async def harness(
     secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY)
     async with running_core(config, secrets, platforms, nightly=False, retries=retries) as pipeline:
         yield Harness(config, pipeline, platform, llm_server)
+
+
+def telegram_config(
+    tmp_path: Path, llm_server: FakeLLMServer, api: FakeBotAPI, **sections: Any
+) -> Config:
+    """Return a test config with Telegram enabled against the fake Bot API."""
+    telegram = {"enabled": True, "api_base_url": api.base_url}
+    return make_config(tmp_path, llm_server.base_url, telegram=telegram, **sections)
 
 
 def user_prompt(request: dict[str, Any]) -> str:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from fakes.bot_api import FakeBotAPI
 from fakes.openai_api import FakeLLMServer
+from storage.sqlite import SqliteStore
 
 # PTB 22 warns that RetryAfter.retry_after as an int is deprecated; opt in to the
 # timedelta form so ``filterwarnings = error`` does not turn that warning into failures.
@@ -27,3 +29,16 @@ async def api() -> AsyncIterator[FakeBotAPI]:
     """A running fake Telegram Bot API."""
     async with FakeBotAPI() as server:
         yield server
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """Return where the test database lives (its directory does not exist yet)."""
+    return tmp_path / "data" / "pacebot.sqlite3"
+
+
+@pytest.fixture
+async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
+    """Open a fresh SQLite store and close it after the test."""
+    async with await SqliteStore.open(db_path) as opened:
+        yield opened

@@ -7,8 +7,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from adapters.app import running_bot
 from bot.config import Config, Secrets
 from bot.models import ChatKey, ChatKind
@@ -25,12 +23,6 @@ TOKEN = "onebot-secret-token-123"
 
 
 GROUP = ChatKey("qq", ChatKind.GROUP, str(GROUP_ID))
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
 
 
 def qq_config(tmp_path: Path, llm: FakeLLMServer, **sections: Any) -> Config:

@@ -8,40 +8,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from adapters.app import running_bot
 from bot.config import Config, Secrets
 from bot.models import ChatKey, ChatKind
 from bot.pipeline import Pipeline
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import TEST_KEY, make_config, replies_json, user_prompt
+from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
 from fakes.openai_api import FakeLLMServer
 
 GROUP_ID = -100777
 GROUP = ChatKey("telegram", ChatKind.GROUP, str(GROUP_ID))
 ALICE, BOB = 1001, 1002
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI() as server:
-        yield server
-
-
-def telegram_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, **sections: Any) -> Config:
-    return make_config(
-        tmp_path,
-        llm.base_url,
-        telegram={"enabled": True, "api_base_url": api.base_url},
-        **sections,
-    )
 
 
 @contextlib.asynccontextmanager

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import stamina
 from loguru import logger
 
 from bot.log import REDACTED, Redactor, setup_logging
@@ -53,6 +55,20 @@ def test_stdlib_logs_are_routed_and_httpx_is_quiet(log_file: Path) -> None:
     text = log_file.read_text(encoding="utf-8")
     assert "telegram.ext: from ptb" in text
     assert "HTTP Request" not in text
+
+
+async def test_a_retry_is_logged_once_by_pacebot_not_again_by_stamina(log_file: Path) -> None:
+    """stamina's own line for a scheduled retry stays out: pacebot logs its retries itself."""
+
+    attempts = 0
+    async for attempt in stamina.retry_context(on=OSError, attempts=2, wait_initial=0.001):
+        with attempt:
+            attempts += 1
+            if attempts == 1:
+                logger.warning("cannot write; retrying")
+                raise OSError
+    text = await asyncio.to_thread(log_file.read_text, encoding="utf-8")
+    assert (attempts, text.count("retrying"), "stamina" in text) == (2, 1, False)
 
 
 def test_short_secrets_are_scrubbed_as_whole_words_only(log_file: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -135,19 +134,6 @@ async def bot_says(store: SqliteStore, chat: ChatKey, text: str, sent_at: dateti
     await store.mark_sent(
         items[0].id, platform_message_id=f"bot-{text}", sender_name="小满", now=sent_at
     )
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    """Return where the test database lives."""
-    return tmp_path / "data" / "pacebot.sqlite3"
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
-    """Open a fresh store and close it after the test."""
-    async with await SqliteStore.open(db_path) as opened:
-        yield opened
 
 
 # -- migration ---------------------------------------------------------------------------

@@ -7,7 +7,6 @@ import contextlib
 import itertools
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,12 +29,6 @@ from fakes.harness import (
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 from tests.log_capture import captured_logs
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
 
 
 async def test_burst_is_one_call_and_paced_replies(tmp_path: Path, llm: FakeLLMServer) -> None:

@@ -27,7 +27,14 @@ from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from fakes.bot_api import FakeBotAPI, make_message
-from fakes.harness import TEST_KEY, free_port, make_config, replies_json, wait_until
+from fakes.harness import (
+    TEST_KEY,
+    free_port,
+    make_config,
+    replies_json,
+    telegram_config,
+    wait_until,
+)
 from fakes.onebot import FakeOneBot, at, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
@@ -41,24 +48,6 @@ def outbox(config: Config) -> list[tuple[str, str, str]]:
     with sqlite3.connect(config.database_path) as db:
         rows = db.execute("SELECT content, state, coalesce(reason, '') FROM outbox ORDER BY id")
         return [(str(c), str(s), str(r)) for c, s, r in rows]
-
-
-@pytest.fixture
-async def llm() -> AsyncIterator[FakeLLMServer]:
-    async with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    async with FakeBotAPI() as server:
-        yield server
-
-
-def telegram_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, **extra: Any) -> Config:
-    return make_config(
-        tmp_path, llm.base_url, telegram={"enabled": True, "api_base_url": api.base_url}, **extra
-    )
 
 
 @contextlib.asynccontextmanager

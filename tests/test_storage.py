@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any, cast
@@ -28,19 +27,6 @@ def peek(path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, 
     """Read the file with a second, plain connection."""
     with closing(sqlite3.connect(path)) as db:
         return db.execute(sql, params).fetchall()
-
-
-@pytest.fixture
-def db_path(tmp_path: Path) -> Path:
-    """Return where the test database lives (its directory does not exist yet)."""
-    return tmp_path / "data" / "pacebot.sqlite3"
-
-
-@pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
-    """Open a fresh store and close it after the test."""
-    async with await SqliteStore.open(db_path) as opened:
-        yield opened
 
 
 # -- opening and migrations ------------------------------------------------------------

@@ -115,13 +115,6 @@ def retry_waits() -> Iterator[list[float]]:
         stamina.instrumentation.set_on_retry_hooks(old_hooks)
 
 
-@pytest.fixture
-async def api() -> AsyncIterator[FakeBotAPI]:
-    """A running fake Bot API."""
-    async with FakeBotAPI() as fake:
-        yield fake
-
-
 def make_platform(api: FakeBotAPI, **overrides: Any) -> TelegramPlatform:
     """Build a platform pointed at the fake, with test-speed timings."""
     options: dict[str, Any] = {
