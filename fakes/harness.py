@@ -161,6 +161,43 @@ async def harness(
         yield Harness(config, pipeline, platform, llm_server)
 
 
+class RecordingSink:
+    """A ``MessageSink`` that remembers what adapters gave it and lets tests wait for it.
+
+    ``delay_s`` makes each message slow to store; the first ``failures`` messages fail.
+    """
+
+    def __init__(self, *, delay_s: float = 0.0, failures: int = 0) -> None:
+        self.received: list[IncomingMessage] = []
+        self.edits: list[tuple[ChatKey, str, str]] = []
+        self.ready: list[str] = []
+        self._delay_s = delay_s
+        self._failures = failures
+        self._changed = asyncio.Condition()
+
+    async def receive(self, message: IncomingMessage) -> None:
+        if self._delay_s:
+            await asyncio.sleep(self._delay_s)
+        if self._failures:
+            self._failures -= 1
+            raise RuntimeError("store is down")
+        self.received.append(message)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
+        self.edits.append((chat, message_id, text))
+
+    def platform_ready(self, platform: str) -> None:
+        self.ready.append(platform)
+
+    async def wait_for(self, count: int, *, within_s: float = 2.0) -> list[IncomingMessage]:
+        """Wait until ``count`` messages arrived; return them all."""
+        async with asyncio.timeout(within_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.received) >= count)
+        return list(self.received)
+
+
 def telegram_config(
     tmp_path: Path, llm_server: FakeLLMServer, api: FakeBotAPI, **sections: Any
 ) -> Config:

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from loguru import Message
 
 
-class _ToLoguru(logging.Handler):
+class ToLoguru(logging.Handler):
     """Send stdlib records (PTB, nonebot's uvicorn, asyncio) to loguru, as the app does."""
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -51,7 +51,7 @@ def captured_logs(level: str = "DEBUG", *, stdlib_level: int = logging.INFO) -> 
     sink_id = logger.add(lambda message: lines.append(_render(message)), level=level)
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
-    root.handlers = [_ToLoguru()]
+    root.handlers = [ToLoguru()]
     root.setLevel(stdlib_level)
     try:
         yield lines

@@ -24,6 +24,7 @@ from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import PacingLimits, Platform
+from fakes.harness import RecordingSink
 from fakes.onebot import (
     FakeOneBot,
     Segment,
@@ -40,6 +41,7 @@ from fakes.onebot import (
     video,
     xml_card,
 )
+from tests.log_capture import ToLoguru
 
 REPO = Path(__file__).resolve().parent.parent
 BOT_ID = 10001
@@ -50,40 +52,6 @@ PRIVATE = ChatKey("qq", ChatKind.PRIVATE, str(USER_ID))
 TOKEN = "onebot-secret-token-7f3a9c"
 SENT_AT = 1_700_000_000
 SENT_AT_UTC = datetime(2023, 11, 14, 22, 13, 20, tzinfo=UTC)
-
-
-class RecordingSink:
-    """A MessageSink that remembers what it was given and lets tests wait for it."""
-
-    def __init__(self, *, delay_s: float = 0.0, failures: int = 0) -> None:
-        self.received: list[IncomingMessage] = []
-        self.edits: list[tuple[ChatKey, str, str]] = []
-        self.ready: list[str] = []
-        self._delay_s = delay_s
-        self._failures = failures
-        self._changed = asyncio.Condition()
-
-    async def receive(self, message: IncomingMessage) -> None:
-        if self._delay_s:
-            await asyncio.sleep(self._delay_s)
-        if self._failures:
-            self._failures -= 1
-            raise RuntimeError("store is down")
-        self.received.append(message)
-        async with self._changed:
-            self._changed.notify_all()
-
-    async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
-        self.edits.append((chat, message_id, text))
-
-    def platform_ready(self, platform: str) -> None:
-        self.ready.append(platform)
-
-    async def wait_for(self, count: int, *, within_s: float = 2.0) -> list[IncomingMessage]:
-        """Wait until ``count`` messages arrived; return them all."""
-        async with asyncio.timeout(within_s), self._changed:
-            await self._changed.wait_for(lambda: len(self.received) >= count)
-        return list(self.received)
 
 
 def make_platform(**overrides: Any) -> QQPlatform:
@@ -735,12 +703,6 @@ def test_a_platform_built_after_logging_is_set_up_keeps_pacebots_log_lines() -> 
 @pytest.fixture
 def debug_logs(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Capture every loguru line and stdlib record at DEBUG, unredacted."""
-
-    class ToLoguru(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            logger.opt(exception=record.exc_info).log(
-                record.levelname, "{}: {}", record.name, record.getMessage()
-            )
 
     # A fresh redactor: the platform registers its token there, not with the one the
     # app's sinks use, so these lines show what would be logged without scrubbing.

@@ -26,43 +26,12 @@ from fakes.bot_api import (
     user_dict,
     voice,
 )
+from fakes.harness import RecordingSink
 
 PRIVATE_CHAT = 42
 GROUP_CHAT = -100555
 PRIVATE_KEY = ChatKey("telegram", ChatKind.PRIVATE, str(PRIVATE_CHAT))
 GROUP_KEY = ChatKey("telegram", ChatKind.GROUP, str(GROUP_CHAT))
-
-
-class RecordingSink:
-    """A MessageSink that remembers what it was given."""
-
-    def __init__(self) -> None:
-        self.received: list[IncomingMessage] = []
-        self.edits: list[tuple[ChatKey, str, str]] = []
-        self.ready: list[str] = []
-
-    async def receive(self, message: IncomingMessage) -> None:
-        self.received.append(message)
-
-    async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
-        self.edits.append((chat, message_id, text))
-
-    def platform_ready(self, platform: str) -> None:
-        self.ready.append(platform)
-
-
-class FailingOnceSink(RecordingSink):
-    """A sink whose first ``receive`` fails, like a store that hiccups."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.failures_left = 1
-
-    async def receive(self, message: IncomingMessage) -> None:
-        if self.failures_left:
-            self.failures_left -= 1
-            raise RuntimeError("store is down")
-        await super().receive(message)
 
 
 class LogLines(list[Any]):
@@ -382,7 +351,7 @@ async def test_a_failing_sink_is_logged_with_the_chat_and_polling_goes_on(
     api: FakeBotAPI, platform: TelegramPlatform, logs: LogLines
 ) -> None:
     """A handler error is logged with the chat key and the next update still arrives."""
-    sink = FailingOnceSink()
+    sink = RecordingSink(failures=1)
     await platform.start(sink)
     api.push_message(PRIVATE_CHAT, "first")
     second = api.push_message(PRIVATE_CHAT, "second")
