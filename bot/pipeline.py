@@ -163,22 +163,12 @@ class Pipeline:
         """
         log = logger.bind(chat=str(message.chat))
         received_at = self._now()
-        retries = self._retries
-        patience_s = retries.store_patience_s
-        if self._store_failing_since is not None:
-            spent_s = asyncio.get_running_loop().time() - self._store_failing_since
-            patience_s = max(0.0, patience_s - spent_s)
         failure: StorageError | None = None
         try:
-            async for attempt in stamina.retry_context(
-                on=self._store_may_recover,
-                attempts=None if patience_s > 0 else 1,
-                timeout=patience_s if patience_s > 0 else None,
-                wait_initial=retries.store_wait_initial_s,
-                wait_max=retries.store_wait_max_s,
-            ):
-                with attempt:
-                    stored = await self._store_once(message, received_at=received_at)
+            try:
+                stored = await self._store_once(message, received_at=received_at)
+            except StorageError as error:
+                stored = await self._store_patiently(message, error, received_at=received_at)
         except StorageError as error:
             failure = error  # logged below, without a traceback: the cause says it all
         if failure is not None:
@@ -188,6 +178,30 @@ class Pipeline:
             log.debug("message {} already stored, or not kept", message.message_id)
         else:
             log.debug("message {} stored", message.message_id)
+        return stored
+
+    async def _store_patiently(
+        self, message: IncomingMessage, failure: StorageError, *, received_at: datetime
+    ) -> IncomingMessage | None:
+        """Retry a write the database refused, with back-off, while the outage is young.
+
+        Raise the last ``StorageError`` once the outage's patience is spent, or at a stop.
+        """
+        retries = self._retries
+        since = self._store_failing_since
+        spent_s = 0.0 if since is None else asyncio.get_running_loop().time() - since
+        patience_s = retries.store_patience_s - spent_s
+        if patience_s <= 0 or not self._store_may_recover(failure):
+            raise failure
+        async for attempt in stamina.retry_context(
+            on=self._store_may_recover,
+            attempts=None,
+            timeout=patience_s,
+            wait_initial=retries.store_wait_initial_s,
+            wait_max=retries.store_wait_max_s,
+        ):
+            with attempt:
+                stored = await self._store_once(message, received_at=received_at)
         return stored
 
     async def _store_once(
