@@ -25,6 +25,7 @@ from bot.models import ChatKey, OutboxItem
 from bot.pacing import Pacer
 from bot.ports import Outbox, Platform
 from bot.retries import DEFAULT_RETRIES, Retries
+from bot.tasks import start_task
 
 _STOP_GRACE_S = 5.0  # how long a send already on the wire may take to finish at shutdown
 _NO_WAIT_S = 0.005  # shorter waits (clock rounding, timer resolution) are not waited for
@@ -89,9 +90,13 @@ class Sender:
         event = self._wakes.setdefault(chat, asyncio.Event())
         event.set()
         if chat not in self._tasks:
-            task = asyncio.create_task(self._deliver(chat), name=f"sender:{chat}")
-            self._tasks[chat] = task
-            task.add_done_callback(functools.partial(self._finished, chat))
+            self._tasks[chat] = start_task(
+                self._deliver(chat),
+                name=f"sender:{chat}",
+                failure="sender failed",
+                chat=str(chat),
+                on_done=functools.partial(self._finished, chat),
+            )
 
     async def drain(self) -> None:
         """Wait until every chat's queued replies are delivered."""
@@ -136,8 +141,6 @@ class Sender:
             self._cut_short.discard(chat)
             self.wake(chat)
             return
-        if not task.cancelled() and (exc := task.exception()) is not None:
-            logger.bind(chat=str(chat)).opt(exception=exc).error("sender failed")
         if not self._stopping:
             self._on_idle(chat)
 

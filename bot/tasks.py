@@ -1,8 +1,10 @@
 """Owned background tasks: named, strongly referenced, their failure logged.
 
-Every task pacebot starts goes through :func:`start_task`, so none is garbage-collected
-mid-flight and none fails in silence. The optional ``owner`` set holds the task while it
-runs; ``on_done`` runs after the failure (if any) is logged.
+Every task that runs on its own, not awaited where it starts (batches, commands, each
+chat's sender, the platforms' connections, the nightly catch-up), goes through
+:func:`start_task`, so none is garbage-collected mid-flight and none fails in silence.
+The optional ``owner`` set holds the task while it runs; ``on_done`` runs after the
+failure (if any) is logged.
 """
 
 from __future__ import annotations
@@ -36,17 +38,11 @@ def start_task(
     def finished(done: asyncio.Task[T]) -> None:
         if owner is not None:
             owner.discard(done)
-        log_failure(done, failure, chat=chat)
+        if not done.cancelled() and (error := done.exception()) is not None:
+            log = logger if chat is None else logger.bind(chat=chat)
+            log.opt(exception=error).error("{} ({})", failure, done.get_name())
         if on_done is not None:
             on_done(done)
 
     task.add_done_callback(finished)
     return task
-
-
-def log_failure(task: asyncio.Task[Any], failure: str, *, chat: str | None = None) -> None:
-    """Log ``failure`` with the traceback if ``task`` ended with an exception."""
-    if task.cancelled() or (error := task.exception()) is None:
-        return
-    log = logger if chat is None else logger.bind(chat=chat)
-    log.opt(exception=error).error("{} ({})", failure, task.get_name())
