@@ -1,1 +1,1 @@
-"""Durable state in SQLite."""
+"""Durable state: the SQLite store, and an in-memory twin of its message ports."""

@@ -120,18 +120,6 @@ class SqliteBatches(Database):
             )
             return cursor.rowcount
 
-    async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
-        """Return the cancelled replies of the chat's last answered batch before this one."""
-        async with self._connection() as db:
-            rows = await db.execute_fetchall(
-                "SELECT content FROM outbox WHERE state = 'cancelled' AND batch_id = ("
-                " SELECT id FROM batches WHERE chat_key = ? AND state = 'answered' AND id < ?"
-                " ORDER BY id DESC LIMIT 1)"
-                " ORDER BY seq",
-                (str(chat), before_batch),
-            )
-        return [content for (content,) in rows]
-
     async def failed_batches_since(self, since: datetime) -> int:
         """Count batches that failed since ``since``."""
         async with self._connection() as db:

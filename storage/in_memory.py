@@ -5,8 +5,9 @@ and :class:`bot.ports.Outbox` (with ``close``, the :class:`bot.ports.Store`) for
 need a store but not a file. It keeps the same promises as ``storage/sqlite.py``, proven
 by one contract suite over both: a message is stored once per platform message id, a
 reply moves scheduled → sending → sent (or cancelled, or dropped), a restart drops what
-was caught mid-send. Nothing here awaits between reading and writing, so every method is
-atomic on the event loop, as each SQLite transaction is. Times are kept as unix seconds
+was caught mid-send. Nothing here awaits between reading and writing, and each method
+checks everything that can fail before it changes anything, so every method is atomic on
+the event loop, as each SQLite transaction is. Times are kept as unix seconds
 so they order and round-trip exactly as in SQLite.
 """
 
@@ -197,33 +198,6 @@ class InMemoryStore:
         ]
         return _newest(answered, limit)
 
-    async def chats_active_between(self, start: datetime, end: datetime) -> list[ChatKey]:
-        """Return the chats with chatter messages sent in ``[start, end)``, by chat key."""
-        start_s, end_s = unix(start, "start"), unix(end, "end")
-        self._check_open()
-        chats = {
-            row.chat
-            for row in self._messages.values()
-            if not row.from_bot and start_s <= row.sent_at < end_s
-        }
-        return sorted(chats, key=str)
-
-    async def messages_between(
-        self, chat: ChatKey, start: datetime, end: datetime, *, limit: int
-    ) -> list[StoredMessage]:
-        """Return up to ``limit`` messages (chatters' and the bot's) sent in ``[start, end)``."""
-        if limit < 1:
-            msg = f"limit must be at least 1, got {limit}"
-            raise ValueError(msg)
-        start_s, end_s = unix(start, "start"), unix(end, "end")
-        self._check_open()
-        within = [
-            row
-            for row in self._messages.values()
-            if row.chat == chat and start_s <= row.sent_at < end_s
-        ]
-        return _newest(within, limit)
-
     # -- batches -------------------------------------------------------------------------
 
     async def open_batch(self, chat: ChatKey, *, limit: int, now: datetime) -> Batch | None:
@@ -267,6 +241,7 @@ class InMemoryStore:
             raise ValueError(msg)
         finished_at = unix(now, "now")
         due = [unix(reply.due_at, "due_at") for reply in replies]
+        contents = [clean(reply.content) for reply in replies]  # all that can raise, first
         self._check_open()
         batch = self._batches.get(batch_id)
         if batch is None or batch.state is not BatchOutcome.OPEN:
@@ -274,13 +249,13 @@ class InMemoryStore:
             raise StorageError(msg)
         batch.state, batch.finished_at, batch.error = outcome, finished_at, error
         queued: list[OutboxItem] = []
-        for seq, (reply, due_at) in enumerate(zip(replies, due, strict=True)):
+        for seq, (reply, content, due_at) in enumerate(zip(replies, contents, due, strict=True)):
             row = OutboxRow(
                 id=self._next_outbox_id,
                 chat=batch.chat,
                 batch_id=batch_id,
                 seq=seq,
-                content=clean(reply.content),
+                content=content,
                 reply_to=reply.reply_to,
                 due_at=due_at,
                 state=OutboxState.SCHEDULED,
@@ -316,10 +291,11 @@ class InMemoryStore:
         ]
         if not answered:
             return []
+        last = max(answered)
         cancelled = [
             row
             for row in self._outbox.values()
-            if row.batch_id == max(answered) and row.state is OutboxState.CANCELLED
+            if row.batch_id == last and row.state is OutboxState.CANCELLED
         ]
         return [row.content for row in sorted(cancelled, key=lambda row: row.seq)]
 
@@ -357,6 +333,7 @@ class InMemoryStore:
         Raise ``StorageError`` if the reply is not being sent (a bug in the caller).
         """
         sent_at = unix(now, "now")
+        name = clean(sender_name)  # before any change: a failed call changes nothing
         self._check_open()
         row = self._outbox.get(item_id)
         if row is None or row.state is not OutboxState.SENDING:
@@ -375,7 +352,7 @@ class InMemoryStore:
             chat=row.chat,
             message_id=platform_message_id,
             sender_id=BOT_SENDER_ID,
-            sender_name=clean(sender_name),
+            sender_name=name,
             text=row.content,
             sent_at=sent_at,
             received_at=sent_at,
@@ -417,7 +394,8 @@ class InMemoryStore:
             return 0
         updated_at = unix(now, "now")
         self._check_open()
-        scheduled = [row for row in self._scheduled() if row.id in set(item_ids)]
+        wanted = set(item_ids)
+        scheduled = [row for row in self._scheduled() if row.id in wanted]
         for row in scheduled:
             row.state, row.updated_at = OutboxState.CANCELLED, updated_at
         return len(scheduled)

@@ -188,9 +188,8 @@ async def _search_summaries(
 
     Indexed words are ranked by bm25. A one- or two-character Han question, or one no
     indexed word matches, is also looked for as substrings, newest summary first.
+    The caller has checked that there are terms and room for a hit.
     """
-    if not terms or limit < 1:
-        return []
     rows = list(
         await db.execute_fetchall(
             f"SELECT {_RECORD_COLUMNS} FROM knowledge_fts"

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import pytest
 
@@ -202,16 +202,11 @@ class MemoryTables(Tables):
         ]
 
 
-def database_path(tmp_path: Path) -> Path:
-    """Return where a test's SQLite store lives (its directory does not exist yet)."""
-    return tmp_path / "data" / "pacebot.sqlite3"
-
-
 @pytest.fixture(params=STORES)
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[Store]:
     """Open a fresh store of each kind and close it after the test."""
     if request.param == "sqlite":
-        async with await SqliteStore.open(database_path(tmp_path)) as opened:
+        async with await SqliteStore.open(db_path) as opened:
             yield opened
     else:
         in_memory = InMemoryStore()
@@ -220,11 +215,11 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 
 @pytest.fixture
-def tables(store: Store, tmp_path: Path) -> Tables:
+def tables(store: Store, db_path: Path) -> Tables:
     """Read back what ``store`` holds."""
     if isinstance(store, InMemoryStore):
         return MemoryTables(store)
-    return SqliteTables(database_path(tmp_path))
+    return SqliteTables(db_path)
 
 
 async def test_closed_store_refuses_work(store: Store) -> None:
@@ -403,6 +398,22 @@ async def test_close_batch_refuses_double_close(store: Store, tables: Tables) ->
     assert tables.batch_states() == ["answered"]
 
 
+async def test_close_batch_that_fails_changes_nothing(store: Store, tables: Tables) -> None:
+    """A close that fails half-way through its replies leaves the batch open and queues
+    nothing, so closing it again works."""
+    await add(store, incoming(ALICE, "1"))
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+    assert batch is not None
+    broken = [PlannedReply("one", at(1)), PlannedReply(cast(str, None), at(2))]
+
+    with pytest.raises((AttributeError, TypeError)):
+        await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=at(1), replies=broken)
+    before = (await store.scheduled_count(), tables.batch_states())
+    await store.close_batch(batch.id, BatchOutcome.SILENT, now=at(2))
+
+    assert (before, tables.batch_states()) == ((0, ["open"]), ["silent"])
+
+
 async def test_close_unknown_batch_is_refused(store: Store) -> None:
     """Closing a batch that never existed raises StorageError."""
     with pytest.raises(StorageError, match="batch 99 is not open"):
@@ -557,6 +568,21 @@ async def test_mark_sent_keeps_the_bot_message(store: Store, tables: Tables) -> 
     assert row == [("77", "bot", "小满", "@Alice sure", at(2).timestamp(), 1, batch.id)]
     assert outbox == [("sent", "77")]
     assert await store.waiting_counts() == {}
+
+
+async def test_mark_sent_that_fails_changes_nothing(store: Store, tables: Tables) -> None:
+    """A reply whose sent record fails stays being sent, with no bot message kept."""
+    await add(store, incoming(ALICE, "1"))
+    _, items = await answered_batch(store, ALICE, ["hi"])
+    assert await store.claim_for_sending(items[0].id, now=T0)
+
+    with pytest.raises((AttributeError, TypeError)):
+        await store.mark_sent(
+            items[0].id, platform_message_id="77", sender_name=cast(str, None), now=at(1)
+        )
+
+    states = [reply.state for reply in tables.outbox()]
+    assert (states, tables.bot_messages()) == (["sending"], [])
 
 
 async def test_mark_sent_keeps_the_quote(store: Store) -> None:
