@@ -4,8 +4,8 @@ Every ``pacebot`` command ends here once its arguments are parsed. Start in orde
 (store, LLM, pipeline recovery, platforms), stop in reverse: platforms stop taking
 updates first, then the pipeline persists what is in flight, then the database closes.
 
-Outside ``storage/`` and ``scheduler/``, only this module and ``adapters/cli.py`` may
-import ``storage`` or ``scheduler``; the core reaches them through its ports.
+Outside ``storage/`` and ``scheduler/``, only this module may import ``storage`` or
+``scheduler``; the core reaches them through its ports, the command line through here.
 
 A platform's library (python-telegram-bot; nonebot, FastAPI and uvicorn) and the
 ``openai`` SDK are imported inside the functions that build them, so a command loads

@@ -1,8 +1,8 @@
 """The ``pacebot`` command line: parse the arguments and hand each command to the app.
 
-Everything that wires parts together or runs them lives in :mod:`adapters.app`. Outside
-``storage/`` and ``scheduler/``, only this module and ``adapters/app.py`` may import
-``storage`` or ``scheduler``.
+Everything that wires parts together or runs them lives in :mod:`adapters.app`, the only
+module outside ``storage/`` and ``scheduler/`` that may import them; this one imports
+only the app and the core's plain types.
 """
 
 from __future__ import annotations

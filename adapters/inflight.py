@@ -24,9 +24,6 @@ class InFlight:
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def __len__(self) -> int:
-        return self._count
-
     @contextlib.contextmanager
     def track(self) -> Iterator[None]:
         """Count one send for as long as the block runs."""

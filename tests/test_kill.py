@@ -82,7 +82,7 @@ def _new_block(body: dict[str, Any]) -> str:
     return prompt.split(NEW_BLOCK, 1)[1] if NEW_BLOCK in prompt else ""
 
 
-class ScriptedLLM(FakeLLMServer):
+class ScriptedLLMServer(FakeLLMServer):
     """Answer every request by what it asks: replies, day summaries, splitting.
 
     A new message containing ``[hang]`` makes that reply request hang once (until the
@@ -226,7 +226,7 @@ class World:
     database: Path
     stderr: Path
     api: FakeBotAPI
-    llm: ScriptedLLM
+    llm: ScriptedLLMServer
     onebot: FakeOneBot
     rng: random.Random
     chats: list[Chat]
@@ -447,7 +447,7 @@ class World:
         return pushed
 
 
-def write_config(tmp: Path, llm: ScriptedLLM, api: FakeBotAPI, port: int) -> Path:
+def write_config(tmp: Path, llm: ScriptedLLMServer, api: FakeBotAPI, port: int) -> Path:
     path = tmp / "config.toml"
     path.write_text(
         f"""
@@ -490,7 +490,7 @@ port = {port}
 @contextlib.asynccontextmanager
 async def world(tmp_path: Path) -> AsyncIterator[World]:
     port = free_port()
-    async with ScriptedLLM() as llm, FakeBotAPI(token=BOT_TOKEN) as api:
+    async with ScriptedLLMServer() as llm, FakeBotAPI(token=BOT_TOKEN) as api:
         onebot = FakeOneBot(
             f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=QQ_SELF_ID, access_token=ONEBOT_TOKEN
         )

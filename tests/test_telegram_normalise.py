@@ -10,8 +10,9 @@ from telegram import Message
 from telegram.error import RetryAfter
 from telegram.warnings import PTBDeprecationWarning
 
+from adapters.telegram.errors import retry_after_seconds
 from adapters.telegram.normalise import normalise
-from adapters.telegram.wire import retry_after_seconds
+from bot.addressing import BotNames
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.bot_api import (
     document,
@@ -23,6 +24,8 @@ from fakes.bot_api import (
     user_dict,
     voice,
 )
+
+NAMES = BotNames.of("小满", ("XiaoMan",))
 
 BOT_ID = 123456
 BOT_USERNAME = "pacebot_test_bot"
@@ -47,9 +50,7 @@ def group_message(text: str | None = None, **fields: Any) -> Message:
 
 def run(msg: Message) -> IncomingMessage | None:
     """Normalise with the test bot's identity, name 小满 and alias XiaoMan."""
-    return normalise(
-        msg, bot_id=BOT_ID, bot_username=BOT_USERNAME, bot_name="小满", aliases=("XiaoMan",)
-    )
+    return normalise(msg, bot_id=BOT_ID, bot_username=BOT_USERNAME, names=NAMES)
 
 
 def kept(msg: Message) -> IncomingMessage:

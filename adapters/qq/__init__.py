@@ -6,5 +6,7 @@
 - :mod:`adapters.qq.wire`: nonebot's one-time set-up, the OneBot adapter, the uvicorn server.
 - :mod:`adapters.qq.errors`: nonebot's OneBot errors → the :mod:`bot.errors` tree.
 
-Nothing is imported here, and importing any of these modules starts nothing.
+Nothing is imported here. Importing any of these modules initialises nothing, but it
+imports nonebot, which drops loguru's sinks: the composition root imports QQ before it
+sets up logging (see :mod:`adapters.qq.wire`).
 """

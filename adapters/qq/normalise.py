@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import unescape
@@ -204,8 +203,7 @@ def _sender_name(event: MessageEvent) -> str:
 def normalise(
     event: MessageEvent,
     *,
-    bot_name: str,
-    aliases: Sequence[str] = (),
+    names: BotNames,
 ) -> IncomingMessage | None:
     """Turn a OneBot message event into an ``IncomingMessage``; ``None`` if it is ignored.
 
@@ -218,10 +216,9 @@ def normalise(
         return None
     if isinstance(event, GroupMessageEvent) and event.sub_type == "notice":
         return None
-    rendered = render(event.message, self_id=str(event.self_id), bot_name=bot_name)
+    rendered = render(event.message, self_id=str(event.self_id), bot_name=names.name)
     title: str | None = None
     if chat.is_group:
-        names = BotNames.of(bot_name, aliases)
         addresses_bot = rendered.mentions_bot or names.said_in(rendered.spoken)
         group_name = (event.model_extra or {}).get("group_name")
         title = group_name if isinstance(group_name, str) and group_name.strip() else None

@@ -38,6 +38,7 @@ from nonebot.adapters.onebot.v11 import (
 from adapters.inflight import InFlight
 from adapters.qq import errors, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
+from bot.addressing import BotNames
 from bot.config import is_loopback
 from bot.errors import ConfigError, SendFailed
 from bot.log import redactor
@@ -89,8 +90,7 @@ class QQPlatform:
         self._host = host
         self._port = port
         self._token = token or None
-        self._bot_name = bot_name
-        self._aliases = tuple(a for a in aliases if a.strip())
+        self._names = BotNames.of(bot_name, aliases)
         self._api_timeout_s = api_timeout_s
         self._typing_timeout_s = min(api_timeout_s, 2.0)
         self._typing_supported = typing_indicator
@@ -304,7 +304,7 @@ class QQPlatform:
                 self._inbox.task_done()
 
     async def _deliver(self, event: MessageEvent) -> None:
-        message = normalise(event, bot_name=self._bot_name, aliases=self._aliases)
+        message = normalise(event, names=self._names)
         if message is not None and self._sink is not None:
             await self._sink.receive(message)
 

@@ -9,7 +9,7 @@ on them. Later calls return the same adapter.
 The app is served by an in-process ``uvicorn.Server`` on a socket bound here, so a taken
 port fails at once and SIGINT/SIGTERM stay pacebot's (the server installs no handlers).
 
-Logging: importing nonebot (which importing this package does) calls
+Logging: importing nonebot (which importing any module of this package does) calls
 ``loguru.logger.remove()`` and adds nonebot's own stdout sink, so the composition root
 imports the QQ package *before* ``bot.log.setup_logging()`` runs. ``nonebot.init()``
 replaces loguru's patcher and extra; :func:`onebot_adapter` puts back whatever was

@@ -8,9 +8,10 @@ so loading one part never loads the rest):
   addressed to one bot, the forwarded prefix).
 - :mod:`adapters.telegram.wire`: the bootstrap of PTB's ``Application`` (the builder, the
   getUpdates connection that confirms only stored updates and skips unreadable ones),
-  keeping the token out of logs, the ``timedelta`` opt-in and :func:`retry_after_seconds`.
+  keeping the token out of logs, and the ``timedelta`` opt-in.
 - :mod:`adapters.telegram.errors`: PTB's ``TelegramError`` mapped to the
-  :mod:`bot.errors` tree, including whether a failed send may still have arrived.
+  :mod:`bot.errors` tree, including whether a failed send may still have arrived, and how
+  long a 429 asks to wait.
 - :mod:`adapters.telegram.platform`: :class:`TelegramPlatform`, the lifecycle (connecting
   in the background with retries), polling, sending, typing and the command menu.
 """

@@ -8,7 +8,9 @@ The core decides what to do after a failed send from the error's type alone: wai
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Final
 
 import httpx
@@ -20,11 +22,22 @@ from telegram.error import (
     TelegramError,
     TimedOut,
 )
+from telegram.warnings import PTBDeprecationWarning
 
-from adapters.telegram.wire import retry_after_seconds
 from bot.errors import ChatUnavailable, MessageRefused, PacebotError, RateLimited, SendFailed
 from bot.log import redactor
 from bot.models import ChatKey
+
+
+def retry_after_seconds(error: RetryAfter) -> float:
+    """Return how long Telegram asked to wait, whether PTB gives an int or a timedelta."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        value: int | float | timedelta = error.retry_after
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value)
+
 
 # Telegram's own words for "the message you quote does not exist (any more)".
 _REPLY_NOT_FOUND: Final = ("message to be replied not found", "replied message not found")

@@ -9,7 +9,6 @@ command meant for it.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Final
 
 from telegram import Message, MessageEntity
@@ -185,8 +184,7 @@ def normalise(
     *,
     bot_id: int | None,
     bot_username: str | None,
-    bot_name: str,
-    aliases: Sequence[str] = (),
+    names: BotNames,
 ) -> IncomingMessage | None:
     """Turn a Telegram message into an ``IncomingMessage``; ``None`` if the bot ignores it.
 
@@ -233,7 +231,7 @@ def normalise(
                 and bot_id is not None
                 and parent.from_user.id == bot_id
             )
-            or BotNames.of(bot_name, aliases).said_in(original)
+            or names.said_in(original)
         )
 
     sender_id, sender_name = sender

@@ -24,15 +24,15 @@ from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, T
 from telegram.ext import ContextTypes, MessageHandler, filters
 
 from adapters.inflight import InFlight
-from adapters.telegram.errors import describe, quote_is_gone, translate
+from adapters.telegram.errors import describe, quote_is_gone, retry_after_seconds, translate
 from adapters.telegram.normalise import PLATFORM_NAME, chat_key_of, normalise
 from adapters.telegram.wire import (
     TelegramApplication,
     build_application,
     opt_into_timedelta_periods,
     quiet_http_loggers,
-    retry_after_seconds,
 )
+from bot.addressing import BotNames
 from bot.errors import ConfigError, PacebotError, PlatformError, SendFailed
 from bot.models import ChatKey, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
@@ -79,8 +79,7 @@ class TelegramPlatform:
             raise ConfigError(msg)
         quiet_http_loggers(token)
         opt_into_timedelta_periods()
-        self._bot_name = bot_name
-        self._aliases = tuple(aliases)
+        self._names = BotNames.of(bot_name, aliases)
         self._poll_timeout_s = poll_timeout_s
         self._retry_initial_s = retry_initial_s
         self._retry_max_s = retry_max_s
@@ -210,8 +209,9 @@ class TelegramPlatform:
     async def _connect(self) -> None:
         """Start PTB and the polling, retrying with back-off while the Bot API is unreachable.
 
-        The waits double from ``retry_initial_s`` up to ``retry_max_s`` with a jitter of up
-        to ``retry_initial_s``; after a 429 the wait is at least what Telegram asked for.
+        The waits double from ``retry_initial_s`` with a jitter of up to
+        ``retry_initial_s``, and stop growing at ``retry_max_s``; after a 429 the wait is at
+        least what Telegram asked for.
         Only ``stop()`` ends the attempts; a rejected token or another refusal gives up.
         """
         attempt: stamina.Attempt | None = None
@@ -220,16 +220,26 @@ class TelegramPlatform:
             """Tell stamina whether to retry after ``error`` (or how long to wait); log it."""
             if attempt is None or not isinstance(error, _TRANSIENT):
                 return False
-            wait = attempt.next_wait  # stamina adds its jitter on top of this
             if isinstance(error, RetryAfter):
-                wait = max(wait, retry_after_seconds(error))
+                wait = max(attempt.next_wait, retry_after_seconds(error))
+                logger.warning(
+                    "Telegram Bot API asks to wait ({}); retry {} in {:.1f} s",
+                    describe(error),
+                    attempt.num,
+                    wait,
+                )
+                return wait
+            # stamina adds its jitter to next_wait, then caps the sum at retry_max_s.
+            shortest = min(attempt.next_wait, self._retry_max_s)
+            longest = min(attempt.next_wait + self._retry_initial_s, self._retry_max_s)
             logger.warning(
-                "Telegram Bot API unreachable ({}); retry {} in {:.1f} s",
+                "Telegram Bot API unreachable ({}); retry {} in {:.1f}–{:.1f} s",
                 describe(error),
                 attempt.num,
-                wait,
+                shortest,
+                longest,
             )
-            return wait if isinstance(error, RetryAfter) else True
+            return True
 
         try:
             async for attempt in stamina.retry_context(
@@ -304,8 +314,7 @@ class TelegramPlatform:
             message,
             bot_id=self.bot_id,
             bot_username=self.bot_username,
-            bot_name=self._bot_name,
-            aliases=self._aliases,
+            names=self._names,
         )
 
     async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:

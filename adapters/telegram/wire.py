@@ -15,18 +15,14 @@ import json
 import logging
 import os
 import traceback
-import warnings
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
 from http import HTTPStatus
 from typing import Any, Final
 
 from loguru import logger
 from telegram import Update
-from telegram.error import RetryAfter
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, ExtBot
 from telegram.request import HTTPXRequest
-from telegram.warnings import PTBDeprecationWarning
 
 from bot.log import redactor
 
@@ -104,16 +100,6 @@ def opt_into_timedelta_periods() -> None:
     explicit ``PTB_TIMEDELTA`` in the environment wins; both forms are handled here.
     """
     os.environ.setdefault("PTB_TIMEDELTA", "1")
-
-
-def retry_after_seconds(error: RetryAfter) -> float:
-    """Return how long Telegram asked to wait, whether PTB gives an int or a timedelta."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PTBDeprecationWarning)
-        value: int | float | timedelta = error.retry_after
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    return float(value)
 
 
 # --- the getUpdates connection -----------------------------------------------------------
