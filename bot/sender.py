@@ -204,7 +204,11 @@ class Sender:
         if outcome in {_Outcome.NOT_CLAIMED, _Outcome.RETRY_LATER}:
             pacer.give_back(chat, slot)  # nothing reached the platform
         if outcome is _Outcome.RETRY_LATER:
-            self._backing_off.add(chat)
+            if wake.is_set():
+                # Woken while the failed send was being recorded (the platform came back):
+                # that wake would be lost in the back-off, so look again at once.
+                return _Outcome.WOKEN
+            self._backing_off.add(chat)  # from here to the back-off's sleep nothing awaits
             raise _NotDelivered
         return outcome
 

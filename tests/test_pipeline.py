@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import json
 import sqlite3
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from bot.conversation import Phase
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
 from bot.models import BatchOutcome, ChatKey, ChatMessage
+from bot.pipeline import Pipeline
 from bot.prompt import estimate_prompt_tokens
 from bot.retries import Retries
 from fakes.harness import (
@@ -631,3 +633,30 @@ async def test_each_chat_phase_is_live_and_a_quiet_chat_is_forgotten(
         Phase.SENDING,
         (Phase.IDLE, {}),
     )
+
+
+@dataclass
+class BackAtOnce(RecordingPlatform):
+    """A platform that says it is back right after a send failed, while that is recorded."""
+
+    pipeline: Pipeline | None = None
+
+    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
+        if self.failures and self.pipeline is not None:
+            asyncio.get_running_loop().call_soon(self.pipeline.platform_ready, self.name)
+        return await super().send_text(chat, text, reply_to=reply_to)
+
+
+async def test_a_platform_back_while_a_failed_send_is_recorded_is_not_missed(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The platform comes back while the outbox still records the failed send: the reply
+    goes out at once, not after the back-off (here 10 s)."""
+    llm.reply_json(replies_json("在的"))
+    platform = BackAtOnce(failures=[SendFailed("down", maybe_delivered=False)])
+    long_back_off = Retries(send_wait_initial_s=10.0)
+    async with harness(tmp_path, llm, platform=platform, retries=long_back_off) as bot:
+        platform.pipeline = bot.pipeline
+        await bot.say("在吗")
+        await platform.wait_for_sends(1, within_s=2.0)
+    assert platform.texts() == ["在的"]
