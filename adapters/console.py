@@ -72,7 +72,7 @@ class ConsolePlatform:
         while line := await stream.readline():
             text = line.decode("utf-8", errors="replace").strip()
             if text:
-                await sink.receive(self.message(text))
+                await sink.receive_many((self.message(text),))
 
 
 async def stdin_reader() -> asyncio.StreamReader:

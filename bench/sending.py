@@ -74,7 +74,7 @@ class _TimedBotAPI(FakeBotAPI):
 class _NoUpdates:
     """A message sink for a bot that only sends."""
 
-    async def receive(self, message: IncomingMessage) -> None:
+    async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         pass
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -107,28 +107,41 @@ class Pipeline:
 
     async def receive(self, message: IncomingMessage) -> None:
         """Store ``message``, then cancel talked-over replies and restart the wait."""
-        chat = message.chat
+        await self.receive_many((message,))
+
+    async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
+        """Store messages that arrived together in one write, then move their chats on.
+
+        A platform hands over what one read of its wire brought (a getUpdates page, the
+        OneBot events that came in meanwhile): one commit for all of them, and only then
+        is any timer armed. Commands among them run on their own and are not stored.
+        """
         if self._stopping:
-            logger.bind(chat=str(chat)).debug("stopping; message {} not taken", message.message_id)
+            logger.debug("stopping; {} message(s) not taken", len(messages))
             return
-        command = parse_command(message.text)
-        if command is not None:
+        chats_in: list[IncomingMessage] = []
+        for message in messages:
+            command = parse_command(message.text)
+            if command is None:
+                chats_in.append(message)
+                continue
             # In a task of its own: /summary run waits for the LLM, and the adapter must
             # go on storing messages meanwhile.
             start_task(
                 self._run_command(message, *command),
-                name=f"command:{chat}",
+                name=f"command:{message.chat}",
                 failure="command failed",
                 owner=self._commands,
-                chat=str(chat),
+                chat=str(message.chat),
             )
-            return
-        kept = await self._keep(message)
-        if kept is None:
-            return
-        if self._conversation(chat).message_in(kept):
+        talked_over: dict[ChatKey, None] = {}  # in order, once each
+        for kept in await self._keep(chats_in):
+            chat = kept.chat
+            if self._conversation(chat).message_in(kept):
+                talked_over[chat] = None
+            self._await_quiet(chat, unfinished=looks_unfinished(kept.text))
+        for chat in talked_over:
             await self._cancel_unsent(chat)
-        self._await_quiet(chat, unfinished=looks_unfinished(message.text))
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
         """Keep the edited text; an edit never starts a second answer."""
@@ -151,38 +164,38 @@ class Pipeline:
             return False
         return await self._store.is_bot_message(message.chat, quoted)
 
-    async def _keep(self, message: IncomingMessage) -> IncomingMessage | None:
-        """Store ``message`` as it addresses the bot; return it, or ``None`` if not stored.
+    async def _keep(self, messages: list[IncomingMessage]) -> list[IncomingMessage]:
+        """Store ``messages`` as they address the bot; return those stored now, in order.
 
         Not stored: a message stored before, an unaddressed group message when those are
-        not kept, or one the database refused for too long. A failing database (disk
-        full, locked, I/O errors) is waited out for up to ``store_patience_s`` per outage:
-        the adapter hands over one message at a time, so the messages after this one wait
-        in its queue meanwhile (a Telegram poll confirms them after 30 s all the same), and
-        once the patience is spent each message gets one try until a write succeeds.
+        not kept, or any the database refused for too long. A failing database (disk full,
+        locked, I/O errors) is waited out for up to ``store_patience_s`` per outage: the
+        adapter hands over nothing more meanwhile, so later messages wait on the wire (a
+        Telegram poll confirms nothing it has not stored), and once the patience is spent
+        each hand-over gets one try until a write succeeds.
         """
-        log = logger.bind(chat=str(message.chat))
+        if not messages:
+            return []
         received_at = self._now()
         failure: StorageError | None = None
         try:
             try:
-                stored = await self._store_once(message, received_at=received_at)
+                stored = await self._store_once(messages, received_at=received_at)
             except StorageError as error:
-                stored = await self._store_patiently(message, error, received_at=received_at)
+                stored = await self._store_patiently(messages, error, received_at=received_at)
         except StorageError as error:
             failure = error  # logged below, without a traceback: the cause says it all
         if failure is not None:
-            log.error("message {} lost, it could not be stored: {}", message.message_id, failure)
-            return None
-        if stored is None:
-            log.debug("message {} already stored, or not kept", message.message_id)
-        else:
-            log.debug("message {} stored", message.message_id)
+            for chat, ids in _ids_by_chat(messages).items():
+                logger.bind(chat=str(chat)).error(
+                    "message {} lost, it could not be stored: {}", ", ".join(ids), failure
+                )
+            return []
         return stored
 
     async def _store_patiently(
-        self, message: IncomingMessage, failure: StorageError, *, received_at: datetime
-    ) -> IncomingMessage | None:
+        self, messages: list[IncomingMessage], failure: StorageError, *, received_at: datetime
+    ) -> list[IncomingMessage]:
         """Retry a write the database refused, with back-off, while the outage is young.
 
         Raise the last ``StorageError`` once the outage's patience is spent, or at a stop.
@@ -201,29 +214,38 @@ class Pipeline:
             wait_max=retries.store_wait_max_s,
         ):
             with attempt:
-                stored = await self._store_once(message, received_at=received_at)
+                stored = await self._store_once(messages, received_at=received_at)
         return stored
 
     async def _store_once(
-        self, message: IncomingMessage, *, received_at: datetime
-    ) -> IncomingMessage | None:
-        """Try once to store ``message``; note when the database began failing."""
+        self, messages: list[IncomingMessage], *, received_at: datetime
+    ) -> list[IncomingMessage]:
+        """Try once to store ``messages``; note when the database began failing."""
         try:
-            if await self._addresses_bot(message):
-                message = replace(message, addresses_bot=True)
-            unaddressed = message.chat.is_group and not message.addresses_bot
-            if unaddressed and not self._store_unaddressed():
-                return None
-            stored = await self._store.add_message(message, received_at=received_at)
+            kept = [m for m in [await self._as_addressed(m) for m in messages] if m is not None]
+            new = await self._store.add_messages(kept, received_at=received_at)
         except StorageError as error:
             if self._store_failing_since is None:
                 self._store_failing_since = asyncio.get_running_loop().time()
-            logger.bind(chat=str(message.chat)).error(
-                "cannot store message {} ({}); retrying", message.message_id, error
-            )
+            for chat, ids in _ids_by_chat(messages).items():
+                logger.bind(chat=str(chat)).error(
+                    "cannot store message {} ({}); retrying", ", ".join(ids), error
+                )
             raise
         self._store_failing_since = None
-        return message if stored else None
+        stored = [message for message, is_new in zip(kept, new, strict=True) if is_new]
+        if len(stored) < len(messages):
+            logger.debug("{} message(s) already stored, or not kept", len(messages) - len(stored))
+        return stored
+
+    async def _as_addressed(self, message: IncomingMessage) -> IncomingMessage | None:
+        """Return ``message`` marked if it addresses the bot, or ``None`` if it is not kept."""
+        if await self._addresses_bot(message):
+            message = replace(message, addresses_bot=True)
+        unaddressed = message.chat.is_group and not message.addresses_bot
+        if unaddressed and not self._store_unaddressed():
+            return None
+        return message
 
     def _store_may_recover(self, error: Exception) -> bool:
         """Tell stamina to retry a failed write, unless pacebot is stopping."""
@@ -403,3 +425,11 @@ class Pipeline:
         if title is None and conversation is not None:
             title = conversation.title
         return await self._answerer.system_prompt_for(chat, chat_title=title)
+
+
+def _ids_by_chat(messages: Sequence[IncomingMessage]) -> dict[ChatKey, list[str]]:
+    """Group the message ids of ``messages`` by chat, in order."""
+    grouped: dict[ChatKey, list[str]] = {}
+    for message in messages:
+        grouped.setdefault(message.chat, []).append(message.message_id)
+    return grouped

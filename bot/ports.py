@@ -83,8 +83,12 @@ class LLM(Protocol):
 class MessageSink(Protocol):
     """Where adapters deliver what chatters write."""
 
-    async def receive(self, message: IncomingMessage) -> None:
-        """Take one new message (stored before this returns)."""
+    async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
+        """Take new messages that arrived together, in order (stored before this returns).
+
+        One read of the wire (a getUpdates page, the OneBot frames that came in together)
+        is one call, so the store writes them in one transaction.
+        """
         ...
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
@@ -101,6 +105,12 @@ class MessageLog(Protocol):
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
+        ...
+
+    async def add_messages(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store messages all or none; say for each whether it is new (not stored before)."""
         ...
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:

@@ -164,24 +164,27 @@ async def harness(
 class RecordingSink:
     """A ``MessageSink`` that remembers what adapters gave it and lets tests wait for it.
 
-    ``delay_s`` makes each message slow to store; the first ``failures`` messages fail.
+    ``delay_s`` makes each hand-over slow to store; the first ``failures`` hand-overs
+    fail, and ``handovers`` keeps how many messages each one held.
     """
 
     def __init__(self, *, delay_s: float = 0.0, failures: int = 0) -> None:
         self.received: list[IncomingMessage] = []
         self.edits: list[tuple[ChatKey, str, str]] = []
+        self.handovers: list[int] = []
         self.ready: list[str] = []
         self._delay_s = delay_s
         self._failures = failures
         self._changed = asyncio.Condition()
 
-    async def receive(self, message: IncomingMessage) -> None:
+    async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
+        self.handovers.append(len(messages))
         if self._delay_s:
             await asyncio.sleep(self._delay_s)
         if self._failures:
             self._failures -= 1
             raise RuntimeError("store is down")
-        self.received.append(message)
+        self.received += messages
         async with self._changed:
             self._changed.notify_all()
 

@@ -140,26 +140,36 @@ class InMemoryStore:
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
-        sent_at_s = unix(message.sent_at, "sent_at")
+        (stored,) = await self.add_messages((message,), received_at=received_at)
+        return stored
+
+    async def add_messages(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store chatters' messages at once; say for each whether it is new."""
         received_at_s = unix(received_at, "received_at")
+        rows = [(message, unix(message.sent_at, "sent_at")) for message in messages]
         self._check_open()
-        key = (message.chat, message.message_id)
-        if key in self._messages:
-            return False
-        self._messages[key] = MessageRow(
-            id=self._take_message_id(),
-            chat=message.chat,
-            message_id=message.message_id,
-            sender_id=message.sender_id,
-            sender_name=clean(message.sender_name),
-            text=clean(message.text),
-            sent_at=sent_at_s,
-            received_at=received_at_s,
-            from_bot=False,
-            addresses_bot=message.addresses_bot,
-            reply_to_id=message.reply_to_id,
-        )
-        return True
+        stored = []
+        for message, sent_at_s in rows:
+            key = (message.chat, message.message_id)
+            stored.append(key not in self._messages)
+            if not stored[-1]:
+                continue
+            self._messages[key] = MessageRow(
+                id=self._take_message_id(),
+                chat=message.chat,
+                message_id=message.message_id,
+                sender_id=message.sender_id,
+                sender_name=clean(message.sender_name),
+                text=clean(message.text),
+                sent_at=sent_at_s,
+                received_at=received_at_s,
+                from_bot=False,
+                addresses_bot=message.addresses_bot,
+                reply_to_id=message.reply_to_id,
+            )
+        return stored
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Sequence
 from datetime import datetime
+
+import aiosqlite
 
 from bot.models import ChatKey, IncomingMessage, StoredMessage
 from storage.database import Database
@@ -40,31 +43,70 @@ def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
     )
 
 
+_INSERTED_COLUMNS = (
+    "chat_key, message_id, sender_id, sender_name, text, sent_at, received_at, from_bot,"
+    " addresses_bot, reply_to_id"
+)
+_ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
+_INSERT_ROWS = 100  # rows per INSERT: 900 parameters, under SQLite's old limit of 999
+
+
+def _row(message: IncomingMessage, received_at_s: float) -> tuple[object, ...]:
+    """Return the values of :data:`_ROW_PLACEHOLDERS` for a chatter's message."""
+    return (
+        str(message.chat),
+        message.message_id,
+        message.sender_id,
+        clean(message.sender_name),
+        clean(message.text),
+        unix(message.sent_at, "sent_at"),
+        received_at_s,
+        message.addresses_bot,
+        message.reply_to_id,
+    )
+
+
+async def _insert(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> set[tuple[str, str]]:
+    """Insert ``rows`` in one statement; return the (chat key, message id) of the new ones."""
+    values = ", ".join([_ROW_PLACEHOLDERS] * len(rows))
+    inserted = await db.execute_fetchall(
+        f"INSERT INTO messages ({_INSERTED_COLUMNS}) VALUES {values}"
+        " ON CONFLICT (chat_key, message_id) DO NOTHING RETURNING chat_key, message_id",
+        [value for row in rows for value in row],
+    )
+    return {(chat_key, message_id) for chat_key, message_id in inserted}
+
+
 class SqliteMessageLog(Database):
     """The :class:`bot.ports.MessageLog` (and the log reads of the memory) in SQLite."""
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
-        row = (
-            str(message.chat),
-            message.message_id,
-            message.sender_id,
-            clean(message.sender_name),
-            clean(message.text),
-            unix(message.sent_at, "sent_at"),
-            unix(received_at, "received_at"),
-            message.addresses_bot,
-            message.reply_to_id,
-        )
-        async with self._connection() as db:
-            cursor = await db.execute(
-                "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
-                " sent_at, received_at, from_bot, addresses_bot, reply_to_id)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
-                " ON CONFLICT (chat_key, message_id) DO NOTHING",
-                row,
-            )
-            return cursor.rowcount == 1
+        (stored,) = await self.add_messages((message,), received_at=received_at)
+        return stored
+
+    async def add_messages(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store chatters' messages in one transaction; say for each whether it is new.
+
+        A message stored before, or repeated in ``messages``, is ``False``. Rows go in as
+        multi-row ``INSERT``s of :data:`_INSERT_ROWS` each: one round trip to the database
+        thread per hundred messages, not one per message.
+        """
+        received_at_s = unix(received_at, "received_at")
+        rows = [_row(message, received_at_s) for message in messages]
+        # One INSERT is atomic on its own; more need a transaction around them.
+        writing = self._connection() if len(rows) <= _INSERT_ROWS else self._transaction()
+        new: set[tuple[str, str]] = set()
+        async with writing as db:
+            for start in range(0, len(rows), _INSERT_ROWS):
+                new |= await _insert(db, rows[start : start + _INSERT_ROWS])
+        stored = []
+        for chat_key, message_id, *_ in rows:
+            stored.append((chat_key, message_id) in new)
+            new.discard((chat_key, message_id))  # a repeat in the same page is not new
+        return stored
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""

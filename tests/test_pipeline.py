@@ -517,6 +517,69 @@ def refuse_writes(path: Path) -> sqlite3.Connection:
     return db
 
 
+def stored_ids(path: Path) -> list[tuple[str, str]]:
+    """Return the (chat key, message id) of every chatter's message in the database."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute(
+            "SELECT chat_key, message_id FROM messages WHERE from_bot = 0 ORDER BY id"
+        ).fetchall()
+    return [(chat_key, message_id) for chat_key, message_id in rows]
+
+
+async def test_messages_handed_over_together_are_stored_and_armed_together(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A page is stored once per message id, commands apart, and every chat waits for it."""
+    async with harness(tmp_path, llm, pacing={"debounce_min_s": 60, "debounce_max_s": 60}) as bot:
+        await bot.say("早", message_id="m-0")
+        other = ChatKey("telegram", PRIVATE.kind, "8")
+        page = [
+            bot.message("在吗", message_id="m-1"),
+            bot.message("早", message_id="m-0"),  # delivered again: stored before
+            bot.message("你好", chat=other, sender_id="8", message_id="o-1"),
+            bot.message("在吗", message_id="m-1"),  # twice in the same page
+            bot.message("/status", message_id="m-2"),
+            bot.message("明天见", message_id="m-3"),
+        ]
+        await bot.pipeline.receive_many(page)
+        waiting = (bot.pipeline.waiting_messages(PRIVATE), bot.pipeline.waiting_messages(other))
+        await bot.platform.wait_for_sends(1)  # the command's answer
+        ids = stored_ids(bot.config.database_path)
+    assert (ids, waiting) == (
+        [(str(PRIVATE), "m-0"), (str(PRIVATE), "m-1"), (str(other), "o-1"), (str(PRIVATE), "m-3")],
+        (3, 1),
+    )
+
+
+async def test_a_page_is_stored_all_or_none(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """While the database refuses one message of a page, none of it is stored; then all is."""
+    with captured_logs() as logs:
+        async with harness(tmp_path, llm) as bot:
+            path = bot.config.database_path
+            with contextlib.closing(sqlite3.connect(path)) as db:
+                db.execute(
+                    "CREATE TRIGGER refuse BEFORE INSERT ON messages WHEN NEW.message_id = 'p-2'"
+                    " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
+                )
+                db.commit()
+            page = [bot.message(f"第{n}句", message_id=f"p-{n}") for n in range(150)]
+            receiving = asyncio.create_task(bot.pipeline.receive_many(page))
+            await wait_until(lambda: any("cannot store message" in line for line in logs))
+            # In threads: the store's transaction goes on while these wait for its lock.
+            held = await asyncio.to_thread(stored_ids, path)
+            await asyncio.to_thread(drop_trigger, path, "refuse")
+            await receiving
+            stored = stored_ids(path)
+            waiting = bot.pipeline.waiting_messages(PRIVATE)
+    assert (held, len(stored), len(set(stored)), waiting) == ([], 150, 150, 150)
+
+
+def drop_trigger(path: Path, name: str) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute(f"DROP TRIGGER {name}")
+        db.commit()
+
+
 async def test_a_message_waits_out_a_failing_database(tmp_path: Path, llm: FakeLLMServer) -> None:
     """While writes fail the message is held and retried, not lost; once the database takes
     it again it is stored once and answered."""

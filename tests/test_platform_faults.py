@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,10 +179,10 @@ class SlowSink:
         self.entered = asyncio.Event()
         self.go = asyncio.Event()
 
-    async def receive(self, message: IncomingMessage) -> None:
+    async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         self.entered.set()
         await self.go.wait()
-        self.received.append(message)
+        self.received += messages
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
         await self.go.wait()

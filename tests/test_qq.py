@@ -24,7 +24,7 @@ from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import PacingLimits, Platform
-from fakes.harness import RecordingSink
+from fakes.harness import RecordingSink, wait_until
 from fakes.onebot import (
     FakeOneBot,
     Segment,
@@ -274,9 +274,25 @@ async def test_a_failing_sink_does_not_stop_delivery() -> None:
         async with FakeOneBot(qq.ws_url, self_id=BOT_ID) as fake:
             await qq.wait_connected(2.0)
             await fake.send_private_message(USER_ID, "lost")
+            await wait_until(lambda: flaky.handovers)  # handed over alone, and failed
             await fake.send_private_message(USER_ID, "kept")
             received = await flaky.wait_for(1)
-    assert [m.text for m in received] == ["kept"]
+    assert ([m.text for m in received], flaky.handovers) == (["kept"], [1, 1])
+
+
+async def test_events_that_arrive_together_are_handed_over_together() -> None:
+    """Frames queued while a hand-over is being stored go to the sink in one call, in order."""
+    slow = RecordingSink(delay_s=0.2)
+    async with make_platform() as qq:
+        await qq.start(slow)
+        async with FakeOneBot(qq.ws_url, self_id=BOT_ID) as fake:
+            await qq.wait_connected(2.0)
+            await fake.send_private_message(USER_ID, "0")
+            await wait_until(lambda: slow.handovers)  # "0" is being stored
+            for n in range(1, 30):
+                await fake.send_private_message(USER_ID, str(n))
+            received = await slow.wait_for(30)
+    assert ([m.text for m in received], slow.handovers) == ([str(n) for n in range(30)], [1, 29])
 
 
 async def test_stop_delivers_messages_already_received() -> None:
@@ -540,8 +556,8 @@ from fakes.onebot import FakeOneBot
 class Sink:
     def __init__(self):
         self.texts = []
-    async def receive(self, message):
-        self.texts.append(message.text)
+    async def receive_many(self, messages):
+        self.texts += [message.text for message in messages]
     async def receive_edit(self, chat, message_id, text):
         pass
     def platform_ready(self, platform):

@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -365,7 +365,7 @@ def test_qq_off_loopback_needs_a_token(
 class DiscardingSink:
     """A MessageSink that takes every message and keeps none."""
 
-    async def receive(self, message: IncomingMessage) -> None:
+    async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         pass
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:

@@ -247,6 +247,35 @@ async def test_duplicate_delivery_is_stored_once(store: Store) -> None:
     assert await store.waiting_counts() == {ALICE: 1}
 
 
+async def test_messages_added_together_say_which_are_new(store: Store) -> None:
+    """A page of 250 messages (three INSERTs in SQLite) is stored at once; a message stored
+    before, or repeated in the page, is not new; the page keeps its order."""
+    await store.add_message(incoming(ALICE, "3"), received_at=at(3))
+    page = [incoming(ALICE, str(n)) for n in range(1, 251)]
+    page.insert(10, incoming(ALICE, "5"))  # the same message twice in one page
+    page.append(incoming(GROUP, "1"))
+
+    new = await store.add_messages(page, received_at=at(300))
+
+    assert [m.message_id for m, is_new in zip(page, new, strict=True) if not is_new] == ["3", "5"]
+    assert sum(new) == 250
+    assert await store.waiting_counts() == {ALICE: 250, GROUP: 1}
+    batch = await store.open_batch(ALICE, limit=300, now=at(301))
+    assert batch is not None
+    in_page_order = [str(n) for n in range(1, 251) if n != 3]
+    assert [m.message_id for m in batch.messages] == ["3", *in_page_order]
+
+
+async def test_nothing_of_a_page_is_stored_when_one_message_is_invalid(store: Store) -> None:
+    """A naive datetime anywhere in a page refuses the page before anything is written."""
+    naive = datetime(2026, 3, 5, 12, 0)  # noqa: DTZ001 - the point of the test
+    page = [incoming(ALICE, "1"), incoming(ALICE, "2", sent_at=naive)]
+
+    with pytest.raises(ValueError, match="sent_at must be timezone-aware"):
+        await store.add_messages(page, received_at=T0)
+    assert await store.waiting_counts() == {}
+
+
 async def test_same_message_id_in_two_chats_is_two_messages(store: Store) -> None:
     """Message ids are unique per chat, not across chats."""
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "1"))

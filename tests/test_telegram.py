@@ -350,19 +350,43 @@ async def test_commands_for_this_bot_are_stripped_and_others_ignored(
 async def test_a_failing_sink_is_logged_with_the_chat_and_polling_goes_on(
     api: FakeBotAPI, platform: TelegramPlatform, logs: LogLines
 ) -> None:
-    """A handler error is logged with the chat key and the next update still arrives."""
-    sink = RecordingSink(failures=1)
-    await platform.start(sink)
-    api.push_message(PRIVATE_CHAT, "first")
-    second = api.push_message(PRIVATE_CHAT, "second")
+    """A page that fails is handed over again one by one: only the failing message is lost.
 
-    messages = await received(api, sink)
+    The failure is logged with its chat key, and the next page still arrives.
+    """
+    sink = RecordingSink(failures=2)  # the page, then its first message alone
+    first = api.push_message(PRIVATE_CHAT, "first")
+    second = api.push_message(PRIVATE_CHAT, "second")
+    await platform.start(sink)
+    await received(api, sink)
+    third = api.push_message(PRIVATE_CHAT, "third")
+    messages = await received(api, sink, 2)
     errors = logs.at("ERROR")
 
     assert (
         [m.message_id for m in messages],
-        [(line.record["extra"].get("chat"), "store is down" in line) for line in errors],
-    ) == ([str(second)], [(str(PRIVATE_KEY), True)])
+        sink.handovers,
+        [(line.record["extra"].get("chat"), f"message {first} failed" in line) for line in errors],
+    ) == ([str(second), str(third)], [2, 1, 1, 1], [(str(PRIVATE_KEY), True)])
+
+
+async def test_a_page_of_updates_is_handed_over_at_once_and_confirmed_after(
+    api: FakeBotAPI, platform: TelegramPlatform
+) -> None:
+    """Fifty updates waiting at start-up reach the sink in one call, and one poll confirms them."""
+    sink = RecordingSink()
+    pushed = [api.push_message(PRIVATE_CHAT + n, f"m{n}") for n in range(50)]
+    last_update = api.pending_updates[-1]["update_id"]
+    await platform.start(sink)
+    await received(api, sink, 50)
+    await api.wait_for(lambda: api.confirmed_offset > last_update)
+
+    polls = api.calls_to("getUpdates")
+    assert (
+        sink.handovers,
+        [m.message_id for m in sink.received],
+        [p.get("offset") for p in polls[:2]],
+    ) == ([50], [str(i) for i in pushed], [None, last_update + 1])
 
 
 # --- sending --------------------------------------------------------------------------------

@@ -5,9 +5,9 @@ The OneBot implementation connects to nonebot2's reverse WebSocket at
 (see :mod:`adapters.qq.wire`), so ``start()`` fails at once when the port is taken.
 
 Inbound, message events are taken from the adapter in the order they arrive and handed
-to one delivery task; they never run through nonebot's matchers, which handle each event
-in its own task (so a message could overtake an earlier one) and call ``get_msg`` for
-every quote. :func:`~adapters.qq.normalise.normalise` turns each into an
+to one delivery task, which gives the core all that came in together in one call (one
+commit); they never run through nonebot's matchers, which handle each event in its own
+task (so a message could overtake an earlier one) and call ``get_msg`` for every quote. :func:`~adapters.qq.normalise.normalise` turns each into an
 :class:`~bot.models.IncomingMessage`. Outbound, ``send_text`` calls
 ``send_group_msg``/``send_private_msg`` with a segment array, and
 :mod:`adapters.qq.errors` translates nonebot's errors into the :mod:`bot.errors` tree.
@@ -35,6 +35,7 @@ from nonebot.adapters.onebot.v11 import (
     NetworkError,
 )
 
+from adapters.handover import hand_over
 from adapters.inflight import InFlight
 from adapters.qq import errors, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
@@ -42,12 +43,14 @@ from bot.addressing import BotNames
 from bot.config import is_loopback
 from bot.errors import ConfigError, SendFailed
 from bot.log import redactor
-from bot.models import ChatKey, ChatKind
+from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
 from bot.tasks import start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
+
+_HANDOVER_MAX: Final = 500  # events stored in one transaction at most
 
 
 class QQPlatform:
@@ -291,22 +294,38 @@ class QQPlatform:
             self._inbox.put_nowait(event)
 
     async def _deliver_all(self) -> None:
+        """Hand the events over in arrival order, those that came in together at once.
+
+        Nothing waits to fill a hand-over: while one is being stored, the frames that
+        arrive queue up, and the next hand-over takes them all (up to
+        :data:`_HANDOVER_MAX`). One commit per hand-over keeps up with a busy wire, and
+        the window in which a received event is not yet stored stays one commit long.
+        """
         while True:
-            event = await self._inbox.get()
+            events = [await self._inbox.get()]
+            while len(events) < _HANDOVER_MAX and not self._inbox.empty():
+                events.append(self._inbox.get_nowait())
             try:
-                await self._deliver(event)
+                if self._sink is not None:
+                    await hand_over(self._sink, self._normalised(events), wire="QQ")
+            finally:
+                for _ in events:
+                    self._inbox.task_done()
+
+    def _normalised(self, events: list[MessageEvent]) -> list[IncomingMessage]:
+        messages = []
+        for event in events:
+            try:
+                message = normalise(event, names=self._names)
             except Exception:
                 chat = chat_key_of(event)
                 logger.bind(chat=str(chat) if chat else "qq:?").exception(
-                    "QQ: handling message {} failed", event.message_id
+                    "QQ: reading message {} failed", event.message_id
                 )
-            finally:
-                self._inbox.task_done()
-
-    async def _deliver(self, event: MessageEvent) -> None:
-        message = normalise(event, names=self._names)
-        if message is not None and self._sink is not None:
-            await self._sink.receive(message)
+                continue
+            if message is not None:
+                messages.append(message)
+        return messages
 
     # --- outbound ----------------------------------------------------------------------
 

@@ -6,12 +6,15 @@ so loading one part never loads the rest):
 - :mod:`adapters.telegram.normalise`: pure functions that turn a PTB ``Message`` into an
   :class:`~bot.models.IncomingMessage` (chat key, placeholders, mentions, commands
   addressed to one bot, the forwarded prefix).
-- :mod:`adapters.telegram.wire`: the bootstrap of PTB's ``Application`` (the builder, the
-  getUpdates connection that confirms only stored updates and skips unreadable ones),
-  keeping the token out of logs, and the ``timedelta`` opt-in.
+- :mod:`adapters.telegram.wire`: PTB's ``Bot`` built for pacebot (timeouts, a getUpdates
+  connection that skips unreadable updates), keeping the token out of logs, and the
+  ``timedelta`` opt-in. ``telegram.ext`` is never imported.
+- :mod:`adapters.telegram.polling`: the getUpdates loop that hands each page to the core
+  at once and confirms it only once stored, and the back-off of Bot API retries.
 - :mod:`adapters.telegram.errors`: PTB's ``TelegramError`` mapped to the
   :mod:`bot.errors` tree, including whether a failed send may still have arrived, and how
   long a 429 asks to wait.
 - :mod:`adapters.telegram.platform`: :class:`TelegramPlatform`, the lifecycle (connecting
-  in the background with retries), polling, sending, typing and the command menu.
+  in the background with retries), each page's messages and edits, sending, typing and
+  the command menu.
 """

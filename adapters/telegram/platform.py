@@ -1,9 +1,10 @@
 """Receive Telegram updates by long polling and post replies, as a pacebot platform.
 
-PTB's ``Application`` is started by hand (never ``run_polling()``, never signal handlers)
-in an owned background task that keeps retrying while the Bot API is unreachable, so a
-Telegram outage at start-up cannot take the rest of the bot down. Updates are normalised
-at the edge by :mod:`adapters.telegram.normalise`; sends translate PTB's errors into the
+PTB's ``Bot`` connects in an owned background task that keeps retrying while the Bot API
+is unreachable, so a Telegram outage at start-up cannot take the rest of the bot down;
+:mod:`adapters.telegram.polling` then fetches the updates page by page and hands each
+page to the core at once. Updates are normalised at the edge by
+:mod:`adapters.telegram.normalise`; sends translate PTB's errors into the
 :mod:`bot.errors` tree through :mod:`adapters.telegram.errors`.
 """
 
@@ -12,26 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Self
 
-import stamina
 from loguru import logger
 from telegram import BotCommand, BotCommandScopeChat, Message, ReplyParameters, Update
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
-from telegram.ext import ContextTypes, MessageHandler, filters
 
+from adapters.handover import hand_over
 from adapters.inflight import InFlight
-from adapters.telegram.errors import describe, quote_is_gone, retry_after_seconds, translate
+from adapters.telegram.errors import describe, quote_is_gone, translate
 from adapters.telegram.normalise import PLATFORM_NAME, chat_key_of, normalise
-from adapters.telegram.wire import (
-    TelegramApplication,
-    build_application,
-    opt_into_timedelta_periods,
-    quiet_http_loggers,
-)
+from adapters.telegram.polling import Backoff, Poller
+from adapters.telegram.wire import build_bot, opt_into_timedelta_periods, quiet_http_loggers
 from bot.addressing import BotNames
 from bot.errors import ConfigError, PacebotError, PlatformError, SendFailed
 from bot.models import ChatKey, IncomingMessage
@@ -40,12 +35,6 @@ from bot.tasks import start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
-
-# How long a poll waits for the updates fetched before to be handled (stored).
-_HANDLED_WAIT_S: Final = 30.0
-
-# Start-up errors the Bot API may get over: network trouble, 5xx answers, a 429.
-_TRANSIENT: Final = (NetworkError, RetryAfter)
 
 
 class TelegramPlatform:
@@ -80,24 +69,22 @@ class TelegramPlatform:
         quiet_http_loggers(token)
         opt_into_timedelta_periods()
         self._names = BotNames.of(bot_name, aliases)
-        self._poll_timeout_s = poll_timeout_s
-        self._retry_initial_s = retry_initial_s
-        self._retry_max_s = retry_max_s
         self._request_timeout_s = request_timeout_s
         self._menu = tuple(menu)  # published in the menu_chat_ids chats once polling runs
         self._menu_chat_ids = tuple(menu_chat_ids)
 
-        self._app: TelegramApplication = build_application(
-            token=token,
-            api_base_url=api_base_url,
-            request_timeout_s=request_timeout_s,
-            before_poll=self._wait_until_handled,
+        self._bot = build_bot(
+            token=token, api_base_url=api_base_url, request_timeout_s=request_timeout_s
         )
-        self._app.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self._on_message))
-        self._app.add_handler(
-            MessageHandler(filters.UpdateType.EDITED_MESSAGE, self._on_edited_message)
+        self._connecting = Backoff(
+            initial_s=retry_initial_s, max_s=retry_max_s, trouble="Bot API unreachable"
         )
-        self._app.add_error_handler(self._on_handler_error)
+        self._poller = Poller(
+            self._bot,
+            self._on_page,
+            timeout_s=poll_timeout_s,
+            backoff=Backoff(initial_s=retry_initial_s, max_s=retry_max_s, trouble="polling failed"),
+        )
 
         self._sink: MessageSink | None = None
         self._start_task: asyncio.Task[None] | None = None
@@ -193,65 +180,25 @@ class TelegramPlatform:
             logger.info("Telegram stopped")
 
     async def _shut_down(self) -> None:
-        """Undo whatever part of the start succeeded, in reverse order."""
-        app = self._app
+        """Stop polling (confirming what was stored) and close the HTTP clients."""
         try:
-            if app.updater is not None and app.updater.running:
-                await app.updater.stop()
-            if app.running:
-                await app.stop()
-            await app.shutdown()
+            await self._poller.stop()
         finally:
-            # A failed initialize() leaves the HTTP clients open without marking the app
-            # initialized; this closes them (a no-op when they are closed already).
-            await app.bot.shutdown()
+            # Also after a failed initialize(), which leaves the clients open.
+            await self._bot.shutdown()
 
     async def _connect(self) -> None:
-        """Start PTB and the polling, retrying with back-off while the Bot API is unreachable.
+        """Learn who the bot is and start polling, retrying while the Bot API is unreachable.
 
-        The waits double from ``retry_initial_s`` with a jitter of up to
-        ``retry_initial_s``, and stop growing at ``retry_max_s``; after a 429 the wait is at
-        least what Telegram asked for.
         Only ``stop()`` ends the attempts; a rejected token or another refusal gives up.
+        The platform is ready once the first getUpdates has answered.
         """
-        attempt: stamina.Attempt | None = None
-
-        def retry_wait(error: Exception) -> bool | float:
-            """Tell stamina whether to retry after ``error`` (or how long to wait); log it."""
-            if attempt is None or not isinstance(error, _TRANSIENT):
-                return False
-            if isinstance(error, RetryAfter):
-                wait = max(attempt.next_wait, retry_after_seconds(error))
-                logger.warning(
-                    "Telegram Bot API asks to wait ({}); retry {} in {:.1f} s",
-                    describe(error),
-                    attempt.num,
-                    wait,
-                )
-                return wait
-            # stamina adds its jitter to next_wait, then caps the sum at retry_max_s.
-            shortest = min(attempt.next_wait, self._retry_max_s)
-            longest = min(attempt.next_wait + self._retry_initial_s, self._retry_max_s)
-            logger.warning(
-                "Telegram Bot API unreachable ({}); retry {} in {:.1f}–{:.1f} s",
-                describe(error),
-                attempt.num,
-                shortest,
-                longest,
-            )
-            return True
-
         try:
-            async for attempt in stamina.retry_context(
-                on=retry_wait,
-                attempts=None,
-                timeout=None,
-                wait_initial=self._retry_initial_s,
-                wait_max=self._retry_max_s,
-                wait_jitter=self._retry_initial_s,
-            ):
+            async for attempt in self._connecting.attempts(_transient):
                 with attempt:
-                    await self._start_polling()
+                    await self._bot.initialize()  # getMe; at once when done before
+                    # A webhook would make every getUpdates fail with 409 Conflict.
+                    await self._bot.delete_webhook(drop_pending_updates=False)
         except InvalidToken:
             self._start_error = ConfigError(
                 "Telegram rejected the bot token: check the variable named by "
@@ -261,6 +208,12 @@ class TelegramPlatform:
             self._start_error = PlatformError(
                 f"Telegram refused to start polling: {describe(error)}"
             )
+        if self._start_error is None:
+            self._bot_id = self._bot.id
+            self._bot_username = self._bot.username
+            self._poller.start()
+            if not await self._poller.first_answer():
+                self._start_error = PlatformError("Telegram polling stopped before it answered")
         if self._start_error is not None:
             logger.error("{}; Telegram stays off", self._start_error)
             await self._shut_down()
@@ -272,78 +225,51 @@ class TelegramPlatform:
         if self._menu and self._menu_chat_ids:
             await self.set_commands(self._menu, chat_ids=self._menu_chat_ids)
 
-    async def _start_polling(self) -> None:
-        """Run each start step that has not succeeded yet; each is safe to repeat."""
-        app = self._app
-        await app.initialize()  # getMe; returns at once when already initialized
-        self._bot_id = app.bot.id
-        self._bot_username = app.bot.username
-        if not app.running:
-            await app.start()
-        if app.updater is not None and not app.updater.running:
-            await app.updater.start_polling(
-                timeout=timedelta(seconds=self._poll_timeout_s),
-                allowed_updates=[Update.MESSAGE, Update.EDITED_MESSAGE],
-                error_callback=self._on_polling_error,
-            )
-
-    async def _wait_until_handled(self) -> None:
-        """Hold the next poll (which confirms what was fetched) until that is handled.
-
-        PTB marks each update done after its handler, which stores the message first:
-        an update confirmed to Telegram is in the database. A handler stuck for longer
-        than the bound lets the poll go on, as PTB alone would.
-        """
-        try:
-            async with asyncio.timeout(_HANDLED_WAIT_S):
-                await self._app.update_queue.join()  # at once when nothing is pending
-        except TimeoutError:
-            logger.warning(
-                "Telegram updates still being handled after {:g} s; confirming them anyway",
-                _HANDLED_WAIT_S,
-            )
-
-    def _on_polling_error(self, error: TelegramError) -> None:
-        # PTB retries polling by itself (growing waits up to 30 s); say why, no traceback.
-        logger.warning("Telegram polling failed ({}); PTB retries", describe(error))
-
     # --- inbound -------------------------------------------------------------------------
 
+    async def _on_page(self, updates: Sequence[Update]) -> None:
+        """Hand a page's new messages to the sink at once, edits in their place among them."""
+        sink = self._sink
+        if sink is None:
+            return
+        messages: list[IncomingMessage] = []
+        for update in updates:
+            if update.message is not None:
+                incoming = self._normalise(update.message)
+                if incoming is not None:
+                    messages.append(incoming)
+            elif update.edited_message is not None:
+                await hand_over(sink, messages, wire="Telegram")  # what came before it first
+                messages = []
+                await self._edit(sink, update.edited_message)
+        await hand_over(sink, messages, wire="Telegram")
+
     def _normalise(self, message: Message) -> IncomingMessage | None:
-        return normalise(
-            message,
-            bot_id=self.bot_id,
-            bot_username=self.bot_username,
-            names=self._names,
-        )
+        """Turn ``message`` into ours; ``None`` if it is not for the core or cannot be read."""
+        try:
+            return normalise(
+                message,
+                bot_id=self.bot_id,
+                bot_username=self.bot_username,
+                names=self._names,
+            )
+        except Exception:
+            chat = chat_key_of(message)
+            logger.bind(chat=str(chat) if chat else "telegram:?").exception(
+                "Telegram: reading message {} failed", message.message_id
+            )
+            return None
 
-    async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        message = update.message
-        if message is None or self._sink is None:
-            return
+    async def _edit(self, sink: MessageSink, message: Message) -> None:
         incoming = self._normalise(message)
-        if incoming is not None:
-            await self._sink.receive(incoming)
-
-    async def _on_edited_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        message = update.edited_message
-        if message is None or self._sink is None:
+        if incoming is None:
             return
-        incoming = self._normalise(message)
-        if incoming is not None:
-            await self._sink.receive_edit(incoming.chat, incoming.message_id, incoming.text)
-
-    async def _on_handler_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
-        chat: ChatKey | str = "telegram:?"
-        if isinstance(update, Update):
-            message = update.effective_message
-            key = chat_key_of(message) if message is not None else None
-            chat = key if key is not None else chat
-        error = context.error
-        logger.bind(chat=str(chat)).opt(exception=error).error(
-            "handling a Telegram update failed: {}",
-            describe(error) if error is not None else "unknown error",
-        )
+        try:
+            await sink.receive_edit(incoming.chat, incoming.message_id, incoming.text)
+        except Exception:
+            logger.bind(chat=str(incoming.chat)).exception(
+                "Telegram: handling the edit of message {} failed", incoming.message_id
+            )
 
     # --- outbound ------------------------------------------------------------------------
 
@@ -372,9 +298,7 @@ class TelegramPlatform:
 
     async def _send(self, chat: ChatKey, text: str, *, reply_to: str | None) -> Message:
         quote = ReplyParameters(message_id=int(reply_to)) if reply_to is not None else None
-        return await self._app.bot.send_message(
-            chat_id=int(chat.id), text=text, reply_parameters=quote
-        )
+        return await self._bot.send_message(chat_id=int(chat.id), text=text, reply_parameters=quote)
 
     def _check_connected(self, chat: ChatKey) -> None:
         if self._stopped or not self._ready.is_set():
@@ -386,7 +310,7 @@ class TelegramPlatform:
         if self._stopped or not self._ready.is_set():
             return
         try:
-            await self._app.bot.send_chat_action(chat_id=int(chat.id), action=ChatAction.TYPING)
+            await self._bot.send_chat_action(chat_id=int(chat.id), action=ChatAction.TYPING)
         except TelegramError as error:
             logger.bind(chat=str(chat)).debug("typing indicator failed: {}", describe(error))
 
@@ -404,7 +328,7 @@ class TelegramPlatform:
         scopes: list[BotCommandScopeChat | None] = [BotCommandScopeChat(c) for c in chat_ids]
         try:
             for scope in scopes or [None]:
-                if not await self._app.bot.set_my_commands(menu, scope=scope):
+                if not await self._bot.set_my_commands(menu, scope=scope):
                     return False
         except TelegramError as error:
             logger.warning("setting the Telegram command menu failed: {}", describe(error))
@@ -416,3 +340,8 @@ if TYPE_CHECKING:
 
     def _conforms(platform: TelegramPlatform) -> Platform:
         return platform
+
+
+def _transient(error: Exception) -> bool:
+    """Tell whether connecting may succeed later: network trouble, 5xx answers, a 429."""
+    return isinstance(error, NetworkError | RetryAfter)

@@ -1,8 +1,9 @@
-"""Bootstrap PTB's ``Application`` for pacebot, and keep the bot token out of its logs.
+"""Build PTB's ``Bot`` for pacebot, and keep the bot token out of its logs.
 
-:func:`build_application` configures PTB the way pacebot runs it: no job queue, one update
-at a time (a chat's messages stay in order), explicit timeouts, and a getUpdates
-connection that confirms only stored updates and skips the ones PTB cannot read.
+:func:`build_bot` configures the client the way pacebot runs it: explicit timeouts, and
+a getUpdates connection of its own that skips the updates PTB cannot read. pacebot polls
+with it itself (:mod:`adapters.telegram.polling`); PTB's ``Application`` and
+``Updater`` are not used, so ``telegram.ext`` is never imported.
 
 The bot token is part of every request URL, so it is kept out of logs three ways: the
 ``httpx``/``httpcore`` loggers stay at WARNING, a filter redacts it from PTB's and httpx's
@@ -15,13 +16,11 @@ import json
 import logging
 import os
 import traceback
-from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any, Final
 
 from loguru import logger
-from telegram import Update
-from telegram.ext import Application, ApplicationBuilder, ContextTypes, ExtBot
+from telegram import Bot, Update
 from telegram.request import HTTPXRequest
 
 from bot.log import redactor
@@ -35,10 +34,6 @@ _PTB_LOGGERS: Final = (
     "telegram.Bot",
     "telegram.BaseRequest",
     "telegram.HTTPXRequest",
-    "telegram.ext",
-    "telegram.ext.ExtBot",
-    "telegram.ext.Application",
-    "telegram.ext.Updater",
 )
 
 
@@ -138,56 +133,26 @@ def _readable_updates(payload: bytes) -> bytes:
 
 
 class _ReadableUpdatesRequest(HTTPXRequest):
-    """The getUpdates connection: confirms only stored updates, skips unreadable ones.
+    """The getUpdates connection: skips the updates PTB cannot read.
 
-    Each getUpdates confirms every update fetched before (its ``offset``), and PTB sends
-    the next one as soon as it has queued the last batch, before the handlers ran: a
-    crash then loses updates that Telegram already forgot. ``before_poll`` holds each
-    poll until the updates fetched so far have been handled (stored), so a crash can
-    only make Telegram deliver them again, and storing is idempotent.
-
-    PTB fetches a batch it cannot parse again and again without confirming it: the bot
+    PTB fetches a page it cannot parse again and again without confirming it: the bot
     turns deaf and logs a traceback per poll. A self-hosted Bot API server older than
     PTB (one missing a field PTB now requires, e.g. in polls) is enough to cause that,
     so unreadable updates are replaced by empty ones.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.before_poll: Callable[[], Awaitable[None]] | None = None
-
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
-        if self.before_poll is not None:
-            await self.before_poll()
         code, payload = await super().do_request(*args, **kwargs)
         if code != HTTPStatus.OK:
             return code, payload
         return code, _readable_updates(payload)
 
 
-# --- the application ---------------------------------------------------------------------
-
-TelegramApplication = Application[
-    ExtBot[None],
-    ContextTypes.DEFAULT_TYPE,
-    dict[Any, Any],
-    dict[Any, Any],
-    dict[Any, Any],
-    None,
-]
+# --- the client --------------------------------------------------------------------------
 
 
-def build_application(
-    *,
-    token: str,
-    api_base_url: str,
-    request_timeout_s: float,
-    before_poll: Callable[[], Awaitable[None]],
-) -> TelegramApplication:
-    """Build PTB's ``Application``; each getUpdates first awaits ``before_poll``.
-
-    An empty ``api_base_url`` means Telegram's own Bot API server.
-    """
+def build_bot(*, token: str, api_base_url: str, request_timeout_s: float) -> Bot:
+    """Build PTB's ``Bot``; an empty ``api_base_url`` means Telegram's own Bot API server."""
     polls = _ReadableUpdatesRequest(
         # Stopping cancels the long poll and httpx may hold its connection a
         # moment longer: a second one lets the final getUpdates confirm the
@@ -197,17 +162,11 @@ def build_application(
         read_timeout=request_timeout_s,
         write_timeout=request_timeout_s,
     )
-    polls.before_poll = before_poll
-    builder = (
-        ApplicationBuilder()
-        .token(token)
-        .job_queue(None)  # scheduling lives in scheduler/, not in PTB
-        .concurrent_updates(False)  # keep a chat's messages in order
-        .connect_timeout(request_timeout_s)
-        .read_timeout(request_timeout_s)
-        .write_timeout(request_timeout_s)
-        .get_updates_request(polls)
+    sends = HTTPXRequest(  # PTB's pool of 256 connections: the pacing limits the sends
+        connect_timeout=request_timeout_s,
+        read_timeout=request_timeout_s,
+        write_timeout=request_timeout_s,
     )
     if api_base_url:
-        builder = builder.base_url(api_base_url)
-    return builder.build()
+        return Bot(token, base_url=api_base_url, request=sends, get_updates_request=polls)
+    return Bot(token, request=sends, get_updates_request=polls)
