@@ -49,6 +49,13 @@ class Benchmark:
 BENCHMARKS = (
     Benchmark("limits", "bench.limits", "the machine: SQLite commits, timers, loopback HTTP", 120),
     Benchmark("ingest", "bench.ingest", "message → committed → timer armed, 300 and 1,000/s", 180),
+    Benchmark(
+        "wire",
+        "bench.wire",
+        "ingest through PTB polling and the OneBot WebSocket, 300 and 1,000/s",
+        300,
+        quick_budget_s=40.0,
+    ),
     Benchmark("timers", "bench.timers", "10,000 and 100,000 chats with live debounce timers", 180),
     Benchmark("sender", "bench.sending", "extra delay of replies at 30 sends/s via PTB", 180),
     Benchmark(

@@ -7,7 +7,8 @@ The OneBot implementation connects to nonebot2's reverse WebSocket at
 Inbound, message events are taken from the adapter in the order they arrive and handed
 to one delivery task, which gives the core all that came in together in one call (one
 commit); they never run through nonebot's matchers, which handle each event in its own
-task (so a message could overtake an earlier one) and call ``get_msg`` for every quote. :func:`~adapters.qq.normalise.normalise` turns each into an
+task (so a message could overtake an earlier one) and call ``get_msg`` for every quote.
+:func:`~adapters.qq.normalise.normalise` turns each into an
 :class:`~bot.models.IncomingMessage`. Outbound, ``send_text`` calls
 ``send_group_msg``/``send_private_msg`` with a segment array, and
 :mod:`adapters.qq.errors` translates nonebot's errors into the :mod:`bot.errors` tree.

@@ -1,0 +1,232 @@
+"""Ingest end to end through the real wires: on the wire → committed → timer armed.
+
+The bot runs in this process as ``pacebot run`` runs it (``running_bot``: SQLite, the
+pipeline, the nightly job, PTB polling the fake Bot API, nonebot serving the reverse
+WebSocket). The other side runs in a second process (:mod:`bench.wire_load`): the fake
+Bot API, the fake OpenAI-compatible server, and a OneBot client, so the load does not
+share the bot's event loop or core.
+
+The load is the heavy user of a busy operator: private chats that each send a burst of
+five messages 100 ms apart, starting at random over a few seconds, so that the wire
+carries 300 or 1,000 msg/s on average; then the ceiling, with far more offered than the
+bot can take. The debounce waits 0.4–0.6 s, so a burst is one batch only if no gap
+between two of its messages, as the bot sees them, is longer than that. Every batch is
+answered by one call to the fake LLM, as in production.
+
+Figures, per wire and load: the rate achieved, the latency from "available on the wire"
+(pushed to the fake Bot API; sent by the OneBot client) to "timer armed" (p50, p99,
+max), the chats whose burst was split into more than one batch, and messages never
+armed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import multiprocessing
+import random
+import sqlite3
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from adapters.app import build_platforms, running_bot
+from adapters.qq.platform import QQPlatform
+from adapters.telegram.platform import TelegramPlatform
+from bench import wire_load
+from bench.report import Figure, at_least, at_most, exactly, spread_figures
+from bench.rig import fresh_path
+from bench.stats import Spread
+from bot.config import Config, Secrets, parse_config
+from bot.conversation import Phase
+from bot.models import ChatKey, ChatKind
+from bot.pipeline import Pipeline
+from fakes.harness import free_port
+
+RATE_TARGET = 1000.0
+P99_TARGET_MS = 100.0
+BURST = 5
+GAP_S = 0.1
+_PACING = {"debounce_min_s": 0.4, "debounce_max_s": 0.6, "max_wait_s": 60.0}
+_WIRES = ("telegram", "qq")
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    rates: tuple[int, ...]  # offered msg/s, on average
+    seconds: float  # over how long the bursts start
+    ceiling_rate: int  # offered msg/s for the ceiling
+
+
+FULL = Scale(rates=(300, 1000), seconds=5.0, ceiling_rate=6000)
+QUICK = Scale(rates=(300,), seconds=0.3, ceiling_rate=1000)
+
+
+class ArmLog:
+    """When each message's timer was armed, per chat (``time.monotonic``)."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        self.times: defaultdict[ChatKey, list[float]] = defaultdict(list)
+        debouncer = pipeline.debouncer
+        touch = debouncer.touch
+
+        def timed(chat: ChatKey, *, count: int = 1, unfinished: bool = False) -> None:
+            touch(chat, count=count, unfinished=unfinished)
+            self.times[chat] += [time.monotonic()] * count
+
+        debouncer.touch = timed  # type: ignore[method-assign]  # observe, then arm as ever
+
+    def armed(self, chats: list[ChatKey]) -> int:
+        return sum(len(self.times[chat]) for chat in chats)
+
+
+async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
+    """Measure ingest through PTB polling and through nonebot's reverse WebSocket."""
+    scale = QUICK if quick else FULL
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    load = context.Process(target=wire_load.main, args=(theirs,), name="wire-load", daemon=True)
+    load.start()
+    try:
+        urls: dict[str, str] = await _answer(ours)
+        config = _config(fresh_path(workdir, "wire"), urls)
+        secrets = Secrets("bench-key", "bench-key", telegram_token=urls["token"])
+        adapters = build_platforms(config, secrets)
+        telegram, qq = adapters["telegram"], adapters["qq"]
+        assert isinstance(telegram, TelegramPlatform)
+        assert isinstance(qq, QQPlatform)
+        async with running_bot(config, secrets, adapters=adapters) as pipeline:
+            arms = ArmLog(pipeline)
+            await telegram.wait_ready()
+            ours.send({"do": "connect_qq", "url": qq.ws_url})
+            await _answer(ours)
+            ids = itertools.count(1_000_000, 1)
+            figures: list[Figure] = []
+            for wire in _WIRES:
+                loads = [(str(rate), rate) for rate in scale.rates]
+                for label, rate in [*loads, ("ceiling", scale.ceiling_rate)]:
+                    figures += await _run(
+                        ours,
+                        pipeline,
+                        arms,
+                        config,
+                        wire=wire,
+                        label=label,
+                        rate=rate,
+                        seconds=scale.seconds,
+                        ids=ids,
+                    )
+    finally:
+        ours.send({"do": "stop"})
+        load.join(10)
+        if load.is_alive():
+            load.kill()
+    return figures
+
+
+def _config(workdir: Path, urls: dict[str, str]) -> Config:
+    data: dict[str, Any] = {
+        "bot": {"name": "小满", "data_dir": str(workdir / "data")},
+        "pacing": _PACING,
+        "llm": {"base_url": urls["llm"], "timeout_s": 10.0, "max_retries": 0},
+        "telegram": {"enabled": True, "api_base_url": urls["bot_api"]},
+        "qq": {"enabled": True, "host": "127.0.0.1", "port": free_port()},
+    }
+    return parse_config(data, base_dir=workdir)
+
+
+async def _answer(conn: Connection) -> Any:
+    """Wait for the load process's next answer without blocking the loop."""
+    return await asyncio.to_thread(conn.recv)
+
+
+async def _run(
+    conn: Connection,
+    pipeline: Pipeline,
+    arms: ArmLog,
+    config: Config,
+    *,
+    wire: str,
+    label: str,
+    rate: int,
+    seconds: float,
+    ids: itertools.count[int],
+) -> list[Figure]:
+    span_s = seconds + (BURST - 1) * GAP_S  # from the first message to the last
+    chats = max(2, round(rate * span_s / BURST))
+    numbers = [next(ids) for _ in range(chats)]
+    rng = random.Random(rate)
+    starts = [rng.uniform(0, seconds) for _ in numbers]
+    conn.send(
+        {
+            "do": "bursts",
+            "wire": wire,
+            "chats": numbers,
+            "starts": starts,
+            "size": BURST,
+            "gap_s": GAP_S,
+        }
+    )
+    pushed: dict[int, list[float]] = await _answer(conn)
+    keys = {number: ChatKey(wire, ChatKind.PRIVATE, str(number)) for number in numbers}
+    total = chats * BURST
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(30):
+            while arms.armed(list(keys.values())) < total:  # noqa: ASYNC110 - plain records
+                await asyncio.sleep(0.01)
+    latencies = [
+        armed - sent
+        for number, sent_at in pushed.items()
+        for sent, armed in zip(sent_at, arms.times[keys[number]], strict=False)
+    ]
+    first_push = min(t for times in pushed.values() for t in times)
+    last_push = max(t for times in pushed.values() for t in times)
+    last_arm = max((t for key in keys.values() for t in arms.times[key]), default=first_push)
+    armed = arms.armed(list(keys.values()))
+    await _settled(pipeline, list(keys.values()))
+    batches = _batches_per_chat(config.database_path, [str(key) for key in keys.values()])
+    split = sum(count > 1 for count in batches.values())
+    name = f"wire.{wire}.{label}"
+    figures = [
+        Figure(f"{name}.offered", total / (last_push - first_push), "msg/s"),
+        Figure(
+            f"{name}.achieved",
+            armed / (last_arm - first_push),
+            "msg/s",
+            target=at_least(RATE_TARGET) if label == "ceiling" else None,
+        ),
+        *spread_figures(
+            f"{name}.latency",
+            Spread.of(latencies).scaled(1000),
+            "ms",
+            p99_target=None if label == "ceiling" else at_most(P99_TARGET_MS),
+        ),
+        Figure(f"{name}.never_armed", total - armed, "messages", target=exactly(0)),
+        Figure(f"{name}.calls_per_burst", sum(batches.values()) / chats, "calls"),
+    ]
+    if label != "ceiling":
+        figures.append(Figure(f"{name}.split_bursts", split, "chats", target=exactly(0)))
+    else:
+        figures.append(Figure(f"{name}.split_bursts", split, "chats"))
+    return figures
+
+
+async def _settled(pipeline: Pipeline, chats: list[ChatKey], *, within_s: float = 60.0) -> None:
+    """Wait until none of ``chats`` waits or thinks: every batch of theirs is opened."""
+    busy = {Phase.WAITING, Phase.THINKING}
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(within_s):
+            while any(pipeline.phase(chat) in busy for chat in chats):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+
+
+def _batches_per_chat(path: Path, chats: list[str]) -> dict[str, int]:
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute("SELECT chat_key, count(*) FROM batches GROUP BY chat_key").fetchall()
+    counts = {chat: 0 for chat in chats}
+    counts.update({chat: n for chat, n in rows if chat in counts})
+    return counts

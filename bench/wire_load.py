@@ -1,0 +1,77 @@
+"""The far side of the wire benchmark, in a process of its own: chatters, Telegram, the LLM.
+
+It serves the fake Bot API and the fake OpenAI-compatible server, dials the bot's reverse
+WebSocket as a OneBot implementation, and plays bursts on either wire when told, noting
+when each message became available to the bot (``time.monotonic``, which every process
+on the machine shares). The bot's process (:mod:`bench.wire`) sends orders over a pipe:
+
+- ``{"do": "connect_qq", "url": ...}`` → ``"connected"``
+- ``{"do": "bursts", "wire": "telegram" | "qq", "chats": [...], "starts": [...],
+  "size": 5, "gap_s": 0.1}`` → ``{chat id: [push times]}``
+- ``{"do": "stop"}``
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from multiprocessing.connection import Connection
+from typing import Any
+
+from bench.dataset import CHAT_LINES
+from fakes.bot_api import FakeBotAPI
+from fakes.onebot import FakeOneBot
+from fakes.openai_api import FakeLLMServer
+
+BOT_QQ_ID = 10001
+
+
+def main(conn: Connection) -> None:
+    """Serve the fakes and play the orders from ``conn`` until told to stop."""
+    asyncio.run(_serve(conn))
+
+
+async def _serve(conn: Connection) -> None:
+    onebot: FakeOneBot | None = None
+    async with FakeBotAPI() as api, FakeLLMServer() as llm:
+        conn.send({"bot_api": api.base_url, "token": api.token, "llm": llm.base_url})
+        try:
+            while True:
+                order: dict[str, Any] = await asyncio.to_thread(conn.recv)
+                if order["do"] == "connect_qq":
+                    onebot = FakeOneBot(order["url"], self_id=BOT_QQ_ID)
+                    await onebot.connect()
+                    conn.send("connected")
+                elif order["do"] == "bursts":
+                    conn.send(await _bursts(api, onebot, order))
+                else:
+                    return
+        finally:
+            if onebot is not None:
+                await onebot.close()
+
+
+async def _bursts(
+    api: FakeBotAPI, onebot: FakeOneBot | None, order: dict[str, Any]
+) -> dict[int, list[float]]:
+    """Send every chat's burst on time; return when each message became available."""
+    loop = asyncio.get_running_loop()
+    begin = loop.time() + 0.2
+    schedule = sorted(
+        (begin + start + n * order["gap_s"], chat, n)
+        for chat, start in zip(order["chats"], order["starts"], strict=True)
+        for n in range(order["size"])
+    )
+    pushed: defaultdict[int, list[float]] = defaultdict(list)
+    for due, chat, n in schedule:
+        if due > loop.time():
+            await asyncio.sleep(due - loop.time())
+        text = CHAT_LINES[(chat + n) % len(CHAT_LINES)]
+        if order["wire"] == "telegram":
+            api.push_message(chat, text, user_id=chat, first_name=f"user{chat}")
+        else:
+            assert onebot is not None, "connect_qq first"
+            await onebot.send_private_message(chat, text, nickname=f"user{chat}")
+        pushed[chat].append(time.monotonic())
+    return dict(pushed)
