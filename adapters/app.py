@@ -27,17 +27,19 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, get_args, runtime_checkable
 
 from loguru import logger
 from rich.console import Console
 from rich.progress import Progress
 
+from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
 from bot.answer import Answerer
 from bot.commands import MENU
 from bot.config import (
     Config,
+    LogLevel,
     Secrets,
     enabled_platforms,
     load_config,
@@ -59,10 +61,7 @@ from storage.sqlite import SqliteStore
 if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM
 
-NOTHING_ENABLED = (
-    "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
-)
-LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR")
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 # The module that holds each platform; importing it loads that platform's libraries.
 PLATFORM_MODULES = {"telegram": "adapters.telegram.platform", "qq": "adapters.qq.platform"}
 
@@ -314,41 +313,10 @@ def resolve_log_level(chosen: str | None, config: Config) -> str:
     """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
     level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
     if level and level not in LOG_LEVELS:
-        msg = f"PACEBOT_LOG_LEVEL = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
+        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
+        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
         raise ConfigError(msg)
     return level or config.bot.log_level
-
-
-def check(path: Path) -> int:
-    """Validate ``path`` and the environment, say what would start; 0 if all is well."""
-    try:
-        config = load_config(path)
-    except ConfigError as exc:
-        print(f"✗ {exc}", file=sys.stderr)
-        return 1
-    problems: list[str] = []
-    try:
-        read_persona(config)
-    except ConfigError as exc:
-        problems.append(str(exc))
-    try:
-        read_secrets(config, console=False)
-    except ConfigError as exc:
-        problems.extend(str(exc).splitlines())
-    platforms = enabled_platforms(config)
-    if not platforms:
-        problems.append(NOTHING_ENABLED)
-    print(f"config: {path} is valid")
-    print(f"database: {config.database_path}")
-    print(f"LLM: {config.llm.model} at {config.llm.base_url or 'the OpenAI default endpoint'}")
-    for name in platforms:
-        print(f"would start: {name}")
-    if problems:
-        for problem in problems:
-            print(f"✗ {problem}", file=sys.stderr)
-        return 1
-    print("✓ ready to run")
-    return 0
 
 
 def serve(path: Path, *, console: bool, log_level: str | None) -> int:

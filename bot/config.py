@@ -91,6 +91,7 @@ def _clock_time(value: str) -> str:
     return value
 
 
+LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"]
 PositiveSeconds = Annotated[float, Field(gt=0)]
 NonNegativeSeconds = Annotated[float, Field(ge=0)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
@@ -122,7 +123,7 @@ class BotConfig(_Section):
     """Read the initial persona from this file instead (relative to the config file)."""
     admins: AdminIds = ()
     """Admins by numeric platform id: ``telegram:123``, ``qq:10001``."""
-    log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"] = "INFO"
+    log_level: LogLevel = "INFO"
 
     @property
     def zone(self) -> ZoneInfo:
