@@ -36,7 +36,7 @@ from rich.progress import Progress
 from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
 from bot.answer import Answerer
-from bot.commands import MENU
+from bot.commands import menu
 from bot.config import (
     Config,
     LogLevel,
@@ -54,6 +54,7 @@ from bot.pipeline import Pipeline
 from bot.ports import MessageSink, Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
+from bot.texts import Texts
 from scheduler.jobs import start_scheduler
 from scheduler.nightly import days_to_summarise, pending_work, run_nightly, summarise_days
 from storage.sqlite import SqliteStore
@@ -197,7 +198,7 @@ def _build_telegram(config: Config, token: str, *, poll_timeout_s: float) -> Pla
         bot_name=config.bot.name,
         aliases=config.bot.aliases,
         poll_timeout_s=poll_timeout_s,
-        menu=MENU,
+        menu=menu(Texts(config.bot.language), admin=True),
         menu_chat_ids=admin_ids(config, "telegram"),
     )
 

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bot.errors import ConfigError
+from bot.texts import Language
 
 _ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -124,6 +125,8 @@ class BotConfig(_Section):
     admins: AdminIds = ()
     """Admins by numeric platform id: ``telegram:123``, ``qq:10001``."""
     log_level: LogLevel = "INFO"
+    language: Language = "en"
+    """The language of command answers, refusals and the console's own lines."""
 
     @property
     def zone(self) -> ZoneInfo:
