@@ -281,14 +281,14 @@ async def run(config: Config, secrets: Secrets) -> None:
 
 
 async def chat_in_console(config: Config, secrets: Secrets) -> None:
-    """Chat in the terminal until the input ends or Ctrl-C."""
+    """Chat in the terminal until the input ends (answer what waits) or Ctrl-C (leave now)."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    console = ConsolePlatform(bot_name=config.bot.name)
+    console = ConsolePlatform(bot_name=config.bot.name, texts=Texts(config.bot.language))
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as pipeline:
         reader = await stdin_reader()
-        logger.info("console ready; end the input (Ctrl-D) to finish")
+        console.show_banner()
         reading = asyncio.create_task(console.read_input(pipeline, reader), name="console:input")
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -297,6 +297,8 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
             answering = asyncio.create_task(pipeline.drain(), name="console:drain")
             await asyncio.wait({answering, stopped}, return_when=asyncio.FIRST_COMPLETED)
             answering.cancel()
+        if stopped.done():
+            console.show_left_waiting(pipeline)
         reading.cancel()
         stopped.cancel()
 

@@ -81,8 +81,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "recall_days": " (dates asked about: {days})",
         "recall_found": "Recalled by {how}:\n\n{records}",
         # the console's own lines
-        "console_banner": "pacebot console: you are {user} chatting with {bot} (an admin; /help "
-        "lists the commands). Ctrl-D answers what is waiting and leaves; Ctrl-C leaves at once.",
+        "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
+        "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
         "console_waiting": "… ({bot} is waiting for you to finish)",
         "console_left_waiting": "{count} message(s) still waiting: {bot} answers them on the "
         "next start.",
@@ -140,8 +140,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "/summary list 可以查看。",
         "recall_days": "（问到的日期：{days}）",
         "recall_found": "唤起方式：{how}\n\n{records}",
-        "console_banner": "pacebot 控制台：你是 {user}，正在和 {bot} 聊天（你是管理员；/help "
-        "列出命令）。Ctrl-D 让它回复完等待中的消息后退出；Ctrl-C 立即退出。",
+        "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
+        "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",
         "console_left_waiting": "还有 {count} 条消息在等待：{bot} 下次启动时会回复。",
     }
