@@ -260,7 +260,11 @@ async def run(config: Config, secrets: Secrets) -> None:
     _stop_on_signals(stop)
     adapters = build_platforms(config, secrets)
     async with running_bot(config, secrets, adapters=adapters):
-        logger.info("pacebot running: {}; Ctrl-C to stop", ", ".join(enabled_platforms(config)))
+        # Each platform says "running" itself, once it is: Telegram after its first poll
+        # is answered, QQ once a OneBot implementation has connected.
+        logger.info(
+            "pacebot started; starting {}; Ctrl-C to stop", ", ".join(enabled_platforms(config))
+        )
         stopped = asyncio.create_task(stop.wait(), name="run:stop")
         tasks: set[asyncio.Task[Any]] = {stopped}
         telegram: object = adapters.get("telegram")  # checked below for what it can do

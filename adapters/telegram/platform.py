@@ -92,6 +92,7 @@ class TelegramPlatform:
             api_base_url=api_base_url,
             request_timeout_s=request_timeout_s,
             before_poll=self._wait_until_handled,
+            after_poll=self._poll_answered,
         )
         self._app.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self._on_message))
         self._app.add_handler(
@@ -108,6 +109,7 @@ class TelegramPlatform:
         self._sends = InFlight("Telegram")
         self._bot_id: int | None = None
         self._bot_username: str | None = None
+        self._polled = False  # Telegram answered a getUpdates: the bot is really running
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -266,7 +268,7 @@ class TelegramPlatform:
             await self._shut_down()
             return
         self._ready.set()
-        logger.info("Telegram polling started as @{}", self.bot_username)
+        logger.info("Telegram: token accepted for @{}; polling", self.bot_username)
         if self._sink is not None:  # replies queued while it was away go out now
             self._sink.platform_ready(self.name)
         if self._menu and self._menu_chat_ids:
@@ -286,6 +288,12 @@ class TelegramPlatform:
                 allowed_updates=[Update.MESSAGE, Update.EDITED_MESSAGE],
                 error_callback=self._on_polling_error,
             )
+
+    def _poll_answered(self) -> None:
+        """Say once that Telegram runs: only an answered poll shows updates can come in."""
+        if not self._polled:
+            self._polled = True
+            logger.info("Telegram running as @{}: first poll answered", self.bot_username)
 
     async def _wait_until_handled(self) -> None:
         """Hold the next poll (which confirms what was fetched) until that is handled.

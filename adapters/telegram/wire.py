@@ -159,6 +159,7 @@ class _ReadableUpdatesRequest(HTTPXRequest):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.before_poll: Callable[[], Awaitable[None]] | None = None
+        self.after_poll: Callable[[], None] | None = None  # each poll Telegram answered
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         if self.before_poll is not None:
@@ -166,6 +167,8 @@ class _ReadableUpdatesRequest(HTTPXRequest):
         code, payload = await super().do_request(*args, **kwargs)
         if code != HTTPStatus.OK:
             return code, payload
+        if self.after_poll is not None:
+            self.after_poll()
         return code, _readable_updates(payload)
 
 
@@ -187,8 +190,11 @@ def build_application(
     api_base_url: str,
     request_timeout_s: float,
     before_poll: Callable[[], Awaitable[None]],
+    after_poll: Callable[[], None] | None = None,
 ) -> TelegramApplication:
     """Build PTB's ``Application``; each getUpdates first awaits ``before_poll``.
+
+    ``after_poll`` hears of each getUpdates that Telegram answered.
 
     An empty ``api_base_url`` means Telegram's own Bot API server.
     """
@@ -202,6 +208,7 @@ def build_application(
         write_timeout=request_timeout_s,
     )
     polls.before_poll = before_poll
+    polls.after_poll = after_poll
     builder = (
         ApplicationBuilder()
         .token(token)
