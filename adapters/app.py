@@ -312,7 +312,11 @@ def start_logging(
 ) -> None:
     """Log at ``level`` to stderr and ``<data_dir>/logs``, scrubbing these secrets."""
     setup_logging(
-        level=level, log_dir=config.log_dir, secrets=secrets.every, stderr_level=stderr_level
+        level=level,
+        log_dir=config.log_dir,
+        secrets=secrets.every,
+        stderr_level=stderr_level,
+        zone=config.bot.zone,
     )
 
 
@@ -411,11 +415,8 @@ def _run_memory_command(
         config = load_config(path)
         secrets = read_secrets(config, console=True)
         read_persona(config)
-        setup_logging(
-            level=resolve_log_level(None, config),
-            log_dir=config.log_dir,
-            secrets=secrets.every,
-            stderr_level="WARNING",
+        start_logging(
+            config, secrets, level=resolve_log_level(None, config), stderr_level="WARNING"
         )
         return asyncio.run(command(config, secrets))
     except PacebotError as exc:
