@@ -400,6 +400,7 @@ async def _summarize(
 async def _recall(config: Config, secrets: Secrets, *, chat: ChatKey, query: str) -> int:
     async with opened_parts(config, secrets) as parts:
         recalled = await parts.memory.recall(chat, [query])
+    print(recalled.searched())
     if not recalled.records:
         print("nothing recalled")
         return 0
