@@ -27,17 +27,19 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, get_args, runtime_checkable
 
 from loguru import logger
 from rich.console import Console
 from rich.progress import Progress
 
+from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
 from bot.answer import Answerer
-from bot.commands import MENU
+from bot.commands import menu
 from bot.config import (
     Config,
+    LogLevel,
     Secrets,
     enabled_platforms,
     load_config,
@@ -52,6 +54,7 @@ from bot.pipeline import Pipeline
 from bot.ports import MessageSink, Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
+from bot.texts import Texts
 from scheduler.jobs import start_scheduler
 from scheduler.nightly import days_to_summarise, pending_work, run_nightly, summarise_days
 from storage.sqlite import SqliteStore
@@ -59,10 +62,7 @@ from storage.sqlite import SqliteStore
 if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM
 
-NOTHING_ENABLED = (
-    "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
-)
-LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR")
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 # The module that holds each platform; importing it loads that platform's libraries.
 PLATFORM_MODULES = {"telegram": "adapters.telegram.platform", "qq": "adapters.qq.platform"}
 
@@ -198,7 +198,7 @@ def _build_telegram(config: Config, token: str, *, poll_timeout_s: float) -> Pla
         bot_name=config.bot.name,
         aliases=config.bot.aliases,
         poll_timeout_s=poll_timeout_s,
-        menu=MENU,
+        menu=menu(Texts(config.bot.language), admin=True),
         menu_chat_ids=admin_ids(config, "telegram"),
     )
 
@@ -260,7 +260,11 @@ async def run(config: Config, secrets: Secrets) -> None:
     _stop_on_signals(stop)
     adapters = build_platforms(config, secrets)
     async with running_bot(config, secrets, adapters=adapters):
-        logger.info("pacebot running: {}; Ctrl-C to stop", ", ".join(enabled_platforms(config)))
+        # Each platform says "running" itself, once it is: Telegram after its first poll
+        # is answered, QQ once a OneBot implementation has connected.
+        logger.info(
+            "pacebot started; starting {}; Ctrl-C to stop", ", ".join(enabled_platforms(config))
+        )
         stopped = asyncio.create_task(stop.wait(), name="run:stop")
         tasks: set[asyncio.Task[Any]] = {stopped}
         telegram: object = adapters.get("telegram")  # checked below for what it can do
@@ -281,14 +285,14 @@ async def run(config: Config, secrets: Secrets) -> None:
 
 
 async def chat_in_console(config: Config, secrets: Secrets) -> None:
-    """Chat in the terminal until the input ends or Ctrl-C."""
+    """Chat in the terminal until the input ends (answer what waits) or Ctrl-C (leave now)."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    console = ConsolePlatform(bot_name=config.bot.name)
+    console = ConsolePlatform(bot_name=config.bot.name, texts=Texts(config.bot.language))
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as pipeline:
         reader = await stdin_reader()
-        logger.info("console ready; end the input (Ctrl-D) to finish")
+        console.show_banner()
         reading = asyncio.create_task(console.read_input(pipeline, reader), name="console:input")
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -297,6 +301,8 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
             answering = asyncio.create_task(pipeline.drain(), name="console:drain")
             await asyncio.wait({answering, stopped}, return_when=asyncio.FIRST_COMPLETED)
             answering.cancel()
+        if stopped.done():
+            console.show_left_waiting(pipeline)
         reading.cancel()
         stopped.cancel()
 
@@ -306,7 +312,11 @@ def start_logging(
 ) -> None:
     """Log at ``level`` to stderr and ``<data_dir>/logs``, scrubbing these secrets."""
     setup_logging(
-        level=level, log_dir=config.log_dir, secrets=secrets.every, stderr_level=stderr_level
+        level=level,
+        log_dir=config.log_dir,
+        secrets=secrets.every,
+        stderr_level=stderr_level,
+        zone=config.bot.zone,
     )
 
 
@@ -314,41 +324,10 @@ def resolve_log_level(chosen: str | None, config: Config) -> str:
     """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
     level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
     if level and level not in LOG_LEVELS:
-        msg = f"PACEBOT_LOG_LEVEL = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
+        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
+        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
         raise ConfigError(msg)
     return level or config.bot.log_level
-
-
-def check(path: Path) -> int:
-    """Validate ``path`` and the environment, say what would start; 0 if all is well."""
-    try:
-        config = load_config(path)
-    except ConfigError as exc:
-        print(f"✗ {exc}", file=sys.stderr)
-        return 1
-    problems: list[str] = []
-    try:
-        read_persona(config)
-    except ConfigError as exc:
-        problems.append(str(exc))
-    try:
-        read_secrets(config, console=False)
-    except ConfigError as exc:
-        problems.extend(str(exc).splitlines())
-    platforms = enabled_platforms(config)
-    if not platforms:
-        problems.append(NOTHING_ENABLED)
-    print(f"config: {path} is valid")
-    print(f"database: {config.database_path}")
-    print(f"LLM: {config.llm.model} at {config.llm.base_url or 'the OpenAI default endpoint'}")
-    for name in platforms:
-        print(f"would start: {name}")
-    if problems:
-        for problem in problems:
-            print(f"✗ {problem}", file=sys.stderr)
-        return 1
-    print("✓ ready to run")
-    return 0
 
 
 def serve(path: Path, *, console: bool, log_level: str | None) -> int:
@@ -421,6 +400,7 @@ async def _summarize(
 async def _recall(config: Config, secrets: Secrets, *, chat: ChatKey, query: str) -> int:
     async with opened_parts(config, secrets) as parts:
         recalled = await parts.memory.recall(chat, [query])
+    print(recalled.searched())
     if not recalled.records:
         print("nothing recalled")
         return 0
@@ -436,11 +416,8 @@ def _run_memory_command(
         config = load_config(path)
         secrets = read_secrets(config, console=True)
         read_persona(config)
-        setup_logging(
-            level=resolve_log_level(None, config),
-            log_dir=config.log_dir,
-            secrets=secrets.every,
-            stderr_level="WARNING",
+        start_logging(
+            config, secrets, level=resolve_log_level(None, config), stderr_level="WARNING"
         )
         return asyncio.run(command(config, secrets))
     except PacebotError as exc:

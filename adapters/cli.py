@@ -1,8 +1,9 @@
 """The ``pacebot`` command line: parse the arguments and hand each command to the app.
 
 Everything that wires parts together or runs them lives in :mod:`adapters.app`, the only
-module outside ``storage/`` and ``scheduler/`` that may import them; this one imports
-only the app and the core's plain types.
+module outside ``storage/`` and ``scheduler/`` that may import them. This module imports
+the app (and pydantic, the database, the LLM SDK behind it) only once a command runs:
+``pacebot --help`` and ``--version`` answer from the standard library alone, at once.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from datetime import date
+from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from adapters import app
-from bot.errors import ConfigError
-from bot.models import ChatKey
+if TYPE_CHECKING:
+    from bot.models import ChatKey
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,6 +25,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="pacebot",
         description="A chatbot that waits, answers in paced messages and remembers.",
     )
+    parser.add_argument("--version", action="version", version=f"pacebot {_version()}")
     # Every command reads the config: declare -c/--config once for all of them.
     with_config = argparse.ArgumentParser(add_help=False)
     with_config.add_argument(
@@ -33,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
         help="configuration file (default: config.toml)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    level_help = "log level (default: $PACEBOT_LOG_LEVEL, else bot.log_level)"
+    # The app checks the level, as it checks $PACEBOT_LOG_LEVEL: one list of the levels.
+    level_help = "log level, e.g. DEBUG (default: $PACEBOT_LOG_LEVEL, else bot.log_level)"
     for name, help_text in (
         ("run", "start every enabled platform; stop with Ctrl-C or SIGTERM"),
         ("console", "chat with the bot in this terminal (you are an admin)"),
@@ -41,12 +45,17 @@ def _parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(
             name, parents=[with_config], help=help_text, description=help_text
         )
-        sub.add_argument("--log-level", type=str.upper, choices=app.LOG_LEVELS, help=level_help)
-    commands.add_parser(
+        sub.add_argument("--log-level", type=str.upper, help=level_help)
+    check = commands.add_parser(
         "check",
         parents=[with_config],
         help="validate the config and environment",
-        description="validate the config",
+        description="Validate the config and the environment; say what would start.",
+    )
+    check.add_argument(
+        "--online",
+        action="store_true",
+        help="also contact the LLM (one tiny request) and Telegram (getMe)",
     )
     summarize = commands.add_parser(
         "summarize",
@@ -75,7 +84,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    """Return the installed package's version, read from its metadata (no import of it)."""
+    try:
+        return metadata.version("pacebot")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
 def _chat_key(text: str) -> ChatKey:
+    from bot.errors import ConfigError
+    from bot.models import ChatKey
+
     try:
         return ChatKey.parse(text)
     except ConfigError as exc:
@@ -86,7 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``pacebot`` command."""
     args = _parser().parse_args(argv)
     if args.command == "check":
-        return app.check(args.config)
+        from adapters import checks
+
+        return checks.check(args.config, online=args.online)
+    from adapters import app
+
     if args.command == "summarize":
         return app.summarize(
             args.config, day=args.date, chat=args.chat, all_missing=args.all_missing

@@ -1,22 +1,34 @@
 """Chat with the bot in the terminal, through the same pipeline as every platform.
 
 The console user is ``console:private:local`` and always an admin. End the input
-(Ctrl-D) to let the bot answer what is waiting and exit; Ctrl-C exits at once.
+(Ctrl-D) to let the bot answer what is waiting and exit; Ctrl-C exits at once, saying
+what is left for the next start. Standard input need not be a terminal: a pipe, a file
+or ``/dev/null`` is read to its end, then what waits is answered.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import stat
 import sys
 import time
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
+from bot.texts import Texts
 
 CONSOLE_CHAT = ChatKey("console", ChatKind.PRIVATE, "local")
 _DIM, _RESET, _CLEAR_LINE = "\x1b[2m", "\x1b[0m", "\r\x1b[K"
+
+
+class ConsoleChat(MessageSink, Protocol):
+    """Where the console delivers what is typed, and learns whether the bot waits for more."""
+
+    def waiting_messages(self, chat: ChatKey) -> int: ...
 
 
 class ConsolePlatform:
@@ -27,28 +39,56 @@ class ConsolePlatform:
     typing_refresh_s: float | None = 4.0
     limits = PacingLimits(chat_interval_s=0.0, group_per_minute=1000, overall_per_s=1000.0)
 
-    def __init__(self, *, bot_name: str, user_name: str = "you", out: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        bot_name: str,
+        texts: Texts,
+        user_name: str = "you",
+        out: TextIO | None = None,
+    ) -> None:
         self._bot_name = bot_name
+        self._texts = texts
         self._user_name = user_name
         self._out = out or sys.stdout
         self._tty = self._out.isatty()
         self._typing_shown = False
+        self._waiting_shown = False  # the "waiting for you to finish" line of this wait
 
     async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
         """Print the bot's message."""
         self._clear_typing()
+        self._waiting_shown = False
         self._out.write(f"{self._bot_name}: {text}\n")
         self._out.flush()
         return f"bot-{time.time_ns()}"
 
     async def show_typing(self, chat: ChatKey) -> None:
         """Print a typing line once per wait (erased before the next message on a TTY)."""
+        self._waiting_shown = False
         if self._typing_shown:
             return
         self._typing_shown = True
         line = f"{self._bot_name} is typing…"
         self._out.write(f"{_DIM}{line}{_RESET}" if self._tty else f"({line})\n")
         self._out.flush()
+
+    def say(self, name: str, **fields: object) -> None:
+        """Print one of the console's own lines (dim on a terminal)."""
+        self._clear_typing()
+        line = self._texts(name, bot=self._bot_name, **fields)
+        self._out.write(f"{_DIM}{line}{_RESET}\n" if self._tty else f"{line}\n")
+        self._out.flush()
+
+    def show_banner(self) -> None:
+        """Say who you are and how to leave."""
+        self.say("console_banner", chat=CONSOLE_CHAT)
+
+    def show_left_waiting(self, chat: ConsoleChat) -> None:
+        """On leaving early, say how many messages are left for the next start, if any."""
+        count = chat.waiting_messages(CONSOLE_CHAT)
+        if count:
+            self.say("console_left_waiting", count=count)
 
     def _clear_typing(self) -> None:
         if self._typing_shown and self._tty:
@@ -67,32 +107,44 @@ class ConsolePlatform:
             addresses_bot=True,
         )
 
-    async def read_input(self, sink: MessageSink, stream: asyncio.StreamReader) -> None:
-        """Feed each non-empty input line to ``sink`` until the input ends."""
+    async def read_input(self, chat: ConsoleChat, stream: asyncio.StreamReader) -> None:
+        """Feed each non-empty input line to ``chat`` until the input ends.
+
+        Once the bot starts waiting for more, say so, once per wait.
+        """
         while line := await stream.readline():
             text = line.decode("utf-8", errors="replace").strip()
-            if text:
-                await sink.receive_many((self.message(text),))
+            if not text:
+                continue
+            await chat.receive_many((self.message(text),))
+            if not self._waiting_shown and chat.waiting_messages(CONSOLE_CHAT):
+                self._waiting_shown = True
+                self.say("console_waiting")
 
 
 async def stdin_reader() -> asyncio.StreamReader:
-    """Return an asyncio reader over standard input (a TTY, a pipe or a file)."""
+    """Return an asyncio reader over standard input: a terminal, a pipe, a file, /dev/null.
+
+    The loop can watch a terminal, a pipe or a socket. Anything else (a regular file,
+    ``/dev/null``, which epoll refuses with EPERM) is read to its end at once.
+    """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
-    protocol = asyncio.StreamReaderProtocol(reader)
-    if sys.stdin.isatty() or not _is_regular_file(sys.stdin):
+    if _is_watchable(sys.stdin):
+        protocol = asyncio.StreamReaderProtocol(reader)
         await loop.connect_read_pipe(lambda: protocol, sys.stdin)
-    else:  # a redirected regular file cannot be watched by the loop: read it at once
+        return reader
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # closed: no input at all
         reader.feed_data(sys.stdin.buffer.read())
-        reader.feed_eof()
+    reader.feed_eof()
     return reader
 
 
-def _is_regular_file(stream: TextIO) -> bool:
-    import os
-    import stat
-
+def _is_watchable(stream: TextIO | None) -> bool:
+    if stream is None:  # started with standard input closed
+        return False
     try:
-        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+        mode = os.fstat(stream.fileno()).st_mode
     except (OSError, ValueError):
         return False
+    return stream.isatty() or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

@@ -1,13 +1,15 @@
-"""Admin slash commands: answered directly, never sent to the LLM, never reset a timer.
+"""Slash commands: answered directly, never sent to the LLM, never reset a timer.
 
 Only known command names are taken as commands; any other ``/word`` (Telegram's
-``/start``, say) is ordinary chat text. Admins are named by numeric platform id in
-``bot.admins``; a display name can be forged, an id cannot.
+``/start``, say) is ordinary chat text. Most commands are for admins, named by numeric
+platform id in ``bot.admins`` (a display name can be forged, an id cannot); ``MENU``
+marks the ones anyone may use. Answers are in ``bot.language`` (:mod:`bot.texts`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Protocol
 
@@ -16,19 +18,40 @@ from bot.errors import ConfigError, LLMError
 from bot.memory import Memory, SummaryResult
 from bot.models import ChatKey, IncomingMessage, SummaryRecord
 from bot.prompt import estimate_tokens
+from bot.texts import Texts
 
-REFUSAL = "Sorry, only admins can use that command."
 LIST_MAX = 30  # summaries /summary list names one by one, newest first
 _FIRST_LINE_CHARS = 40
 
-MENU: tuple[tuple[str, str], ...] = (
-    ("summary", "list | show [N] | pop | restore | run [YYYY-MM-DD]"),
-    ("pop", "remove the newest memory summary"),
-    ("prompt", "show the effective system prompt"),
-    ("recall", "show what memory recall finds for a question"),
-    ("status", "pacing, waiting messages, queued replies, LLM errors"),
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One command of the menu: its name, its arguments, and whether anyone may use it.
+
+    Its one-line description is the message ``help_<name>`` of :mod:`bot.texts`.
+    """
+
+    name: str
+    usage: str = ""
+    anyone: bool = False
+
+
+MENU: tuple[Command, ...] = (
+    Command("help", anyone=True),
+    Command("summary", "list | show [N] | pop | restore | run [YYYY-MM-DD]"),
+    Command("pop"),
+    Command("prompt"),
+    Command("recall", "<question>"),
+    Command("status"),
 )
-"""The command menu a platform may publish: (name, short description)."""
+"""Every command, in the order ``/help`` and a platform's menu show them."""
+
+
+def menu(texts: Texts, *, admin: bool) -> tuple[tuple[str, str], ...]:
+    """Return the ``(name, description)`` of each command an admin (or anyone) may use."""
+    return tuple(
+        (command.name, texts(f"help_{command.name}")) for command in MENU if admin or command.anyone
+    )
 
 
 class CommandHost(Protocol):
@@ -58,6 +81,7 @@ class CommandRunner:
         self.host = host
         self.memory = memory
         self.now = now
+        self.texts = Texts(config.bot.language)
 
     def is_admin(self, message: IncomingMessage) -> bool:
         """Admins are named by numeric platform id; the console user always is one."""
@@ -66,8 +90,9 @@ class CommandRunner:
 
     async def run(self, message: IncomingMessage, name: str, args: list[str]) -> str:
         """Run command ``name`` for ``message``'s sender and return the answer text."""
-        if not self.is_admin(message):
-            return REFUSAL
+        admin = self.is_admin(message)
+        if not admin and not _ANYONE_MAY[name]:
+            return self.texts("refusal")
         chat = message.chat
         if args and not chat.is_group and args[-1].count(":") == 2:
             try:
@@ -77,17 +102,20 @@ class CommandRunner:
             args = args[:-1]
         who = f"{message.chat.platform}:{message.sender_id}"
         title = message.chat_title if chat == message.chat else None
-        return await _HANDLERS[name](self, _Call(chat, args, who, title))
+        return await _HANDLERS[name](self, _Call(chat, args, who, title, admin))
 
 
 class _Call:
-    __slots__ = ("args", "chat", "title", "who")
+    __slots__ = ("admin", "args", "chat", "title", "who")
 
-    def __init__(self, chat: ChatKey, args: list[str], who: str, title: str | None) -> None:
+    def __init__(
+        self, chat: ChatKey, args: list[str], who: str, title: str | None, admin: bool
+    ) -> None:
         self.chat = chat
         self.args = args
         self.who = who
         self.title = title  # the chat's title, when the command was sent in it
+        self.admin = admin  # whether the sender is an admin
 
 
 Handler = Callable[[CommandRunner, _Call], Awaitable[str]]
@@ -111,118 +139,133 @@ def _first_line(record: SummaryRecord) -> str:
     return line if len(line) <= _FIRST_LINE_CHARS else line[: _FIRST_LINE_CHARS - 1] + "…"
 
 
+async def _help(runner: CommandRunner, call: _Call) -> str:
+    lines = [runner.texts("help_header")]
+    for command in MENU:
+        if call.admin or command.anyone:
+            usage = f" {command.usage}" if command.usage else ""
+            lines.append(f"/{command.name}{usage} — {runner.texts(f'help_{command.name}')}")
+    return "\n".join(lines)
+
+
 async def _status(runner: CommandRunner, call: _Call) -> str:
     pacing = runner.config.pacing
     host = runner.host
-    errors = await host.llm_errors_since(runner.now() - timedelta(hours=1))
-    return "\n".join(
-        [
-            f"chat: {call.chat}",
-            f"debounce: {pacing.debounce_min_s:g}–{pacing.debounce_max_s:g} s, "
-            f"max wait {pacing.max_wait_s:g} s, max batch {pacing.max_batch}",
-            f"reply delays: up to {pacing.max_delay_s:g} s",
-            f"on new message: {pacing.on_new_message}",
-            f"group reply mode: {runner.config.groups.reply_mode}",
-            f"waiting messages: {host.waiting_messages(call.chat)}",
-            f"queued replies: {await host.queued_replies(call.chat)}",
-            f"LLM errors in the last hour: {errors}",
-        ]
+    return runner.texts(
+        "status",
+        chat=call.chat,
+        debounce_min_s=pacing.debounce_min_s,
+        debounce_max_s=pacing.debounce_max_s,
+        max_wait_s=pacing.max_wait_s,
+        max_batch=pacing.max_batch,
+        max_delay_s=pacing.max_delay_s,
+        on_new_message=pacing.on_new_message,
+        reply_mode=runner.config.groups.reply_mode,
+        waiting=host.waiting_messages(call.chat),
+        queued=await host.queued_replies(call.chat),
+        errors=await host.llm_errors_since(runner.now() - timedelta(hours=1)),
     )
 
 
 async def _prompt(runner: CommandRunner, call: _Call) -> str:
     prompt = await runner.host.system_prompt(call.chat, title=call.title)
-    return f"system prompt of {call.chat}, ~{estimate_tokens(prompt)} tokens:\n\n{prompt}"
+    return runner.texts("prompt", chat=call.chat, tokens=estimate_tokens(prompt), prompt=prompt)
 
 
 async def _summary_list(runner: CommandRunner, call: _Call) -> str:
+    say = runner.texts
     persona = await runner.memory.persona(call.chat)
     stack = await runner.memory.stack(call.chat)
     if not stack:
-        return (
-            f"{call.chat} has no summaries yet: the prompt is the initial persona "
-            f"(~{persona.tokens} tokens)."
-        )
+        return say("summary_list_empty", chat=call.chat, tokens=persona.tokens)
     in_prompt = {r.id for r in persona.kept}
     # Totals first: a year of summaries does not fit one message, the newest do.
     lines = [
-        f"memory of {call.chat}: {len(stack)} summaries, {len(persona.kept)} in the prompt "
-        f"(persona with summaries ~{persona.tokens} tokens); newest first:"
+        say(
+            "summary_list_header",
+            chat=call.chat,
+            count=len(stack),
+            kept=len(persona.kept),
+            tokens=persona.tokens,
+        )
     ]
     newest = stack[::-1][:LIST_MAX]
     for number, record in enumerate(newest, start=1):
-        mark = "" if record.id in in_prompt else " (recall only)"
-        tokens = estimate_tokens(record.added_prompt)
-        lines.append(f"{number}. {record.day} · {_first_line(record)} · ~{tokens} tok{mark}")
-    if len(stack) > len(newest):
-        lines.append(
-            f"… and {len(stack) - len(newest)} older, back to {stack[0].day}"
-            " (/summary show N shows any of them)"
+        item = say(
+            "summary_list_item",
+            number=number,
+            day=record.day,
+            first_line=_first_line(record),
+            tokens=estimate_tokens(record.added_prompt),
         )
+        lines.append(item if record.id in in_prompt else item + say("summary_list_recall_only"))
+    if len(stack) > len(newest):
+        lines.append(say("summary_list_more", count=len(stack) - len(newest), day=stack[0].day))
     return "\n".join(lines)
 
 
 async def _summary_show(runner: CommandRunner, call: _Call) -> str:
+    say = runner.texts
     stack = await runner.memory.stack(call.chat)
     if not stack:
-        return f"{call.chat} has no summaries yet."
+        return say("summary_none", chat=call.chat)
     try:
         number = int(call.args[0]) if call.args else 1
     except ValueError:
-        return "usage: /summary show [N], N = 1 for the newest"
+        return say("summary_show_usage")
     if not 1 <= number <= len(stack):
-        return f"there are {len(stack)} summaries: choose N from 1 (newest) to {len(stack)}"
+        return say("summary_show_range", count=len(stack))
     record = stack[-number]
     content = record.content
-    parts = [f"{record.day} ({record.message_count} messages)", content.summary]
+    parts = [say("summary_show_head", day=record.day, count=record.message_count), content.summary]
     if content.key_points:
-        parts.append("key points:\n" + "\n".join(f"- {p}" for p in content.key_points))
+        points = "\n".join(f"- {p}" for p in content.key_points)
+        parts.append(f"{say('summary_show_key_points')}\n{points}")
     if content.topics:
-        parts.append("topics: " + ", ".join(content.topics))
+        parts.append(say("summary_show_topics", topics=", ".join(content.topics)))
     if content.keywords:
-        parts.append("keywords: " + ", ".join(content.keywords))
+        parts.append(say("summary_show_keywords", keywords=", ".join(content.keywords)))
     return "\n\n".join(parts)
 
 
 async def _summary_pop(runner: CommandRunner, call: _Call) -> str:
+    say = runner.texts
     popped = await runner.memory.pop(call.chat, by=call.who)
     if popped is None:
-        return "Nothing to pop: only the initial persona is left."
+        return say("pop_nothing")
     remaining = await runner.memory.stack(call.chat)
-    newest = f", the newest from {remaining[-1].day}" if remaining else ""
-    return (
-        f"Popped the summary of {popped.day}. {len(remaining)} summaries remain{newest}. "
-        "/summary restore undoes this."
-    )
+    newest = say("pop_newest", day=remaining[-1].day) if remaining else ""
+    return say("pop_done", day=popped.day, count=len(remaining), newest=newest)
 
 
 async def _summary_restore(runner: CommandRunner, call: _Call) -> str:
     restored = await runner.memory.restore(call.chat)
     if restored is None:
-        return "Nothing to restore: nothing was popped, or a newer summary was pushed since."
-    return f"Restored the summary of {restored.day}."
+        return runner.texts("restore_nothing")
+    return runner.texts("restore_done", day=restored.day)
 
 
 async def _summary_run(runner: CommandRunner, call: _Call) -> str:
+    say = runner.texts
     today = runner.memory.today()
     if call.args:
         try:
             day = date.fromisoformat(call.args[0])
         except ValueError:
-            return "usage: /summary run [YYYY-MM-DD] (default: yesterday)"
+            return say("run_usage")
     else:
         day = today - timedelta(days=1)
     if day > today:
-        return f"{day} has not happened yet."
+        return say("run_future", day=day)
     try:
         result = await runner.memory.summarise(call.chat, day, on_purpose=True)
     except LLMError:
-        return f"The summary of {day} failed (the LLM did not answer usably); try again later."
+        return say("run_failed", day=day)
     if result is SummaryResult.ALREADY:
-        return f"{day} already has a summary; /pop it first to write it again."
+        return say("run_already", day=day)
     if result is SummaryResult.NOTHING:
-        return f"Nobody wrote in {call.chat} on {day}: nothing to summarise."
-    return f"Summarised {day}; it is now the newest memory. /summary show to read it."
+        return say("run_nothing", chat=call.chat, day=day)
+    return say("run_done", day=day)
 
 
 _SUMMARY_ACTIONS: dict[str, Handler] = {
@@ -238,32 +281,30 @@ async def _summary(runner: CommandRunner, call: _Call) -> str:
     action = call.args[0].lower() if call.args else "list"
     handler = _SUMMARY_ACTIONS.get(action)
     if handler is None:
-        return "usage: /summary list | show [N] | pop | restore | run [YYYY-MM-DD]"
-    return await handler(runner, _Call(call.chat, call.args[1:], call.who, call.title))
+        return runner.texts("summary_usage")
+    return await handler(runner, _Call(call.chat, call.args[1:], call.who, call.title, call.admin))
 
 
 async def _recall(runner: CommandRunner, call: _Call) -> str:
+    say = runner.texts
     question = " ".join(call.args).strip()
     if not question:
-        return "usage: /recall <question>, e.g. /recall 昨天聊了什么"
+        return say("recall_usage")
     # What a batch asking this would get: summaries already in the persona are not repeated.
     persona = await runner.memory.persona(call.chat)
     recalled = await runner.memory.recall(call.chat, [question], persona=persona)
     if not recalled.records:
-        days = (
-            f" (dates asked about: {', '.join(map(str, recalled.days))})" if recalled.days else ""
-        )
-        return (
-            f"Nothing recalled for that question{days}. Summaries already in the prompt"
-            " are not repeated; /summary list shows them."
-        )
-    return f"Recalled by {recalled.how}:\n\n{recalled.render()}"
+        days = say("recall_days", days=", ".join(map(str, recalled.days))) if recalled.days else ""
+        return say("recall_nothing", days=days)
+    return say("recall_found", how=recalled.how, records=recalled.render())
 
 
 _HANDLERS: dict[str, Handler] = {
+    "help": _help,
     "summary": _summary,
     "pop": _summary_pop,
     "prompt": _prompt,
     "recall": _recall,
     "status": _status,
 }
+_ANYONE_MAY = {command.name: command.anyone for command in MENU}

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bot.errors import ConfigError
+from bot.texts import Language
 
 _ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -91,6 +92,7 @@ def _clock_time(value: str) -> str:
     return value
 
 
+LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"]
 PositiveSeconds = Annotated[float, Field(gt=0)]
 NonNegativeSeconds = Annotated[float, Field(ge=0)]
 EnvName = Annotated[str, AfterValidator(_env_name)]
@@ -122,7 +124,9 @@ class BotConfig(_Section):
     """Read the initial persona from this file instead (relative to the config file)."""
     admins: AdminIds = ()
     """Admins by numeric platform id: ``telegram:123``, ``qq:10001``."""
-    log_level: Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"] = "INFO"
+    log_level: LogLevel = "INFO"
+    language: Language = "en"
+    """The language of command answers, refusals and the console's own lines."""
 
     @property
     def zone(self) -> ZoneInfo:

@@ -2,16 +2,21 @@
 
 stdlib logging (PTB, httpx, APScheduler, uvicorn) is routed into loguru. httpx logs
 request URLs, which hold the Telegram token, so its loggers stay at WARNING and every
-sink redacts the secrets it was told about.
+sink redacts the secrets it was told about. Times are written in the bot's time zone,
+with its offset: the chat days and the nightly run are counted there too. A line about a
+chat names it (``logger.bind(chat=...)``, or ``logger.contextualize`` around a batch,
+which reaches the lines libraries log meanwhile).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sys
 import traceback
 from collections.abc import Iterable
+from datetime import timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -24,7 +29,8 @@ if TYPE_CHECKING:
 REDACTED = "***"
 _QUIET_LOGGERS = ("httpx", "httpcore", "hpack", "openai._base_client")
 _FORMAT = (
-    "{time:YYYY-MM-DD HH:mm:ss.SSS} | {level: <7} | {extra[where]: <24} | {message}{extra[error]}"
+    "{time:YYYY-MM-DD HH:mm:ss.SSS ZZ} | {level: <7} | {extra[where]: <24} | "
+    "{message}{extra[error]}"
 )
 
 
@@ -68,7 +74,11 @@ class Redactor:
 redactor = Redactor()
 
 
-def _patch(record: Record) -> None:
+def _patch(record: Record, *, zone: tzinfo | None = None) -> None:
+    if zone is not None:
+        # loguru formats a fixed offset only: pin the zone's offset at that moment.
+        local = record["time"].astimezone(zone)
+        record["time"] = local.replace(tzinfo=timezone(local.utcoffset() or timedelta()))
     record["message"] = redactor(record["message"])
     extra = record["extra"]
     chat = extra.get("chat", "-")
@@ -103,11 +113,14 @@ def setup_logging(
     log_dir: Path | None,
     secrets: Iterable[str] = (),
     stderr_level: str | None = None,
+    zone: tzinfo | None = None,
 ) -> None:
-    """Log to stderr and, if ``log_dir`` is set, to a rotated file there."""
+    """Log to stderr and, if ``log_dir`` is set, to a rotated file there, times in ``zone``."""
     redactor.add(*secrets)
     logger.remove()
-    logger.configure(patcher=_patch, extra={"chat": "-", "where": "-", "error": ""})
+    logger.configure(
+        patcher=functools.partial(_patch, zone=zone), extra={"chat": "-", "where": "-", "error": ""}
+    )
     logger.add(
         sys.stderr, level=stderr_level or level, format=_FORMAT, backtrace=False, diagnose=False
     )

@@ -334,10 +334,13 @@ class Pipeline:
         senders = frozenset(m.sender_id for m in batch.messages)
         conversation.answer_started(senders, owed=owed or not chat.is_group)
         try:
-            async with self.sender.typing(chat, platform, enabled=owed):
-                answer = await self._answerer.answer(
-                    batch, text_limit=platform.text_limit, chat_title=conversation.title
-                )
+            # Every line logged while answering carries the chat key and batch, the LLM
+            # client's and its HTTP library's too.
+            with logger.contextualize(chat=str(chat), batch=batch.id):
+                async with self.sender.typing(chat, platform, enabled=owed):
+                    answer = await self._answerer.answer(
+                        batch, text_limit=platform.text_limit, chat_title=conversation.title
+                    )
         except Exception as exc:  # a bug must not leave the chat's messages stuck in the batch
             log.opt(exception=exc).error("answering failed")
             answer = Answer(BatchOutcome.FAILED, error=f"internal error: {type(exc).__name__}")

@@ -33,6 +33,12 @@ class Recalled:
         """Return the recalled summaries as prompt text."""
         return "\n\n".join(r.added_prompt for r in self.records)
 
+    def searched(self) -> str:
+        """Say where recall looked: the chat days the question named, or its keywords."""
+        if self.days:
+            return "searched the dates the question names: " + ", ".join(map(str, self.days))
+        return "no date in the question: searched by keyword"
+
 
 def _within(records: Sequence[SummaryRecord], budget_tokens: int) -> tuple[SummaryRecord, ...]:
     """Keep the leading ``records`` whose text fits ``budget_tokens`` together.

@@ -12,7 +12,9 @@
 
 Each request to ``POST /v1/chat/completions`` takes the next scripted step (FIFO); once
 the script is empty it is answered with ``default``. Every request body is recorded in
-``requests`` (headers in ``request_headers``), whatever the answer.
+``requests`` (headers in ``request_headers``), whatever the answer. With ``api_key`` set,
+a request carrying another key gets 401, as OpenAI answers; with ``refuse_json_mode``,
+a request with ``response_format`` gets 400, as providers without JSON mode answer.
 """
 
 from __future__ import annotations
@@ -51,11 +53,22 @@ class _Step:
 class FakeLLMServer:
     """Serve ``/v1/chat/completions`` on 127.0.0.1 with a scripted FIFO of answers."""
 
-    def __init__(self, *, default: str | None = DEFAULT_REPLY, model: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        default: str | None = DEFAULT_REPLY,
+        model: str | None = None,
+        api_key: str | None = None,
+        refuse_json_mode: bool = False,
+    ) -> None:
         self.default = default
         """Content of the answer when the script is empty."""
         self.model = model
         """Model name in answers; ``None`` echoes the requested one."""
+        self.api_key = api_key
+        """The only key accepted; ``None`` accepts any."""
+        self.refuse_json_mode = refuse_json_mode
+        """Answer 400 to every request that sets ``response_format``."""
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self._script: deque[_Step] = deque()
@@ -174,6 +187,11 @@ class FakeLLMServer:
             self.requests.append(body)
             self.request_headers.append(dict(request.headers))
             self._arrived.notify_all()
+        refusal = self._refusal(body, request.headers.get("Authorization", ""))
+        if refusal is not None:
+            status, message = refusal
+            error = {"message": message, "type": "invalid_request_error", "param": None}
+            return web.json_response({"error": error}, status=status)
         step = self._script.popleft() if self._script else _Step(use_default=True)
         if step.delay_s > 0:
             with contextlib.suppress(TimeoutError):
@@ -184,6 +202,13 @@ class FakeLLMServer:
             return web.json_response(step.body, status=step.status, headers=step.headers)
         content = self.default if step.use_default else step.content
         return web.json_response(self._completion(body, content, step.finish_reason))
+
+    def _refusal(self, body: dict[str, Any], authorization: str) -> tuple[int, str] | None:
+        if self.api_key is not None and authorization != f"Bearer {self.api_key}":
+            return 401, "Incorrect API key provided."
+        if self.refuse_json_mode and "response_format" in body:
+            return 400, "response_format is not supported by this model"
+        return None
 
     def _completion(
         self, request: dict[str, Any], content: str | None, finish_reason: str

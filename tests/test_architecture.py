@@ -99,12 +99,34 @@ def test_no_module_is_over_500_lines(path: Path) -> None:
     assert max(lines, MODULE_LINES_MAX) == MODULE_LINES_MAX
 
 
-def test_help_loads_no_platform_library() -> None:
-    """``pacebot --help`` loads neither Telegram's nor QQ's libraries."""
-    loaded = loaded_after(
-        "from adapters.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_load_only_the_command_line(flag: str) -> None:
+    """``pacebot --help`` and ``--version`` load no pacebot module but the CLI, and none of
+    pydantic, loguru, the LLM SDK or a platform library: they answer at once."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"""
+import json, sys
+from adapters.cli import main
+try:
+    main([{flag!r}])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+""",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
-    assert [name for name in PLATFORM_LIBRARIES if name in loaded] == []
+    loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
+    heavy = ("pydantic", "loguru", "openai", "jieba", "aiosqlite", *PLATFORM_LIBRARIES)
+    ours = [name for name in loaded if name.split(".")[0] in PACKAGES]
+    assert (ours, [name for name in heavy if name in loaded]) == (["adapters", "adapters.cli"], [])
 
 
 def test_a_telegram_only_config_loads_no_qq_library(tmp_path: Path) -> None:

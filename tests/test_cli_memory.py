@@ -71,10 +71,19 @@ async def test_summarize_then_recall(tmp_path: Path, llm: FakeLLMServer) -> None
     assert first[0] == 0, first[2]
     assert f"summarised {CHAT} {yesterday}" in first[1]
     assert again[1].strip() == "nothing to summarise"
-    assert "recalled by dates" in by_date[1]
+    assert by_date[1].splitlines()[:2] == [
+        f"searched the dates the question names: {yesterday}",
+        "recalled by dates:",
+    ]
     assert "CLI-MARK" in by_date[1]
-    assert "recalled by keywords" in by_word[1]
-    assert elsewhere[1].strip() == "nothing recalled"
+    assert by_word[1].splitlines()[:2] == [
+        "no date in the question: searched by keyword",
+        "recalled by keywords:",
+    ]
+    assert elsewhere[1].splitlines() == [
+        "no date in the question: searched by keyword",
+        "nothing recalled",
+    ]
     assert len(llm.requests) == 1
     assert KEY not in first[2] + by_date[2]
 

@@ -1,4 +1,8 @@
-"""`pacebot console` as a person uses it: a real process, piped input, the fake LLM server."""
+"""`pacebot console` as a person uses it: a real process, piped input, the fake LLM server.
+
+Standard input is a pipe, a regular file or /dev/null here, as under a service manager or
+in a container: the console must read it to its end, answer and leave, never hang.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,20 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import IO
 
 from fakes.harness import replies_json
 from fakes.openai_api import FakeLLMServer
 
 KEY = "sk-console-test-key-123456"
+BANNER = (
+    "pacebot console: you (console:private:local, an admin) are chatting with 小满; /help "
+    "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now."
+)
+WAITING = "… (小满 is waiting for you to finish)"
 
 
-def write_config(tmp_path: Path, llm_url: str) -> Path:
+def write_config(tmp_path: Path, llm_url: str, *, debounce_s: float = 0.05) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
         f"""
@@ -23,8 +33,8 @@ name = "小满"
 data_dir = "data"
 
 [pacing]
-debounce_min_s = 0.05
-debounce_max_s = 0.05
+debounce_min_s = {debounce_s}
+debounce_max_s = {debounce_s}
 max_delay_s = 0.2
 
 [llm]
@@ -37,7 +47,9 @@ timeout_s = 5.0
     return path
 
 
-async def start_console(config: Path, env: dict[str, str]) -> asyncio.subprocess.Process:
+async def start_console(
+    config: Path, env: dict[str, str], *, stdin: int | IO[bytes] = asyncio.subprocess.PIPE
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -45,7 +57,7 @@ async def start_console(config: Path, env: dict[str, str]) -> asyncio.subprocess
         "console",
         "-c",
         str(config),
-        stdin=asyncio.subprocess.PIPE,
+        stdin=stdin,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
@@ -53,12 +65,19 @@ async def start_console(config: Path, env: dict[str, str]) -> asyncio.subprocess
 
 
 async def run_console(
-    config: Path, stdin: bytes, *, env: dict[str, str] | None = None, within_s: float = 20.0
+    config: Path,
+    stdin: bytes | int | IO[bytes],
+    *,
+    env: dict[str, str] | None = None,
+    within_s: float = 20.0,
 ) -> tuple[int, str, str]:
+    """Run the console with ``stdin`` piped (bytes) or redirected (a file or DEVNULL)."""
     env = env or {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "PACEBOT_LOG_LEVEL": "DEBUG"}
-    process = await start_console(config, env)
+    piped = isinstance(stdin, bytes)
+    process = await start_console(config, env, stdin=asyncio.subprocess.PIPE if piped else stdin)
     try:
-        out, err = await asyncio.wait_for(process.communicate(stdin), within_s)
+        communicating = process.communicate(stdin if isinstance(stdin, bytes) else None)
+        out, err = await asyncio.wait_for(communicating, within_s)
     except TimeoutError:
         process.kill()
         out, err = await process.communicate()
@@ -76,7 +95,13 @@ async def test_console_chat_answers_and_exits_at_end_of_input(
         write_config(tmp_path, llm.base_url), "嗨\n我回来了\n".encode()
     )
     assert code == 0, err
-    assert out.splitlines() == ["小满: 你好呀", "(小满 is typing…)", "小满: 今天过得怎么样？"]
+    assert out.splitlines() == [
+        BANNER,
+        WAITING,
+        "小满: 你好呀",
+        "(小满 is typing…)",
+        "小满: 今天过得怎么样？",
+    ]
     assert len(llm.requests) == 1
     assert KEY not in err
     assert (tmp_path / "data" / "pacebot.sqlite3").exists()
@@ -103,9 +128,53 @@ async def test_console_ctrl_c_exits_cleanly(tmp_path: Path, llm: FakeLLMServer) 
     """SIGINT while waiting for input stops the console with exit code 0 and no traceback."""
     env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "PACEBOT_LOG_LEVEL": "INFO"}
     process = await start_console(write_config(tmp_path, llm.base_url), env)
-    assert process.stderr is not None
-    await asyncio.wait_for(process.stderr.readline(), 20)  # the first log line: it is up
+    assert process.stdout is not None
+    banner = await asyncio.wait_for(process.stdout.readline(), 20)  # it is up
     process.send_signal(signal.SIGINT)
-    _, err = await asyncio.wait_for(process.communicate(), 20)
-    assert process.returncode == 0
+    out, err = await asyncio.wait_for(process.communicate(), 20)
+    assert (process.returncode, banner.decode().rstrip("\n"), out.decode()) == (0, BANNER, "")
     assert "Traceback" not in err.decode()
+
+
+async def test_ctrl_c_says_a_message_is_still_waiting(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """SIGINT while the bot waits for more says what is left for the next start, exit 0."""
+    env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY}
+    process = await start_console(write_config(tmp_path, llm.base_url, debounce_s=30.0), env)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    process.stdin.write("还在吗\n".encode())
+    await process.stdin.drain()
+    lines = [await asyncio.wait_for(process.stdout.readline(), 20) for _ in range(2)]
+    process.send_signal(signal.SIGINT)
+    out, err = await asyncio.wait_for(process.communicate(), 20)
+    assert process.returncode == 0, err.decode()
+    assert [line.decode().rstrip("\n") for line in lines] == [BANNER, WAITING]
+    assert out.decode().splitlines() == [
+        "1 message(s) still waiting: 小满 answers them on the next start."
+    ]
+    assert llm.requests == []
+
+
+async def test_console_with_dev_null_as_input_exits_at_once(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """`pacebot console < /dev/null` shows the banner and exits 0: no traceback, no hang."""
+    code, out, err = await run_console(
+        write_config(tmp_path, llm.base_url), asyncio.subprocess.DEVNULL, within_s=20
+    )
+    assert (code, out.splitlines()) == (0, [BANNER])
+    assert "Traceback" not in err
+    assert "PermissionError" not in err
+
+
+async def test_console_reads_a_file_to_its_end_and_answers(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Input redirected from a file is read to its end, answered in one batch, then exit 0."""
+    llm.reply_json(replies_json("收到"))
+    lines = tmp_path / "input.txt"
+    lines.write_text("第一行\n第二行\n", encoding="utf-8")
+    with lines.open("rb") as stdin:
+        code, out, err = await run_console(write_config(tmp_path, llm.base_url), stdin)
+    assert (code, out.splitlines()) == (0, [BANNER, WAITING, "小满: 收到"]), err
+    assert len(llm.requests) == 1

@@ -188,6 +188,7 @@ async def test_command_menu_is_published_to_admins_only(
         [call] = await api.wait_for("setMyCommands", timeout=5)
     assert call["scope"] == {"type": "chat", "chat_id": 1001}
     assert [c["command"] for c in call["commands"]] == [
+        "help",
         "summary",
         "pop",
         "prompt",

@@ -1,17 +1,22 @@
-"""Logging: secrets are scrubbed from every line, tracebacks included; httpx stays quiet."""
+"""Logging: secrets scrubbed from every line, tracebacks included; httpx quiet; local times;
+the chat named on every line about it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 import stamina
 from loguru import logger
 
 from bot.log import REDACTED, Redactor, setup_logging
+from fakes.harness import PRIVATE, harness
+from fakes.openai_api import FakeLLMServer
 
 TOKEN = "123456:AAE-secret-token_value"
 
@@ -82,3 +87,38 @@ def test_a_one_character_key_is_scrubbed_where_it_stands_alone() -> None:
     """Even a local LLM's dummy key "x" does not reach a log as a value."""
     redact = Redactor(["x"])
     assert redact("key=x, box x2 x") == "key=***, box x2 ***"
+
+
+def test_times_are_written_in_the_bots_time_zone(tmp_path: Path) -> None:
+    """A line's time is the bot's local time with its offset, whatever the host's zone is."""
+    zone = ZoneInfo("Pacific/Kiritimati")  # UTC+14: no host runs in it by accident
+    setup_logging(level="INFO", log_dir=tmp_path, zone=zone)
+    try:
+        before = datetime.now(UTC).replace(microsecond=0)
+        logger.info("what time is it")
+        after = datetime.now(UTC)
+    finally:
+        logger.remove()
+    line = (tmp_path / "pacebot.log").read_text(encoding="utf-8").splitlines()[0]
+    written = datetime.strptime(line[:29], "%Y-%m-%d %H:%M:%S.%f %z")
+    assert (written.utcoffset(), before <= written <= after) == (timedelta(hours=14), True)
+
+
+async def test_every_line_logged_while_answering_names_the_chat(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The LLM client's lines and its HTTP library's request line carry the chat key and batch."""
+    setup_logging(level="DEBUG", log_dir=tmp_path / "logs")
+    try:
+        async with harness(tmp_path, llm) as bot:
+            await bot.say("你好")
+            await bot.platform.wait_for_sends(1)
+            await bot.pipeline.drain()
+    finally:
+        logger.remove()
+        logging.basicConfig(handlers=[], force=True)
+    text = await asyncio.to_thread((tmp_path / "logs" / "pacebot.log").read_text, encoding="utf-8")
+    llm_lines = [line for line in text.splitlines() if "chat/completions" in line or "llm " in line]
+    where = f"| {PRIVATE} batch "
+    assert len(llm_lines) >= 2
+    assert [line for line in llm_lines if where not in line] == []

@@ -127,8 +127,8 @@ async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
     log = (tmp_path / "data" / "logs" / "pacebot.log").read_text(encoding="utf-8")
     assert code == 0, err
     assert "Traceback" not in err
-    assert "QQ: OneBot connected as 10001" in log
-    assert "Telegram polling started" in log
+    assert "QQ: OneBot connected as 10001; QQ is running" in log
+    assert f"Telegram running as @{api.bot_username}: first poll answered" in log
     assert "uvicorn" in log
     assert KEY not in log
     assert api.token not in log

@@ -21,7 +21,8 @@ import pytest
 from aiohttp import web
 from loguru import logger
 
-from adapters.app import check, running_bot
+from adapters.app import running_bot
+from adapters.checks import check
 from adapters.qq.platform import QQPlatform
 from bot.config import Config, Secrets, load_config
 from bot.dates import chat_day

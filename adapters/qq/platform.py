@@ -176,7 +176,9 @@ class QQPlatform:
             self._serve(self._server, sock), name="qq:server", failure="QQ: task crashed"
         )
         logger.info(
-            "QQ: waiting for OneBot at {}{}",
+            "QQ: listening on {}:{}, waiting for OneBot to connect to {}{}",
+            self._host,
+            self._port,
             self.ws_url,
             " (access token required)" if self._token else "",
         )
@@ -250,7 +252,7 @@ class QQPlatform:
         if self._self_id is None:
             self._self_id = bot.self_id
             self.connected.set()
-            logger.info("QQ: OneBot connected as {}", bot.self_id)
+            logger.info("QQ: OneBot connected as {}; QQ is running", bot.self_id)
             if self._sink is not None:
                 self._sink.platform_ready(self.name)
         else:

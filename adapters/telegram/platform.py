@@ -211,6 +211,7 @@ class TelegramPlatform:
         if self._start_error is None:
             self._bot_id = self._bot.id
             self._bot_username = self._bot.username
+            logger.info("Telegram: token accepted for @{}; polling", self.bot_username)
             self._poller.start()
             if not await self._poller.first_answer():
                 self._start_error = PlatformError("Telegram polling stopped before it answered")
@@ -219,7 +220,7 @@ class TelegramPlatform:
             await self._shut_down()
             return
         self._ready.set()
-        logger.info("Telegram polling started as @{}", self.bot_username)
+        logger.info("Telegram running as @{}: first poll answered", self.bot_username)
         if self._sink is not None:  # replies queued while it was away go out now
             self._sink.platform_ready(self.name)
         if self._menu and self._menu_chat_ids:

@@ -21,9 +21,13 @@ from typing import Any, Final
 
 from loguru import logger
 from telegram import Bot, Update
+from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
+from bot.errors import ConfigError, PacebotError, PlatformError
 from bot.log import redactor
+
+_OFFICIAL_BOT_API: Final = "https://api.telegram.org/bot"
 
 # --- keeping the token out of logs -------------------------------------------------------
 
@@ -170,3 +174,23 @@ def build_bot(*, token: str, api_base_url: str, request_timeout_s: float) -> Bot
     if api_base_url:
         return Bot(token, base_url=api_base_url, request=sends, get_updates_request=polls)
     return Bot(token, request=sends, get_updates_request=polls)
+
+
+async def bot_username(token: str, *, api_base_url: str, timeout_s: float = 10.0) -> str:
+    """Ask the Bot API who the bot is (``getMe``); return its @username without the ``@``.
+
+    Raise ``ConfigError`` when the token is rejected, ``PlatformError`` when the server
+    cannot be reached or refuses otherwise; neither message carries the token.
+    """
+    quiet_http_loggers(token)
+    request = HTTPXRequest(connect_timeout=timeout_s, read_timeout=timeout_s)
+    bot = Bot(token, base_url=api_base_url or _OFFICIAL_BOT_API, request=request)
+    try:
+        async with bot:  # initialising the bot is the getMe call
+            return bot.username
+    except InvalidToken:
+        msg = "the bot token was rejected: check the variable named by telegram.token_env"
+        error: PacebotError = ConfigError(msg)
+    except TelegramError as exc:
+        error = PlatformError(f"getMe failed: {redactor(f'{type(exc).__name__}: {exc}')}")
+    raise error

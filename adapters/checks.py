@@ -1,0 +1,158 @@
+"""``pacebot check``: validate the config and the environment, and with ``--online`` the far ends.
+
+Offline, nothing leaves the machine: the config is read, the persona and every secret an
+enabled platform needs are looked up. ``--online`` then makes the fewest requests that
+tell whether a run would work: one tiny chat completion (reachable, key accepted, JSON
+mode accepted) and Telegram's ``getMe`` (the token is valid). No secret is printed: a
+finding names the environment variable, never its value.
+
+The LLM SDK and the platform libraries are imported only for ``--online``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.config import Config, Secrets, enabled_platforms, load_config, read_persona, read_secrets
+from bot.errors import ConfigError, LLMError, PacebotError
+from bot.log import setup_logging
+from bot.models import ChatMessage
+
+NOTHING_ENABLED = (
+    "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
+)
+ONLINE_TIMEOUT_S = 20.0
+"""The longest one online check may take, whatever ``llm.timeout_s`` says."""
+_PING = (
+    ChatMessage("system", 'Answer with the JSON object {"ok": true} and nothing else.'),
+    ChatMessage("user", "ping"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What one online check found: whether it passed, and one line saying what."""
+
+    ok: bool
+    text: str
+
+    def line(self) -> str:
+        return f"{'✓' if self.ok else '✗'} {self.text}"
+
+
+def check(path: Path, *, online: bool = False) -> int:
+    """Validate ``path`` and the environment, say what would start; 0 if all is well."""
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        print(f"✗ {exc}", file=sys.stderr)
+        return 1
+    problems: list[str] = []
+    try:
+        read_persona(config)
+    except ConfigError as exc:
+        problems.append(str(exc))
+    secrets: Secrets | None = None
+    try:
+        secrets = read_secrets(config, console=False)
+    except ConfigError as exc:
+        problems.extend(str(exc).splitlines())
+    platforms = enabled_platforms(config)
+    print(f"config: {path} is valid")
+    print(f"database: {config.database_path}")
+    print(f"LLM: {config.llm.model} at {config.llm.base_url or 'the OpenAI default endpoint'}")
+    for name in platforms:
+        print(f"would start: {name}")
+    if problems or secrets is None:
+        for problem in problems:
+            print(f"✗ {problem}", file=sys.stderr)
+        if online:
+            print("online checks skipped: fix the problems above first", file=sys.stderr)
+        return 1
+    if online:
+        # Only problems are logged, scrubbed; the findings say the rest.
+        setup_logging(level="WARNING", log_dir=None, secrets=secrets.every)
+        findings = asyncio.run(online_findings(config, secrets))
+        for finding in findings:
+            print(finding.line(), file=sys.stdout if finding.ok else sys.stderr)
+        if not all(finding.ok for finding in findings):
+            return 1
+    if platforms:
+        print("✓ ready to run: `pacebot run`")
+    else:
+        # The shipped config enables nothing on purpose: the console works at once.
+        print(
+            "✓ ready for `pacebot console`; `pacebot run` needs a platform: "
+            "set enabled = true under [telegram] or [qq]"
+        )
+    return 0
+
+
+async def online_findings(config: Config, secrets: Secrets) -> list[Finding]:
+    """Contact the LLM and every enabled platform that can be contacted; say what was found."""
+    findings = [await check_llm(config, secrets.llm_api_key)]
+    if secrets.telegram_token is not None:
+        findings.append(await check_telegram(config, secrets.telegram_token))
+    if config.qq.enabled:
+        findings.append(
+            Finding(
+                ok=True,
+                text=f"QQ: nothing to contact; the OneBot implementation connects to "
+                f"ws://{config.qq.host}:{config.qq.port}/onebot/v11/ws once pacebot runs",
+            )
+        )
+    return findings
+
+
+async def check_llm(config: Config, api_key: str) -> Finding:
+    """Send one tiny request as a batch would; if JSON mode is refused, say how to turn it off."""
+    from adapters.openai_llm import OpenAILLM
+
+    llm_config = config.llm
+    where = f"LLM {llm_config.model} at {llm_config.base_url or 'the OpenAI default endpoint'}"
+    llm = OpenAILLM(
+        base_url=llm_config.base_url,
+        api_key=api_key,
+        model=llm_config.model,
+        temperature=llm_config.temperature,
+        timeout_s=min(llm_config.timeout_s, ONLINE_TIMEOUT_S),
+        max_retries=0,  # a check reports what it found instead of waiting it out
+        max_output_tokens=16,
+    )
+    async with llm:
+        try:
+            await llm.complete(_PING, json_mode=llm_config.json_mode)
+        except LLMError as exc:
+            failure = exc
+        else:
+            mode = "JSON mode accepted" if llm_config.json_mode else "JSON mode off"
+            return Finding(ok=True, text=f"{where}: reachable, key accepted, {mode}")
+        if not llm_config.json_mode:
+            return Finding(ok=False, text=str(failure))
+        try:  # was it the response_format?
+            await llm.complete(_PING, json_mode=False)
+        except LLMError:
+            return Finding(ok=False, text=str(failure))
+    return Finding(
+        ok=False,
+        text=f"{where}: reachable and key accepted, but JSON mode (response_format) is "
+        f"refused: set llm.json_mode = false ({failure})",
+    )
+
+
+async def check_telegram(config: Config, token: str) -> Finding:
+    """Ask Telegram who the bot is (``getMe``): the token is valid if it answers."""
+    from adapters.telegram.wire import bot_username
+
+    where = config.telegram.api_base_url or "api.telegram.org"
+    try:
+        async with asyncio.timeout(ONLINE_TIMEOUT_S):
+            username = await bot_username(token, api_base_url=config.telegram.api_base_url)
+    except TimeoutError:
+        return Finding(ok=False, text=f"Telegram at {where}: no answer to getMe")
+    except PacebotError as exc:
+        return Finding(ok=False, text=f"Telegram at {where}: {exc}")
+    return Finding(ok=True, text=f"Telegram at {where}: token valid, the bot is @{username}")

@@ -1,0 +1,164 @@
+"""What pacebot says in its own words, in each ``bot.language``.
+
+Command answers, refusals and the console's own lines come from here; the persona
+decides the language of the chat itself. One frozen mapping per language, keyed by
+message name, each text a ``str.format`` template: adding a message is one line in
+each language, and ``tests/test_texts.py`` checks that both name the same messages
+with the same fields. Field values are never formatted again, so ``{`` or ``%`` in a
+chatter's words cannot break a template.
+
+A command's one-line description for ``/help`` and the Telegram menu is the message
+``help_<command>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Literal
+
+Language = Literal["en", "zh"]
+
+EN: Mapping[str, str] = MappingProxyType(
+    {
+        # who may do what
+        "refusal": "Sorry, only admins can use that command.",
+        "help_header": "Commands you can use here:",
+        # one line per command, for /help and the Telegram menu
+        "help_help": "the commands you can use",
+        "help_summary": "the memory summaries: list, show one, pop, restore, write one now",
+        "help_pop": "remove the newest memory summary",
+        "help_prompt": "show the effective system prompt",
+        "help_recall": "show what memory recall finds for a question",
+        "help_status": "pacing, waiting messages, queued replies, LLM errors",
+        # /status
+        "status": "chat: {chat}\n"
+        "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
+        "max batch {max_batch}\n"
+        "reply delays: up to {max_delay_s:g} s\n"
+        "on new message: {on_new_message}\n"
+        "group reply mode: {reply_mode}\n"
+        "waiting messages: {waiting}\n"
+        "queued replies: {queued}\n"
+        "LLM errors in the last hour: {errors}",
+        # /prompt
+        "prompt": "system prompt of {chat}, ~{tokens} tokens:\n\n{prompt}",
+        # /summary
+        "summary_usage": "usage: /summary list | show [N] | pop | restore | run [YYYY-MM-DD]",
+        "summary_none": "{chat} has no summaries yet.",
+        "summary_list_empty": "{chat} has no summaries yet: the prompt is the initial persona "
+        "(~{tokens} tokens).",
+        "summary_list_header": "memory of {chat}: {count} summaries, {kept} in the prompt "
+        "(persona with summaries ~{tokens} tokens); newest first:",
+        "summary_list_item": "{number}. {day} · {first_line} · ~{tokens} tok",
+        "summary_list_recall_only": " (recall only)",
+        "summary_list_more": "… and {count} older, back to {day} "
+        "(/summary show N shows any of them)",
+        "summary_show_usage": "usage: /summary show [N], N = 1 for the newest",
+        "summary_show_range": "there are {count} summaries: choose N from 1 (newest) to {count}",
+        "summary_show_head": "{day} ({count} messages)",
+        "summary_show_key_points": "key points:",
+        "summary_show_topics": "topics: {topics}",
+        "summary_show_keywords": "keywords: {keywords}",
+        "pop_nothing": "Nothing to pop: only the initial persona is left.",
+        "pop_done": "Popped the summary of {day}. {count} summaries remain{newest}. "
+        "/summary restore undoes this.",
+        "pop_newest": ", the newest from {day}",
+        "restore_nothing": "Nothing to restore: nothing was popped, or a newer summary was "
+        "pushed since.",
+        "restore_done": "Restored the summary of {day}.",
+        "run_usage": "usage: /summary run [YYYY-MM-DD] (default: yesterday)",
+        "run_future": "{day} has not happened yet.",
+        "run_failed": "The summary of {day} failed (the LLM did not answer usably); "
+        "try again later.",
+        "run_already": "{day} already has a summary; /pop it first to write it again.",
+        "run_nothing": "Nobody wrote in {chat} on {day}: nothing to summarise.",
+        "run_done": "Summarised {day}; it is now the newest memory. /summary show to read it.",
+        # /recall
+        "recall_usage": "usage: /recall <question>, e.g. /recall 昨天聊了什么",
+        "recall_nothing": "Nothing recalled for that question{days}. Summaries already in the "
+        "prompt are not repeated; /summary list shows them.",
+        "recall_days": " (dates asked about: {days})",
+        "recall_found": "Recalled by {how}:\n\n{records}",
+        # the console's own lines
+        "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
+        "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
+        "console_waiting": "… ({bot} is waiting for you to finish)",
+        "console_left_waiting": "{count} message(s) still waiting: {bot} answers them on the "
+        "next start.",
+    }
+)
+
+ZH: Mapping[str, str] = MappingProxyType(
+    {
+        "refusal": "抱歉，只有管理员可以使用这个命令。",
+        "help_header": "你在这里可以用的命令：",
+        "help_help": "列出你可以用的命令",
+        "help_summary": "记忆摘要：列出、查看、撤下、恢复、立即生成",
+        "help_pop": "撤下最新的一条记忆摘要",
+        "help_prompt": "查看当前生效的系统提示词",
+        "help_recall": "查看一个问题会唤起哪些记忆",
+        "help_status": "节奏设置、等待中的消息、排队的回复、LLM 错误",
+        "status": "会话：{chat}\n"
+        "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
+        "每批最多 {max_batch} 条\n"
+        "回复间隔：最多 {max_delay_s:g} 秒\n"
+        "有新消息时：{on_new_message}\n"
+        "群聊回复模式：{reply_mode}\n"
+        "等待中的消息：{waiting}\n"
+        "排队的回复：{queued}\n"
+        "最近一小时 LLM 错误：{errors}",
+        "prompt": "{chat} 的系统提示词，约 {tokens} token：\n\n{prompt}",
+        "summary_usage": "用法：/summary list | show [N] | pop | restore | run [YYYY-MM-DD]",
+        "summary_none": "{chat} 还没有摘要。",
+        "summary_list_empty": "{chat} 还没有摘要：提示词就是初始人设（约 {tokens} token）。",
+        "summary_list_header": "{chat} 的记忆：共 {count} 条摘要，{kept} 条在提示词里"
+        "（人设加摘要约 {tokens} token）；从新到旧：",
+        "summary_list_item": "{number}. {day} · {first_line} · 约 {tokens} token",
+        "summary_list_recall_only": "（仅供回忆检索）",
+        "summary_list_more": "……还有 {count} 条更早的，最早到 {day}"
+        "（/summary show N 可查看任意一条）",
+        "summary_show_usage": "用法：/summary show [N]，N = 1 表示最新的一条",
+        "summary_show_range": "共有 {count} 条摘要：N 请在 1（最新）到 {count} 之间选择",
+        "summary_show_head": "{day}（{count} 条消息）",
+        "summary_show_key_points": "要点：",
+        "summary_show_topics": "话题：{topics}",
+        "summary_show_keywords": "关键词：{keywords}",
+        "pop_nothing": "没有可以撤下的：只剩初始人设了。",
+        "pop_done": "已撤下 {day} 的摘要。还剩 {count} 条{newest}。/summary restore 可以撤销。",
+        "pop_newest": "，最新的是 {day}",
+        "restore_nothing": "没有可以恢复的：没有撤下过摘要，或者之后又有了更新的摘要。",
+        "restore_done": "已恢复 {day} 的摘要。",
+        "run_usage": "用法：/summary run [YYYY-MM-DD]（默认：昨天）",
+        "run_future": "{day} 还没到。",
+        "run_failed": "{day} 的摘要失败了（LLM 没有给出可用的回答），请稍后再试。",
+        "run_already": "{day} 已经有摘要了；要重写请先 /pop。",
+        "run_nothing": "{day} 没有人在 {chat} 说话：没有可总结的。",
+        "run_done": "已总结 {day}，现在它是最新的记忆。用 /summary show 查看。",
+        "recall_usage": "用法：/recall <问题>，例如 /recall 昨天聊了什么",
+        "recall_nothing": "这个问题没有唤起任何记忆{days}。已经在提示词里的摘要不会重复；"
+        "/summary list 可以查看。",
+        "recall_days": "（问到的日期：{days}）",
+        "recall_found": "唤起方式：{how}\n\n{records}",
+        "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
+        "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
+        "console_waiting": "……（{bot} 在等你说完）",
+        "console_left_waiting": "还有 {count} 条消息在等待：{bot} 下次启动时会回复。",
+    }
+)
+
+CATALOGUES: Mapping[Language, Mapping[str, str]] = MappingProxyType({"en": EN, "zh": ZH})
+
+
+class Texts:
+    """Say a named message in one language."""
+
+    __slots__ = ("_catalogue", "language")
+
+    def __init__(self, language: Language) -> None:
+        self.language = language
+        self._catalogue = CATALOGUES[language]
+
+    def __call__(self, name: str, /, **fields: object) -> str:
+        """Return message ``name`` with ``fields`` filled in."""
+        return self._catalogue[name].format(**fields)

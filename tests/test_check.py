@@ -1,0 +1,128 @@
+"""`pacebot check` as a newcomer runs it: the shipped config, then `--online` against the fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from adapters.cli import main
+from fakes.bot_api import FakeBotAPI
+from fakes.openai_api import FakeLLMServer
+
+ROOT = Path(__file__).resolve().parent.parent
+KEY = "sk-check-online-key-123456"
+
+
+def write_config(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI | None = None, *, json_mode: bool = True
+) -> Path:
+    telegram = f'[telegram]\nenabled = true\napi_base_url = "{api.base_url}"\n' if api else ""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[llm]\nbase_url = "{llm.base_url}"\njson_mode = {str(json_mode).lower()}\n{telegram}',
+        encoding="utf-8",
+    )
+    return path
+
+
+async def check_online(config: Path, *, key: str = KEY, token: str = "") -> tuple[int, str, str]:
+    env = {**os.environ, "PACEBOT_LLM_API_KEY": key, "TELEGRAM_BOT_TOKEN": token}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "check",
+        "--online",
+        "-c",
+        str(config),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+def test_the_shipped_config_is_ready_for_the_console(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On the shipped config (no platform on) check exits 0 and says only the console can run."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    assert main(["check", "-c", str(ROOT / "config.toml")]) == 0
+    captured = capsys.readouterr()
+    assert (captured.err, captured.out.splitlines()[-1]) == (
+        "",
+        "✓ ready for `pacebot console`; `pacebot run` needs a platform: "
+        "set enabled = true under [telegram] or [qq]",
+    )
+
+
+def test_a_config_error_still_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bad value exits 1 even with no platform enabled."""
+    path = tmp_path / "config.toml"
+    path.write_text('[bot]\ntimezone = "Mars/Olympus"\n', encoding="utf-8")
+    assert main(["check", "-c", str(path)]) == 1
+    assert "bot.timezone = 'Mars/Olympus'" in capsys.readouterr().err
+
+
+async def test_online_check_passes_against_a_working_llm_and_telegram(
+    tmp_path: Path, api: FakeBotAPI
+) -> None:
+    """--online makes one JSON-mode LLM request and one getMe, and says what each found."""
+    async with FakeLLMServer(api_key=KEY) as llm:
+        code, out, err = await check_online(write_config(tmp_path, llm, api), token=api.token)
+        assert (code, err) == (0, "")
+        assert (
+            f"LLM gpt-4o-mini at {llm.base_url}: reachable, key accepted, JSON mode accepted"
+            in (out)
+        )
+        assert [r.get("response_format") for r in llm.requests] == [{"type": "json_object"}]
+    assert f"token valid, the bot is @{api.bot_username}" in out
+    assert [call.method for call in api.calls] == ["getMe"]
+    assert out.splitlines()[-1] == "✓ ready to run: `pacebot run`"
+    assert (KEY in out, api.token in out) == (False, False)
+
+
+async def test_a_wrong_llm_key_fails_without_showing_it(tmp_path: Path) -> None:
+    """A key the provider refuses (401) exits 1, says to check the key, and prints no key."""
+    async with FakeLLMServer(api_key="sk-the-right-one-000000") as llm:
+        code, out, err = await check_online(write_config(tmp_path, llm))
+    assert code == 1
+    assert "HTTP 401 unauthorized (check the API key)" in err
+    assert KEY not in out + err
+
+
+async def test_a_wrong_telegram_token_fails_without_showing_it(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """A token the Bot API refuses (401) exits 1 naming the setting, never the token."""
+    wrong = "999:WRONG-token-value"
+    code, out, err = await check_online(write_config(tmp_path, llm, api), token=wrong)
+    assert code == 1
+    assert "the bot token was rejected: check the variable named by telegram.token_env" in err
+    assert (api.unauthorized, "WRONG-token" in out + err) == (["getMe"], False)
+
+
+async def test_refused_json_mode_says_to_turn_it_off(tmp_path: Path) -> None:
+    """A provider that refuses response_format is found out, and the fix is named."""
+    async with FakeLLMServer(refuse_json_mode=True) as llm:
+        refused = await check_online(write_config(tmp_path, llm))
+        turned_off = await check_online(write_config(tmp_path, llm, json_mode=False))
+    assert refused[0] == 1
+    assert "JSON mode (response_format) is refused: set llm.json_mode = false" in refused[2]
+    assert (turned_off[0], turned_off[2]) == (0, "")
+    assert "reachable, key accepted, JSON mode off" in turned_off[1]
+
+
+async def test_an_unreachable_llm_fails(tmp_path: Path) -> None:
+    """Nothing listening at llm.base_url exits 1 saying the connection failed."""
+    path = tmp_path / "config.toml"
+    path.write_text('[llm]\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8")
+    code, _, err = await check_online(path)
+    assert code == 1
+    assert "connection failed" in err

@@ -1,0 +1,84 @@
+"""pacebot's own words: both languages say the same messages, /help lists what a sender may use."""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import pytest
+
+from bot.commands import MENU, menu
+from bot.config import parse_config
+from bot.errors import ConfigError
+from bot.texts import CATALOGUES, EN, Texts
+from fakes.harness import GROUP, PRIVATE, harness
+from fakes.openai_api import FakeLLMServer
+from tests.test_memory_commands import command
+
+
+def fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+@pytest.mark.parametrize("language", sorted(CATALOGUES))
+def test_every_language_has_the_same_messages_with_the_same_fields(language: str) -> None:
+    """A message missing in one language, or with another field, fails here, not in a chat."""
+    catalogue = CATALOGUES[language]  # type: ignore[index]
+    assert sorted(catalogue) == sorted(EN)
+    assert {name: fields(t) for name, t in catalogue.items()} == {
+        name: fields(t) for name, t in EN.items()
+    }
+
+
+def test_every_command_has_a_description() -> None:
+    """Each command of the menu has its one-line help message."""
+    assert [f"help_{c.name}" for c in MENU if f"help_{c.name}" not in EN] == []
+
+
+def test_a_chatters_braces_do_not_break_a_template() -> None:
+    """A field value with {, } or % is shown as it is."""
+    assert Texts("en")("run_future", day="{x} 100%") == "{x} 100% has not happened yet."
+
+
+def test_the_language_is_checked_with_the_config() -> None:
+    """An unknown bot.language is a config error naming the key and the choices."""
+    assert parse_config({"bot": {"language": "zh"}}, base_dir=Path()).bot.language == "zh"
+    with pytest.raises(ConfigError, match=r"bot.language = 'fr': Input should be 'en' or 'zh'"):
+        parse_config({"bot": {"language": "fr"}}, base_dir=Path())
+
+
+def test_the_admin_menu_holds_every_command_and_the_open_one_only_help() -> None:
+    """A platform's menu lists every command for admins, only /help for everyone else."""
+    texts = Texts("zh")
+    assert [name for name, _ in menu(texts, admin=True)] == [c.name for c in MENU]
+    assert menu(texts, admin=False) == (("help", "列出你可以用的命令"),)
+
+
+async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """/help shows admins every command, one line each, and others only what they may use."""
+    async with harness(tmp_path, llm, bot={"admins": ["test:7"]}) as bot:
+        admin = await command(bot, "/help")
+        member = await command(bot, "/help", chat=GROUP, sender_id="8")
+    assert admin.splitlines() == [
+        "Commands you can use here:",
+        "/help — the commands you can use",
+        "/summary list | show [N] | pop | restore | run [YYYY-MM-DD] — the memory summaries: "
+        "list, show one, pop, restore, write one now",
+        "/pop — remove the newest memory summary",
+        "/prompt — show the effective system prompt",
+        "/recall <question> — show what memory recall finds for a question",
+        "/status — pacing, waiting messages, queued replies, LLM errors",
+    ]
+    assert member.splitlines() == ["Commands you can use here:", "/help — the commands you can use"]
+    assert llm.requests == []
+
+
+async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """With bot.language = "zh" a refusal, a usage line and /help are in Chinese."""
+    async with harness(tmp_path, llm, bot={"admins": ["test:7"], "language": "zh"}) as bot:
+        refusal = await command(bot, "/status", chat=GROUP, sender_id="8")
+        usage = await command(bot, "/recall", chat=PRIVATE)
+        listing = await command(bot, "/help", chat=GROUP, sender_id="8")
+    assert refusal == "抱歉，只有管理员可以使用这个命令。"
+    assert usage == "用法：/recall <问题>，例如 /recall 昨天聊了什么"
+    assert listing.splitlines() == ["你在这里可以用的命令：", "/help — 列出你可以用的命令"]
