@@ -195,24 +195,24 @@ def make_message(
 # Content a user can send instead of text, for ``extra=``.
 
 
-def photo(caption: str | None = None) -> dict[str, Any]:
-    """Return the fields of a photo message."""
+def photo(caption: str | None = None, *, sides: Iterable[int] = (90, 320)) -> dict[str, Any]:
+    """Return the fields of a photo message: one square size per side, ids ``photo-<side>``."""
     sizes = [
         {"file_id": f"photo-{w}", "file_unique_id": f"up-{w}", "width": w, "height": w}
-        for w in (90, 320)
+        for w in sides
     ]
     return _with_caption({"photo": sizes}, caption)
 
 
-def sticker(emoji: str | None = "😀") -> dict[str, Any]:
-    """Return the fields of a sticker message."""
+def sticker(emoji: str | None = "😀", *, animated: bool = False) -> dict[str, Any]:
+    """Return the fields of a sticker message (a static WEBP one unless ``animated``)."""
     body: dict[str, Any] = {
         "file_id": "sticker-1",
         "file_unique_id": "us-1",
         "type": "regular",
         "width": 512,
         "height": 512,
-        "is_animated": False,
+        "is_animated": animated,
         "is_video": False,
     }
     if emoji is not None:
@@ -226,11 +226,15 @@ def voice(caption: str | None = None) -> dict[str, Any]:
     return _with_caption({"voice": body}, caption)
 
 
-def document(file_name: str | None, caption: str | None = None) -> dict[str, Any]:
+def document(
+    file_name: str | None, caption: str | None = None, *, mime_type: str | None = None
+) -> dict[str, Any]:
     """Return the fields of a file message."""
     body: dict[str, Any] = {"file_id": "doc-1", "file_unique_id": "ud-1"}
     if file_name is not None:
         body["file_name"] = file_name
+    if mime_type is not None:
+        body["mime_type"] = mime_type
     return _with_caption({"document": body}, caption)
 
 

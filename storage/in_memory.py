@@ -13,7 +13,7 @@ so they order and round-trip exactly as in SQLite.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -25,6 +25,7 @@ from bot.models import (
     IncomingMessage,
     OutboxItem,
     OutboxState,
+    Picture,
     PlannedReply,
     StoredMessage,
 )
@@ -47,6 +48,8 @@ class MessageRow:
     addresses_bot: bool
     reply_to_id: str | None
     batch_id: int | None = None  # None while the message waits
+    pictures: tuple[Picture, ...] = ()
+    image_note: str | None = None
 
     def stored(self) -> StoredMessage:
         """Return the message as the ports hand it out."""
@@ -60,6 +63,8 @@ class MessageRow:
             from_bot=self.from_bot,
             addresses_bot=self.addresses_bot,
             reply_to_id=self.reply_to_id,
+            pictures=self.pictures,
+            image_note=self.image_note,
         )
 
 
@@ -158,8 +163,20 @@ class InMemoryStore:
             from_bot=False,
             addresses_bot=message.addresses_bot,
             reply_to_id=message.reply_to_id,
+            pictures=tuple(Picture(clean(p.ref), clean(p.placeholder)) for p in message.pictures),
         )
         return True
+
+    async def add_image_notes(self, chat: ChatKey, notes: Mapping[str, str]) -> int:
+        """Keep what the model saw in these messages' pictures; return how many were kept."""
+        self._check_open()
+        rows = [self._messages.get((chat, message_id)) for message_id in notes]
+        kept = 0
+        for row, note in zip(rows, notes.values(), strict=True):
+            if row is not None and not row.from_bot and row.pictures:
+                row.image_note = clean(note)
+                kept += 1
+        return kept
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""
