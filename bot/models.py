@@ -192,10 +192,15 @@ class Jpeg:
 
 @dataclass(frozen=True, slots=True)
 class ImageInput:
-    """A picture given to the model, labelled with the message it came in."""
+    """A picture given to the model, and the message it came in."""
 
-    label: str  # e.g. "Picture in message #8812:"
+    message_id: str
     jpeg: Jpeg
+
+    @property
+    def label(self) -> str:
+        """Say which message the picture belongs to, so the model can write a note on it."""
+        return f"Picture in message #{self.message_id}:"
 
 
 @dataclass(frozen=True, slots=True)
