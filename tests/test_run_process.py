@@ -195,28 +195,11 @@ async def test_run_answers_a_qq_picture_having_seen_it(
 ) -> None:
     """`pacebot run` with vision: a QQ image segment's URL is fetched and seen by the model."""
     port = free_port()
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f"""
-[bot]
-data_dir = "data"
-
-[pacing]
-debounce_min_s = 0.05
-debounce_max_s = 0.05
-
-[llm]
-base_url = "{llm.base_url}"
-max_retries = 0
-vision = true
-
-[qq]
-enabled = true
-port = {port}
-allow_private_image_hosts = true
-""",
-        encoding="utf-8",
-    )
+    config = write_config(tmp_path, llm, api)
+    toml = config.read_text(encoding="utf-8").replace("[llm]\n", "[llm]\nvision = true\n")
+    toml = toml.replace("[telegram]\nenabled = true", "[telegram]\nenabled = false")
+    toml += f"\n[qq]\nenabled = true\nport = {port}\nallow_private_image_hosts = true\n"
+    config.write_text(toml, encoding="utf-8")
     async with ImageHost() as host:
         url = host.serve("/cat.jpg", jpeg(3000, 2000))
         process = await start(config, api)
