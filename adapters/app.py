@@ -35,6 +35,7 @@ from rich.progress import Progress
 
 from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
+from adapters.picture_sources import opened_picture_sources
 from bot.answer import Answerer
 from bot.commands import menu
 from bot.config import (
@@ -124,8 +125,15 @@ async def running_core(
     async with opened_parts(config, secrets) as parts, contextlib.AsyncExitStack() as stack:
         splitter = OpenAILLM.splitter_from_config(config.llm, api_key=secrets.splitter_api_key)
         stack.push_async_callback(splitter.aclose)
+        sources = opened_picture_sources(config, secrets, platforms)
         answerer = Answerer(
-            config, parts.store, parts.llm, splitter=splitter, memory=parts.memory, now=utc_now
+            config,
+            parts.store,
+            parts.llm,
+            splitter=splitter,
+            memory=parts.memory,
+            now=utc_now,
+            pictures=await stack.enter_async_context(sources),
         )
         pipeline = Pipeline(
             config, parts.store, platforms, answerer, parts.memory, now=utc_now, retries=retries

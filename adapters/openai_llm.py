@@ -18,10 +18,14 @@ from urllib.parse import urlsplit
 import httpx2
 import openai
 from loguru import logger
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionContentPartParam,
+    ChatCompletionMessageParam,
+)
 
 from bot.config import LLMConfig
-from bot.errors import BadLLMReply, ConfigError, LLMError, LLMUnavailable
+from bot.errors import BadLLMReply, ConfigError, ImagesRefused, LLMError, LLMUnavailable
 from bot.models import ChatMessage, Completion
 from bot.replies import strip_reasoning
 
@@ -104,9 +108,10 @@ class OpenAILLM:
     async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
         """Return the model's answer; raise ``LLMUnavailable`` or ``BadLLMReply``."""
         params = [_message_param(message) for message in messages]
+        with_images = any(message.images for message in messages)
         loop = asyncio.get_running_loop()
         started = loop.time()
-        response = await self._call(params, json_mode=json_mode)
+        response = await self._call(params, json_mode=json_mode, with_images=with_images)
         latency_ms = (loop.time() - started) * 1000
         # Compatible servers send odd bodies; the SDK does not validate them.
         choices = response.choices if isinstance(response, ChatCompletion) else None
@@ -127,11 +132,14 @@ class OpenAILLM:
         text = strip_reasoning(content) if isinstance(content, str) else ""
         return Completion(text=text, finish_reason=choice.finish_reason)
 
-    async def _call(self, params: list[ChatCompletionMessageParam], *, json_mode: bool) -> object:
+    async def _call(
+        self, params: list[ChatCompletionMessageParam], *, json_mode: bool, with_images: bool
+    ) -> object:
         """Send the request, again if the model refused a parameter we can drop.
 
-        Errors are raised outside the ``except`` blocks so that no chained SDK error, whose
-        text may echo the key, rides along.
+        A 400 to a request with pictures is ``ImagesRefused``: many models and compatible
+        servers answer image input that way. Errors are raised outside the ``except``
+        blocks so that no chained SDK error, whose text may echo the key, rides along.
         """
         failure: LLMError | None = None
         for _ in range(3):  # as configured, then at most one change per refused parameter
@@ -141,6 +149,8 @@ class OpenAILLM:
                 if self._adapt_to(exc):
                     continue
                 failure = self._unavailable(exc)
+                if with_images:
+                    failure = ImagesRefused(str(failure))
             except openai.OpenAIError as exc:
                 failure = self._translate(exc)
             break
@@ -223,6 +233,12 @@ class OpenAILLM:
 def _message_param(message: ChatMessage) -> ChatCompletionMessageParam:
     if message.role == "system":
         return {"role": "system", "content": message.content}
+    if message.role == "user" and message.images:
+        parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": message.content}]
+        for image in message.images:
+            parts.append({"type": "text", "text": image.label})
+            parts.append({"type": "image_url", "image_url": {"url": image.jpeg.data_url}})
+        return {"role": "user", "content": parts}
     if message.role == "user":
         return {"role": "user", "content": message.content}
     if message.role == "assistant":

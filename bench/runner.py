@@ -66,6 +66,7 @@ BENCHMARKS = (
     ),
     Benchmark("startup", "bench.startup", "re-arming 10,000 chats at start-up; loop stalls", 180),
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
+    Benchmark("pictures", "bench.pictures", "a batch's pictures: download, re-encode, bytes", 120),
 )
 _BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 

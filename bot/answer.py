@@ -8,7 +8,7 @@ typing-speed delays. Every fallback that fires is logged with the chat key and b
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -16,13 +16,30 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from bot.config import Config
-from bot.errors import BadLLMReply, LLMUnavailable
+from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
 from bot.memory import Memory
-from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, PlannedReply, Reply
-from bot.ports import LLM, MessageLog
+from bot.models import (
+    Batch,
+    BatchOutcome,
+    ChatKey,
+    ChatMessage,
+    Completion,
+    ImageInput,
+    PlannedReply,
+    Reply,
+)
+from bot.ports import LLM, MessageLog, PictureSource
 from bot.prompt import PromptInput, build_prompt, history_limit, system_prompt
-from bot.replies import REPLY_CONTRACT, looks_like_question, parse_replies, splitter_messages
+from bot.replies import (
+    IMAGE_NOTES_CONTRACT,
+    REPLY_CONTRACT,
+    looks_like_question,
+    parse_image_notes,
+    parse_replies,
+    splitter_messages,
+)
 from bot.splitting import split_text, split_to_limit
+from bot.vision import look_at
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -83,7 +100,15 @@ def plan_replies(
 
 
 class Answerer:
-    """Turn a batch into planned replies with one LLM call (plus fallbacks if needed)."""
+    """Turn a batch into planned replies with one LLM call (plus fallbacks if needed).
+
+    With ``llm.vision`` on, the batch's newest pictures (from ``pictures``, one source per
+    platform) go into that same call; a provider that refuses them (HTTP 400) gets the
+    batch once more without them, and a warning (once per process, not per batch: it is
+    a setting to change, not an event) says to turn ``llm.vision`` off.
+    """
+
+    _warned_vision_refused = False
 
     def __init__(
         self,
@@ -94,8 +119,10 @@ class Answerer:
         splitter: LLM,
         memory: Memory,
         now: Callable[[], datetime],
+        pictures: Mapping[str, PictureSource] | None = None,
     ) -> None:
         self._config = config
+        self._pictures = pictures or {}
         self._store = store
         self._llm = llm
         self._splitter = splitter
@@ -123,8 +150,10 @@ class Answerer:
         persona = await self._memory.persona(chat)
         return system_prompt(self._prompt_input(chat, chat_title=chat_title, persona=persona.text))
 
-    async def prompt_for(self, batch: Batch, *, chat_title: str | None) -> list[ChatMessage]:
-        """Build the request for ``batch`` from its chat's history."""
+    async def prompt_for(
+        self, batch: Batch, *, chat_title: str | None, images: tuple[ImageInput, ...] = ()
+    ) -> list[ChatMessage]:
+        """Build the request for ``batch`` from its chat's history, with its pictures."""
         chat = batch.chat
         persona = await self._memory.persona(chat)
         asked = [m.text for m in batch.messages if not m.from_bot]
@@ -141,7 +170,10 @@ class Answerer:
             batch=batch.messages,
             history=history,
             unsaid=unsaid,
+            images=images,
         )
+        if images:
+            spec = replace(spec, contract=REPLY_CONTRACT + IMAGE_NOTES_CONTRACT)
         return build_prompt(spec)
 
     async def answer(self, batch: Batch, *, text_limit: int, chat_title: str | None) -> Answer:
@@ -151,9 +183,24 @@ class Answerer:
         if decision is Decision.SKIP:
             log.debug("batch not addressed to the bot; kept as context")
             return Answer(BatchOutcome.SKIPPED)
-        messages = await self.prompt_for(batch, chat_title=chat_title)
+        images: tuple[ImageInput, ...] = ()
+        if self._config.llm.vision:
+            images = await look_at(batch, self._pictures, max_images=self._config.llm.max_images)
+        messages = await self.prompt_for(batch, chat_title=chat_title, images=images)
         try:
-            completion = await self._llm.complete(messages, json_mode=self._config.llm.json_mode)
+            try:
+                completion = await self._llm.complete(
+                    messages, json_mode=self._config.llm.json_mode
+                )
+            except ImagesRefused as exc:
+                self._warn_vision_refused(exc)
+                images = ()
+                messages = await self.prompt_for(batch, chat_title=chat_title)
+                completion = await self._llm.complete(
+                    messages, json_mode=self._config.llm.json_mode
+                )
+            if images:
+                await self._keep_image_notes(batch, completion, images, log)
             replies = await self._read(completion, log)
             if not replies and decision is Decision.ANSWER:
                 log.info("fallback: empty reply where an answer is due; asking once more")
@@ -176,6 +223,38 @@ class Answerer:
             batch_ids=frozenset(m.message_id for m in batch.messages),
         )
         return Answer(BatchOutcome.ANSWERED, planned)
+
+    @classmethod
+    def _warn_vision_refused(cls, exc: ImagesRefused) -> None:
+        """Say once per process that the model refuses pictures; every batch re-asks."""
+        if cls._warned_vision_refused:
+            logger.info("pictures refused again; re-asking without them")
+            return
+        cls._warned_vision_refused = True
+        logger.warning(
+            "the LLM refused a request with pictures ({}); re-asking without them. If this "
+            "model cannot see images, set llm.vision = false",
+            exc,
+        )
+
+    async def _keep_image_notes(
+        self,
+        batch: Batch,
+        completion: Completion,
+        images: tuple[ImageInput, ...],
+        log: Logger,
+    ) -> None:
+        """Store what the model wrote about the pictures it saw, for later prompts."""
+        shown = frozenset(image.message_id for image in images)
+        notes = parse_image_notes(completion.text, message_ids=shown)
+        if not notes:
+            return
+        try:
+            kept = await self._store.add_image_notes(batch.chat, notes)
+        except StorageError as exc:  # the answer matters more than the note
+            log.warning("image notes not kept: {}", exc)
+            return
+        log.debug("{} image note(s) kept", kept)
 
     async def _read(self, completion: Completion, log: Logger) -> list[Reply]:
         """Read replies from a completion, down the fallback chain; raise if all fail."""

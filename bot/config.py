@@ -192,6 +192,10 @@ class LLMConfig(_Section):
     json_mode: bool = True
     """Send ``response_format = {"type": "json_object"}``."""
     max_output_tokens: int = Field(default=1024, ge=16)
+    vision: bool = False
+    """Send the batch's pictures to the model (it must accept OpenAI image input)."""
+    max_images: int = Field(default=4, ge=1, le=16)
+    """The most pictures one batch sends, newest first."""
     splitter: SplitterConfig = SplitterConfig()
 
 
@@ -224,6 +228,8 @@ class QQConfig(_Section):
     port: int = Field(default=8080, ge=1, le=65535)
     access_token_env: EnvName = "ONEBOT_ACCESS_TOKEN"
     """Environment variable with the OneBot access token; required off loopback."""
+    allow_private_image_hosts: bool = False
+    """Fetch picture URLs on loopback/private addresses (a OneBot implementation nearby)."""
 
     @property
     def is_loopback(self) -> bool:

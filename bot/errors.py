@@ -5,12 +5,14 @@ PacebotError
 ├── StorageError           the database cannot be opened or migrated
 ├── LLMError
 │   ├── LLMUnavailable     transport failure after retries: timeout, 429, 5xx, refused
+│   │   └── ImagesRefused  the provider answered 400 to a request that held pictures
 │   └── BadLLMReply        the LLM answered, but nothing usable could be read from it
 └── PlatformError
     ├── SendFailed         a send did not go through (``maybe_delivered`` says if unsure)
     ├── MessageRefused     the platform refused this message for good: drop it, go on
     ├── RateLimited        the platform asked us to wait ``retry_after_s`` seconds
-    └── ChatUnavailable    the bot was removed or blocked; stop sending to that chat
+    ├── ChatUnavailable    the bot was removed or blocked; stop sending to that chat
+    └── PictureUnavailable a picture cannot be fetched, is too big or does not decode
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ class LLMError(PacebotError):
 
 class LLMUnavailable(LLMError):
     """The LLM could not be reached or refused, after the client's own retries."""
+
+
+class ImagesRefused(LLMUnavailable):
+    """The provider refused (HTTP 400) a request that held pictures: maybe no vision."""
 
 
 class BadLLMReply(LLMError):
@@ -78,3 +84,7 @@ class RateLimited(PlatformError):
 
 class ChatUnavailable(PlatformError):
     """The bot can no longer post in this chat (removed, blocked, chat gone)."""
+
+
+class PictureUnavailable(PlatformError):
+    """A picture could not be fetched, is too big or does not decode: a placeholder stays."""

@@ -147,7 +147,7 @@ def full_stack_text(initial: str, stack: Sequence[SummaryRecord]) -> str:
 def _transcript_line(message: StoredMessage, *, bot_name: str, config: Config) -> str:
     local = message.sent_at.astimezone(config.bot.zone)
     who = f"{bot_name} (you)" if message.from_bot else message.sender_name
-    text = message.text
+    text = message.shown_text
     if len(text) > _LINE_CHARS_MAX:
         text = text[:_LINE_CHARS_MAX] + "…"
     return f"[{local:%H:%M}] {who}: {text}"

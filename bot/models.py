@@ -6,6 +6,7 @@ frozen dataclasses at the edge; the core never sees anything else.
 
 from __future__ import annotations
 
+import base64
 import enum
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -50,6 +51,19 @@ class ChatKey:
 
 
 @dataclass(frozen=True, slots=True)
+class Picture:
+    """A picture a message carries, kept by reference and fetched only to answer it.
+
+    ``ref`` is what the platform needs to fetch it again (a Telegram ``file_id``, a QQ
+    image URL), never a URL that holds a secret; ``placeholder`` is how the message text
+    shows it (``[photo]``), so a note about it can take that place later.
+    """
+
+    ref: str
+    placeholder: str
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """One message from a chatter, normalised by its adapter.
 
@@ -66,6 +80,7 @@ class IncomingMessage:
     addresses_bot: bool = False
     reply_to_id: str | None = None
     chat_title: str | None = None
+    pictures: tuple[Picture, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +96,22 @@ class StoredMessage:
     from_bot: bool
     addresses_bot: bool = False
     reply_to_id: str | None = None
+    pictures: tuple[Picture, ...] = ()
+    image_note: str | None = None  # what the model saw in the pictures, once it saw them
+
+    @property
+    def shown_text(self) -> str:
+        """Return the text with its picture described as the model saw it, if it did.
+
+        The note takes the place of the first picture's placeholder: ``[photo: 一只橘猫]``.
+        """
+        if not self.image_note or not self.pictures:
+            return self.text
+        seen = f"[photo: {self.image_note}]"
+        placeholder = self.pictures[0].placeholder
+        if placeholder in self.text:
+            return self.text.replace(placeholder, seen, 1)
+        return f"{seen} {self.text}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,11 +177,39 @@ class OutboxItem:
 
 
 @dataclass(frozen=True, slots=True)
+class Jpeg:
+    """A picture made ready for the model: a JPEG no larger than 1024 px on its long side."""
+
+    data: bytes
+    width: int
+    height: int
+
+    @property
+    def data_url(self) -> str:
+        """Return the picture inlined as a ``data:image/jpeg;base64,...`` URL."""
+        return "data:image/jpeg;base64," + base64.b64encode(self.data).decode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class ImageInput:
+    """A picture given to the model, and the message it came in."""
+
+    message_id: str
+    jpeg: Jpeg
+
+    @property
+    def label(self) -> str:
+        """Say which message the picture belongs to, so the model can write a note on it."""
+        return f"Picture in message #{self.message_id}:"
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
-    """One message of an LLM request."""
+    """One message of an LLM request; a user message may carry pictures after its text."""
 
     role: str  # "system" | "user" | "assistant"
     content: str
+    images: tuple[ImageInput, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,14 +1,15 @@
 """The small interfaces the core owns and the outside implements.
 
-Adapters implement :class:`Platform` (send text, show typing) and :class:`LLM`
-(complete); ``storage/`` implements :class:`MessageLog`, :class:`Batches` and
-:class:`Outbox` (together, with ``close``, the :class:`Store`) and :class:`MemoryStore`.
+Adapters implement :class:`Platform` (send text, show typing), :class:`PictureSource`
+(fetch a picture) and :class:`LLM` (complete); ``storage/`` implements
+:class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with ``close``, the
+:class:`Store`) and :class:`MemoryStore`.
 Adapters hand what they receive to a :class:`MessageSink`, which the pipeline implements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol
@@ -21,7 +22,9 @@ from bot.models import (
     Completion,
     DaySummary,
     IncomingMessage,
+    Jpeg,
     OutboxItem,
+    Picture,
     PlannedReply,
     StoredMessage,
     SummaryRecord,
@@ -72,6 +75,18 @@ class Platform(Protocol):
         ...
 
 
+class PictureSource(Protocol):
+    """Where one platform's pictures are fetched from when a batch is answered."""
+
+    async def fetch(self, picture: Picture) -> Jpeg:
+        """Fetch ``picture`` and make it ready for the model (JPEG, ≤ 1024 px).
+
+        Raise ``PictureUnavailable`` when it cannot be fetched, is too big or does not
+        decode; the message then keeps its placeholder.
+        """
+        ...
+
+
 class LLM(Protocol):
     """An OpenAI-compatible chat model."""
 
@@ -119,6 +134,13 @@ class MessageLog(Protocol):
 
     async def is_bot_message(self, chat: ChatKey, message_id: str) -> bool:
         """Tell whether ``message_id`` in ``chat`` is a message the bot sent."""
+        ...
+
+    async def add_image_notes(self, chat: ChatKey, notes: Mapping[str, str]) -> int:
+        """Keep what the model saw in these messages' pictures; return how many were kept.
+
+        Only chatters' messages that carry pictures take a note; other ids are ignored.
+        """
         ...
 
     async def waiting_counts(self, chat: ChatKey | None = None) -> dict[ChatKey, int]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from bot.models import ChatKey, ChatMessage, StoredMessage
+from bot.models import ChatKey, ChatMessage, ImageInput, Jpeg, StoredMessage
 
 MESSAGE_CHARS_MAX = 2000  # longest single message shown to the LLM
 MESSAGE_CHARS_MIN = 100  # how far an oversized batch may shrink each message
@@ -37,6 +37,17 @@ def estimate_tokens(text: str) -> int:
 def estimate_prompt_tokens(messages: Sequence[ChatMessage]) -> int:
     """Estimate the tokens of a whole request."""
     return sum(_PER_MESSAGE_TOKENS + estimate_tokens(m.content) for m in messages)
+
+
+def image_tokens(jpeg: Jpeg) -> int:
+    """Estimate a picture's tokens as OpenAI counts high detail: 85 + 170 per 512 px tile.
+
+    The picture is first scaled so its short side is at most 768 px.
+    """
+    scale = min(1.0, 768 / min(jpeg.width, jpeg.height))
+    width, height = jpeg.width * scale, jpeg.height * scale
+    tiles = math.ceil(width / 512) * math.ceil(height / 512)
+    return 85 + 170 * tiles
 
 
 def history_limit(budget_tokens: int) -> int:
@@ -69,6 +80,7 @@ class PromptInput:
     history: Sequence[StoredMessage] = ()
     unsaid: Sequence[str] = ()
     recalled: str = ""
+    images: tuple[ImageInput, ...] = ()  # the batch's pictures, after the user text
 
 
 def describe_now(now: datetime, zone: ZoneInfo) -> str:
@@ -101,7 +113,7 @@ def _line(message: StoredMessage, *, zone: ZoneInfo, bot_name: str, limit: int) 
     local = message.sent_at.astimezone(zone)
     who = f"{bot_name} (you)" if message.from_bot else message.sender_name
     quote = f" ↩#{message.reply_to_id}" if message.reply_to_id else ""
-    text = clip(message.text, limit)
+    text = clip(message.shown_text, limit)
     return f"[#{message.message_id} {local:%m-%d %H:%M}] {who}{quote}: {text}"
 
 
@@ -129,6 +141,7 @@ def build_prompt(spec: PromptInput) -> list[ChatMessage]:
         - estimate_prompt_tokens([system])
         - _PER_MESSAGE_TOKENS
         - estimate_tokens(unsaid_text)
+        - sum(image_tokens(image.jpeg) + estimate_tokens(image.label) for image in spec.images)
     )
 
     # The batch always goes in; if it alone is too big, shrink each of its messages.
@@ -155,4 +168,4 @@ def build_prompt(spec: PromptInput) -> list[ChatMessage]:
     if unsaid_text:
         sections.append(unsaid_text)
     sections.append(batch_text)
-    return [system, ChatMessage("user", "\n\n".join(sections))]
+    return [system, ChatMessage("user", "\n\n".join(sections), images=spec.images)]

@@ -195,24 +195,24 @@ def make_message(
 # Content a user can send instead of text, for ``extra=``.
 
 
-def photo(caption: str | None = None) -> dict[str, Any]:
-    """Return the fields of a photo message."""
+def photo(caption: str | None = None, *, sides: Iterable[int] = (90, 320)) -> dict[str, Any]:
+    """Return the fields of a photo message: one square size per side, ids ``photo-<side>``."""
     sizes = [
         {"file_id": f"photo-{w}", "file_unique_id": f"up-{w}", "width": w, "height": w}
-        for w in (90, 320)
+        for w in sides
     ]
     return _with_caption({"photo": sizes}, caption)
 
 
-def sticker(emoji: str | None = "😀") -> dict[str, Any]:
-    """Return the fields of a sticker message."""
+def sticker(emoji: str | None = "😀", *, animated: bool = False) -> dict[str, Any]:
+    """Return the fields of a sticker message (a static WEBP one unless ``animated``)."""
     body: dict[str, Any] = {
         "file_id": "sticker-1",
         "file_unique_id": "us-1",
         "type": "regular",
         "width": 512,
         "height": 512,
-        "is_animated": False,
+        "is_animated": animated,
         "is_video": False,
     }
     if emoji is not None:
@@ -226,11 +226,15 @@ def voice(caption: str | None = None) -> dict[str, Any]:
     return _with_caption({"voice": body}, caption)
 
 
-def document(file_name: str | None, caption: str | None = None) -> dict[str, Any]:
+def document(
+    file_name: str | None, caption: str | None = None, *, mime_type: str | None = None
+) -> dict[str, Any]:
     """Return the fields of a file message."""
     body: dict[str, Any] = {"file_id": "doc-1", "file_unique_id": "ud-1"}
     if file_name is not None:
         body["file_name"] = file_name
+    if mime_type is not None:
+        body["mime_type"] = mime_type
     return _with_caption({"document": body}, caption)
 
 
@@ -271,6 +275,9 @@ class FakeBotAPI:
         self.confirmed_offset = 0  # updates below this id were confirmed by getUpdates
         self.dropped_updates: list[dict[str, Any]] = []  # kinds outside allowed_updates
         self.honour_allowed_updates = True  # False: deliver every kind, as old servers may
+        self.files: dict[str, bytes] = {}  # what getFile and the file endpoint serve, by file_id
+        self.file_sizes: dict[str, int] = {}  # a file_size getFile announces instead of the real
+        self.downloads: list[str] = []  # file paths fetched from /file/bot<token>/
         self._updates: list[dict[str, Any]] = []
         self._chats: dict[int, dict[str, Any]] = {}
         self._blocked: dict[int, tuple[int, str]] = {}
@@ -290,6 +297,7 @@ class FakeBotAPI:
             "sendchataction": self._send_chat_action,
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
+            "getfile": self._get_file,
             "close": self._true,
             "logout": self._true,
         }
@@ -322,6 +330,7 @@ class FakeBotAPI:
             return
         app = web.Application()
         app.router.add_route("*", "/{bot_token}/{method}", self._handle)
+        app.router.add_get("/file/{bot_token}/{path:.+}", self._download)
         runner = web.AppRunner(
             app, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
         )
@@ -446,6 +455,12 @@ class FakeBotAPI:
     def pending_updates(self) -> list[dict[str, Any]]:
         """Updates queued and not yet confirmed by the client."""
         return list(self._updates)
+
+    def add_file(self, file_id: str, data: bytes, *, announced_size: int | None = None) -> None:
+        """Serve ``data`` as the file behind ``file_id`` (``getFile``, then the download)."""
+        self.files[file_id] = data
+        if announced_size is not None:
+            self.file_sizes[file_id] = announced_size
 
     # --- scripting -----------------------------------------------------------------------
 
@@ -655,6 +670,29 @@ class FakeBotAPI:
 
     async def _get_my_commands(self, params: dict[str, Any]) -> Any:
         return self.commands
+
+    async def _get_file(self, params: dict[str, Any]) -> Any:
+        file_id = params.get("file_id")
+        if file_id not in self.files:
+            raise _ApiError(400, "Bad Request: invalid file_id")
+        size = self.file_sizes.get(file_id, len(self.files[file_id]))
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"u-{file_id}",
+            "file_size": size,
+            "file_path": f"photos/{file_id}.jpg",
+        }
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["bot_token"] != f"bot{self.token}":
+            self.unauthorized.append("file")
+            return web.Response(status=401, text="Unauthorized")
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        file_id = path.removeprefix("photos/").removesuffix(".jpg")
+        if file_id not in self.files:
+            return web.Response(status=404, text="Not Found")
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
 
     # --- helpers -------------------------------------------------------------------------
 

@@ -55,14 +55,19 @@ def reply(message_id: int | str) -> Segment:
     return {"type": "reply", "data": {"id": str(message_id)}}
 
 
-def image(*, sticker: bool = False) -> Segment:
+def image(
+    *,
+    sticker: bool = False,
+    url: str = "https://multimedia.nt.qq.com.cn/download?appid=1407&fileid=abc",
+) -> Segment:
+    """An image segment as NapCat sends it; ``url`` is where the picture is fetched from."""
     return {
         "type": "image",
         "data": {
             "summary": "[动画表情]" if sticker else "",
             "file": "3A1C0E0D.jpg",
             "sub_type": 1 if sticker else 0,
-            "url": "https://multimedia.nt.qq.com.cn/download?appid=1407&fileid=abc",
+            "url": url,
             "file_size": "48211",
         },
     }

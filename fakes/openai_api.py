@@ -120,6 +120,16 @@ class FakeLLMServer:
         """
         self._script.append(_Step(content=content, delay_s=seconds, use_default=content is None))
 
+    def image_urls(self, index: int = -1) -> list[str]:
+        """Return the image URLs of one recorded request (the last by default), in order."""
+        urls: list[str] = []
+        for message in self.requests[index].get("messages", []):
+            content = message.get("content")
+            for part in content if isinstance(content, list) else []:
+                if isinstance(part, dict) and part.get("type") == "image_url":
+                    urls.append(part["image_url"]["url"])
+        return urls
+
     @property
     def pending(self) -> int:
         """How many scripted answers have not been used yet."""

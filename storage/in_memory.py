@@ -13,8 +13,8 @@ so they order and round-trip exactly as in SQLite.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from bot.errors import StorageError
@@ -25,84 +25,12 @@ from bot.models import (
     IncomingMessage,
     OutboxItem,
     OutboxState,
+    Picture,
     PlannedReply,
     StoredMessage,
 )
-from storage.values import BOT_SENDER_ID, aware, clean, unix
-
-
-@dataclass(slots=True)
-class MessageRow:
-    """One message of a chat's log, as the ``messages`` table holds it."""
-
-    id: int
-    chat: ChatKey
-    message_id: str
-    sender_id: str
-    sender_name: str
-    text: str
-    sent_at: float
-    received_at: float
-    from_bot: bool
-    addresses_bot: bool
-    reply_to_id: str | None
-    batch_id: int | None = None  # None while the message waits
-
-    def stored(self) -> StoredMessage:
-        """Return the message as the ports hand it out."""
-        return StoredMessage(
-            chat=self.chat,
-            message_id=self.message_id,
-            sender_id=self.sender_id,
-            sender_name=self.sender_name,
-            text=self.text,
-            sent_at=aware(self.sent_at),
-            from_bot=self.from_bot,
-            addresses_bot=self.addresses_bot,
-            reply_to_id=self.reply_to_id,
-        )
-
-
-@dataclass(slots=True)
-class BatchRow:
-    """One batch, as the ``batches`` table holds it."""
-
-    id: int
-    chat: ChatKey
-    state: BatchOutcome
-    created_at: float
-    finished_at: float | None = None
-    error: str | None = None
-
-
-@dataclass(slots=True)
-class OutboxRow:
-    """One reply, as the ``outbox`` table holds it."""
-
-    id: int
-    chat: ChatKey
-    batch_id: int
-    seq: int
-    content: str
-    reply_to: str | None
-    due_at: float
-    state: OutboxState
-    updated_at: float
-    platform_message_id: str | None = None
-    reason: str | None = None  # why a reply was dropped
-
-    def item(self) -> OutboxItem:
-        """Return the reply as the ports hand it out."""
-        return OutboxItem(
-            id=self.id,
-            chat=self.chat,
-            batch_id=self.batch_id,
-            seq=self.seq,
-            content=self.content,
-            due_at=aware(self.due_at),
-            state=self.state,
-            reply_to=self.reply_to,
-        )
+from storage.in_memory_rows import BatchRow, MessageRow, OutboxRow
+from storage.values import BOT_SENDER_ID, clean, unix
 
 
 class InMemoryStore:
@@ -168,8 +96,22 @@ class InMemoryStore:
                 from_bot=False,
                 addresses_bot=message.addresses_bot,
                 reply_to_id=message.reply_to_id,
+                pictures=tuple(
+                    Picture(clean(p.ref), clean(p.placeholder)) for p in message.pictures
+                ),
             )
         return stored
+
+    async def add_image_notes(self, chat: ChatKey, notes: Mapping[str, str]) -> int:
+        """Keep what the model saw in these messages' pictures; return how many were kept."""
+        self._check_open()
+        rows = [self._messages.get((chat, message_id)) for message_id in notes]
+        kept = 0
+        for row, note in zip(rows, notes.values(), strict=True):
+            if row is not None and not row.from_bot and row.pictures:
+                row.image_note = clean(note)
+                kept += 1
+        return kept
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""

@@ -9,23 +9,41 @@ is sent (see ``storage/outbox.py``). The nightly job reads the log through
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import aiosqlite
 
-from bot.models import ChatKey, IncomingMessage, StoredMessage
+from bot.models import ChatKey, IncomingMessage, Picture, StoredMessage
 from storage.database import Database
 from storage.values import aware, clean, unix
 
 MESSAGE_COLUMNS = (
     "chat_key, message_id, sender_id, sender_name, text, sent_at, from_bot, "
-    "addresses_bot, reply_to_id"
+    "addresses_bot, reply_to_id, pictures, image_note"
 )
 """The ``messages`` columns :func:`stored_message` reads."""
 
 _PARSE_SLICE = 1000  # chat keys parsed per event-loop turn (~2 ms) when a query returns many
+
+
+def pictures_json(pictures: Sequence[Picture]) -> str | None:
+    """Return a message's pictures as the ``pictures`` column holds them; ``None`` if none."""
+    if not pictures:
+        return None
+    return json.dumps(
+        [{"ref": clean(p.ref), "placeholder": clean(p.placeholder)} for p in pictures],
+        ensure_ascii=False,
+    )
+
+
+def pictures_of(column: str | None) -> tuple[Picture, ...]:
+    """Read the ``pictures`` column back; a row written before pictures has none."""
+    if not column:
+        return ()
+    return tuple(Picture(item["ref"], item["placeholder"]) for item in json.loads(column))
 
 
 def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
@@ -40,15 +58,17 @@ def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
         from_bot=bool(row["from_bot"]),
         addresses_bot=bool(row["addresses_bot"]),
         reply_to_id=row["reply_to_id"],
+        pictures=pictures_of(row["pictures"]),
+        image_note=row["image_note"],
     )
 
 
 _INSERTED_COLUMNS = (
     "chat_key, message_id, sender_id, sender_name, text, sent_at, received_at, from_bot,"
-    " addresses_bot, reply_to_id"
+    " addresses_bot, reply_to_id, pictures"
 )
-_ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?)"
-_INSERT_ROWS = 100  # rows per INSERT: 900 parameters, under SQLite's old limit of 999
+_ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"
+_INSERT_ROWS = 90  # rows per INSERT: 900 parameters, under SQLite's old limit of 999
 
 
 def _row(message: IncomingMessage, received_at_s: float) -> tuple[object, ...]:
@@ -63,6 +83,7 @@ def _row(message: IncomingMessage, received_at_s: float) -> tuple[object, ...]:
         received_at_s,
         message.addresses_bot,
         message.reply_to_id,
+        pictures_json(message.pictures),
     )
 
 
@@ -116,6 +137,22 @@ class SqliteMessageLog(Database):
                 (clean(text), str(chat), message_id),
             )
             return cursor.rowcount == 1
+
+    async def add_image_notes(self, chat: ChatKey, notes: Mapping[str, str]) -> int:
+        """Keep what the model saw in these messages' pictures; return how many were kept.
+
+        Only chatters' messages that carry pictures take a note; other ids are ignored.
+        """
+        rows = [(clean(note), str(chat), message_id) for message_id, note in notes.items()]
+        if not rows:
+            return 0
+        async with self._transaction() as db:
+            cursor = await db.executemany(
+                "UPDATE messages SET image_note = ?"
+                " WHERE chat_key = ? AND message_id = ? AND from_bot = 0 AND pictures IS NOT NULL",
+                rows,
+            )
+            return cursor.rowcount
 
     async def is_bot_message(self, chat: ChatKey, message_id: str) -> bool:
         """Tell whether ``message_id`` in ``chat`` is a message the bot sent."""

@@ -6,13 +6,16 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import aiosqlite
 import pytest
 
 from bot.errors import StorageError
+from bot.models import ChatKey, ChatKind
 from storage.migrate import Migration, load_migrations, migrate, split_statements
+from storage.sqlite import SqliteStore
 
 STEP_ONE = Migration(1, "0001_one.sql", "CREATE TABLE one (a INTEGER);")
 STEP_TWO = Migration(
@@ -133,3 +136,28 @@ async def test_two_connections_migrate_once(tmp_path: Path) -> None:
     with closing(sqlite3.connect(path)) as check:
         rows = check.execute("SELECT b FROM two").fetchall()
     assert (list(versions), rows) == ([2, 2], [(2,)])
+
+
+async def test_upgrade_to_pictures_keeps_old_messages(tmp_path: Path) -> None:
+    """A version-2 database gains the picture columns; its messages have no pictures."""
+    path = tmp_path / "data" / "pacebot.sqlite3"
+    path.parent.mkdir(parents=True)
+    chat = ChatKey("telegram", ChatKind.PRIVATE, "123")
+    async with aiosqlite.connect(path, isolation_level=None) as old:
+        await migrate(old, load_migrations()[:2])
+        await old.execute(
+            "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
+            " sent_at, received_at) VALUES (?, '1', '42', 'Alice', '[photo] 老照片', 1, 1)",
+            (str(chat),),
+        )
+
+    async with await SqliteStore.open(path) as store:
+        batch = await store.open_batch(chat, limit=10, now=datetime(2026, 3, 5, tzinfo=UTC))
+        noted = await store.add_image_notes(chat, {"1": "a note for a picture it never had"})
+
+    assert user_version(path) == 3
+    assert batch is not None
+    assert [(m.text, m.pictures, m.image_note) for m in batch.messages] == [
+        ("[photo] 老照片", (), None)
+    ]
+    assert noted == 0

@@ -8,13 +8,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.models import ChatKey, ChatKind, StoredMessage
+from bot.models import ChatKey, ChatKind, ImageInput, Jpeg, Picture, StoredMessage
 from bot.prompt import (
     MESSAGE_CHARS_MAX,
     PromptInput,
     build_prompt,
     estimate_prompt_tokens,
     estimate_tokens,
+    image_tokens,
 )
 
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -122,3 +123,37 @@ def test_unsaid_replies_are_mentioned() -> None:
     _, user = build_prompt(spec(unsaid=("还有一件事",)))
     assert "did not send" in user.content
     assert "- 还有一件事" in user.content
+
+
+@pytest.mark.parametrize(
+    ("size", "tokens"),
+    [((1024, 768), 765), ((512, 512), 255), ((1024, 1024), 765), ((100, 1024), 425)],
+)
+def test_image_tokens_follow_openais_high_detail_count(size: tuple[int, int], tokens: int) -> None:
+    """85 tokens plus 170 per 512 px tile, after the short side is scaled to 768 px."""
+    assert image_tokens(Jpeg(b"", *size)) == tokens
+
+
+def test_pictures_ride_with_the_user_message_and_cost_history() -> None:
+    """The batch's pictures follow the user text, and their tokens leave less for history."""
+    history = [message(n, "历史消息" * 10, minutes_ago=100 - n) for n in range(60)]
+    picture = ImageInput("100", Jpeg(b"jpeg", 1024, 768))
+    plain = build_prompt(spec(history=history, budget_tokens=1500))
+    seeing = build_prompt(spec(history=history, budget_tokens=1500, images=(picture,)))
+
+    assert seeing[-1].images == (picture,)
+    assert plain[-1].images == ()
+    assert seeing[-1].content.count("历史消息") < plain[-1].content.count("历史消息")
+
+
+def test_a_noted_picture_is_shown_by_its_note() -> None:
+    """A message whose picture the model saw shows as [photo: note] in later prompts."""
+    seen = replace(
+        message(5, "[sticker 😀] 哈哈"),
+        pictures=(Picture("file-1", "[sticker 😀]"),),
+        image_note="一只挥手的猫",
+    )
+
+    [_, user] = build_prompt(spec(history=[seen]))
+
+    assert "user2: [photo: 一只挥手的猫] 哈哈" in user.content

@@ -22,7 +22,7 @@ from websockets.exceptions import InvalidStatus
 from adapters.qq.platform import QQPlatform
 from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
 from bot.ports import PacingLimits, Platform
 from fakes.harness import RecordingSink, wait_until
 from fakes.onebot import (
@@ -242,6 +242,23 @@ async def test_non_text_segments_become_placeholders(
     ]
     texts = [await receive_one(onebot, sink, segments) for segments, _ in cases]
     assert texts == [expected for _, expected in cases]
+
+
+async def test_image_segments_keep_their_urls(onebot: FakeOneBot, sink: RecordingSink) -> None:
+    """Each image segment with an http(s) URL becomes a picture; other segments do not."""
+    segments = [
+        text("看"),
+        image(url="http://img.example/a.jpg"),
+        image(sticker=True, url="https://img.example/b.gif"),
+        image(url="file:///etc/passwd"),
+        face(14),
+    ]
+    await onebot.send_private_message(USER_ID, segments)
+    [message] = await sink.wait_for(1)
+    assert message.pictures == (
+        Picture("http://img.example/a.jpg", "[image]"),
+        Picture("https://img.example/b.gif", "[sticker]"),
+    )
 
 
 async def test_the_bots_own_messages_and_bot_senders_are_ignored(

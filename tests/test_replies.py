@@ -10,8 +10,10 @@ import pytest
 from bot.errors import BadLLMReply
 from bot.models import Reply
 from bot.replies import (
+    IMAGE_NOTE_CHARS_MAX,
     REPLY_CONTRACT,
     looks_like_question,
+    parse_image_notes,
     parse_replies,
     salvage_replies,
     splitter_messages,
@@ -476,3 +478,34 @@ def test_split_to_limit_rejects_zero_limit() -> None:
 def test_looks_like_question(texts: list[str], expected: bool) -> None:
     """Question marks, Chinese particles and question words, and English openers count."""
     assert looks_like_question(texts) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"replies": [], "image_notes": {"7": "一只橘猫"}}', {"7": "一只橘猫"}),
+        (
+            '```json\n{"replies": [], "image_notes": {"#7": " a  cat\\n on a desk "}}\n```',
+            {"7": "a cat on a desk"},
+        ),
+        ('{"replies": [], "image_notes": {"7": "cat", "99": "unknown id", "8": 5}}', {"7": "cat"}),
+        ('{"replies": [], "image_notes": {"7": ""}}', {}),
+        ('{"replies": [], "image_notes": ["7", "cat"]}', {}),
+        ('{"replies": []}', {}),
+        ("no JSON at all", {}),
+        ('{"replies": [], "image_notes": {"7": "', {}),
+    ],
+    ids=["plain", "fenced-messy", "unknown-and-bad", "empty", "list", "absent", "prose", "cut"],
+)
+def test_image_notes_are_read_tolerantly(text: str, expected: dict[str, str]) -> None:
+    """Notes for the batch's picture messages are kept; anything odd is left out, never fatal."""
+    assert parse_image_notes(text, message_ids=frozenset({"7", "8"})) == expected
+
+
+def test_a_long_image_note_is_cut() -> None:
+    """A rambling note is cut to a prompt-friendly length."""
+    text = json.dumps({"replies": [], "image_notes": {"7": "猫" * 1000}})
+
+    notes = parse_image_notes(text, message_ids=frozenset({"7"}))
+
+    assert notes == {"7": "猫" * IMAGE_NOTE_CHARS_MAX}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import signal
@@ -10,9 +11,11 @@ import socket
 import sys
 from pathlib import Path
 
-from fakes.bot_api import FakeBotAPI
-from fakes.harness import replies_json
-from fakes.onebot import FakeOneBot
+from fakes.bot_api import FakeBotAPI, photo
+from fakes.harness import free_port, replies_json
+from fakes.image_host import ImageHost
+from fakes.images import jpeg, jpeg_size
+from fakes.onebot import FakeOneBot, image, text
 from fakes.openai_api import FakeLLMServer
 
 KEY = "sk-run-process-key-123456"
@@ -145,3 +148,76 @@ async def test_run_with_a_rejected_token_and_nothing_else_exits_1(
     assert "pacebot: Telegram rejected the bot token" in stderr
     assert "Traceback" not in stderr
     assert "WRONG-token" not in stderr
+
+
+def vision_reply(message_id: int | str) -> dict[str, object]:
+    """A reply plan that says it saw the picture, with a note about it."""
+    return {
+        "replies": [{"content": "看到了，是一只橘猫", "send_delay_seconds": 0}],
+        "image_notes": {str(message_id): "一只橘猫"},
+    }
+
+
+def assert_saw_one_small_jpeg(llm: FakeLLMServer) -> None:
+    """The one reply call carried exactly one JPEG data URL of at most 1024 px."""
+    [url] = llm.image_urls(0)
+    prefix = "data:image/jpeg;base64,"
+    assert url.startswith(prefix)
+    kind, (width, height) = jpeg_size(base64.b64decode(url.removeprefix(prefix)))
+    assert (kind, max(width, height)) == ("JPEG", 1024)
+
+
+async def test_run_answers_a_telegram_photo_having_seen_it(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """`pacebot run` with vision: a Telegram photo reaches the model as a ≤1024 px JPEG."""
+    config = write_config(tmp_path, llm, api)
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("[llm]\n", "[llm]\nvision = true\n"),
+        encoding="utf-8",
+    )
+    api.add_file("photo-1280", jpeg(1280, 960))
+    process = await start(config, api)
+    await api.wait_for("getUpdates", timeout=20)
+    message_id = api.push_message(ALICE, extra=photo("这个怎么样？", sides=(90, 320, 1280)))
+    llm.reply_json(vision_reply(message_id))
+    await api.wait_for("sendMessage", timeout=10)
+    code, err = await stop(process)
+
+    assert code == 0, err
+    assert_saw_one_small_jpeg(llm)
+    assert texts(api) == ["看到了，是一只橘猫"]
+    assert api.token not in str(llm.requests)
+
+
+async def test_run_answers_a_qq_picture_having_seen_it(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """`pacebot run` with vision: a QQ image segment's URL is fetched and seen by the model."""
+    port = free_port()
+    config = write_config(tmp_path, llm, api)
+    toml = config.read_text(encoding="utf-8").replace("[llm]\n", "[llm]\nvision = true\n")
+    toml = toml.replace("[telegram]\nenabled = true", "[telegram]\nenabled = false")
+    toml += f"\n[qq]\nenabled = true\nport = {port}\nallow_private_image_hosts = true\n"
+    config.write_text(toml, encoding="utf-8")
+    async with ImageHost() as host:
+        url = host.serve("/cat.jpg", jpeg(3000, 2000))
+        process = await start(config, api)
+        onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
+        async with asyncio.timeout(20):
+            while not onebot.connected:
+                with contextlib.suppress(OSError):
+                    await onebot.connect()
+                await asyncio.sleep(0.05)
+        try:
+            message_id = await onebot.send_private_message(42, [text("看"), image(url=url)])
+            llm.reply_json(vision_reply(message_id))
+            [call] = await onebot.wait_for_call("send_private_msg", within_s=10)
+        finally:
+            await onebot.close()
+        code, err = await stop(process)
+
+    assert code == 0, err
+    assert host.requests == ["/cat.jpg"]
+    assert_saw_one_small_jpeg(llm)
+    assert "看到了，是一只橘猫" in str(call.params["message"])

@@ -10,6 +10,7 @@ has (the file, WAL, migrations, durability across processes) is in ``test_storag
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import closing
@@ -28,6 +29,7 @@ from bot.models import (
     IncomingMessage,
     OutboxItem,
     OutboxState,
+    Picture,
     PlannedReply,
     StoredMessage,
 )
@@ -281,6 +283,26 @@ async def test_same_message_id_in_two_chats_is_two_messages(store: Store) -> Non
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "1"))
 
     assert await store.waiting_counts() == {ALICE: 1, GROUP: 1}
+
+
+async def test_pictures_round_trip_and_take_notes(store: Store) -> None:
+    """A message's picture references come back in its batch, and a note sticks to them."""
+    pictures = (Picture("AgACAgIAAxk-file-id", "[photo]"), Picture("https://x/图.png", "[image]"))
+    message = dataclasses.replace(incoming(ALICE, "1", "[photo] 这个怎么样？"), pictures=pictures)
+    await add(store, message, incoming(ALICE, "2", "no picture"))
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+    assert batch is not None
+
+    kept = await store.add_image_notes(ALICE, {"1": "一只橘猫", "2": "nothing", "9": "unknown"})
+    await store.close_batch(batch.id, BatchOutcome.SILENT, now=T0)
+    history = await store.recent_history(ALICE, exclude_batch=0, limit=10)
+
+    assert [m.pictures for m in batch.messages] == [pictures, ()]
+    assert kept == 1
+    assert [(m.image_note, m.shown_text) for m in history] == [
+        ("一只橘猫", "[photo: 一只橘猫] 这个怎么样？"),
+        (None, "no picture"),
+    ]
 
 
 async def test_edit_replaces_text(store: Store) -> None:

@@ -13,7 +13,7 @@ from telegram.warnings import PTBDeprecationWarning
 from adapters.telegram.errors import retry_after_seconds
 from adapters.telegram.normalise import normalise
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
 from fakes.bot_api import (
     document,
     entity,
@@ -390,3 +390,21 @@ def test_retry_after_as_deprecated_int_is_read_without_warning(
         error = RetryAfter(7)  # PTB itself warns when building the error
 
     assert retry_after_seconds(error) == 7.0
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (photo(sides=(90, 320, 800, 1280, 2560)), (Picture("photo-1280", "[photo]"),)),
+        (photo("small", sides=(90, 320)), (Picture("photo-320", "[photo]"),)),
+        (sticker("😀"), (Picture("sticker-1", "[sticker 😀]"),)),
+        (sticker("😀", animated=True), ()),
+        (document("cat.png", mime_type="image/png"), (Picture("doc-1", "[file cat.png]"),)),
+        (document("report.pdf", mime_type="application/pdf"), ()),
+        (voice(), ()),
+    ],
+    ids=["photo", "small-photo", "sticker", "animated-sticker", "image-file", "pdf", "voice"],
+)
+def test_pictures_are_kept_by_file_id(extra: dict[str, Any], expected: tuple[Picture, ...]) -> None:
+    """Photos (smallest size covering 1024 px), static stickers and image files keep a file id."""
+    assert kept(message(extra=extra)).pictures == expected

@@ -24,7 +24,7 @@ from nonebot.adapters.onebot.v11 import (
 )
 
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
 
 PLATFORM_NAME: Final = "qq"
 UNSUPPORTED: Final = "[unsupported message]"
@@ -128,6 +128,19 @@ class Rendered:
     spoken: str  # only the typed words, for finding the bot's name
     mentions_bot: bool
     reply_to_id: str | None
+    pictures: tuple[Picture, ...] = ()  # by URL, fetched only when a batch is answered
+
+
+def picture_of(segment: MessageSegment) -> Picture | None:
+    """Return an image segment's picture by its http(s) URL; ``None`` if it has none."""
+    data = segment.data if isinstance(segment.data, dict) else {}
+    if segment.type != "image":
+        return None
+    for key in ("url", "file"):
+        value = data.get(key)
+        if isinstance(value, str) and value.startswith(("http://", "https://")):
+            return Picture(value.strip(), placeholder(segment))
+    return None
 
 
 def render(message: Message, *, self_id: str, bot_name: str) -> Rendered:
@@ -140,6 +153,7 @@ def render(message: Message, *, self_id: str, bot_name: str) -> Rendered:
     spoken: list[str] = []
     mentions_bot = False
     reply_to_id: str | None = None
+    pictures: list[Picture] = []
     for segment in message:
         data = segment.data if isinstance(segment.data, dict) else {}
         if segment.type == "text":
@@ -163,6 +177,9 @@ def render(message: Message, *, self_id: str, bot_name: str) -> Rendered:
                 parts.append(("other", f"@{one_line(shown)}"))
         else:
             parts.append(("other", placeholder(segment)))
+            picture = picture_of(segment)
+            if picture is not None:
+                pictures.append(picture)
 
     def trim(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
         while items and (items[0][0] == "at_bot" or not items[0][1].strip()):
@@ -182,7 +199,7 @@ def render(message: Message, *, self_id: str, bot_name: str) -> Rendered:
     text = "".join(pieces).strip()
     if not text and mentions_bot:
         text = f"@{bot_name}"  # a bare "@bot": keep something the model can read
-    return Rendered(text, "".join(spoken), mentions_bot, reply_to_id)
+    return Rendered(text, "".join(spoken), mentions_bot, reply_to_id, tuple(pictures))
 
 
 def _sender_is_bot(event: MessageEvent) -> bool:
@@ -234,4 +251,5 @@ def normalise(
         addresses_bot=addresses_bot,
         reply_to_id=rendered.reply_to_id,
         chat_title=title,
+        pictures=rendered.pictures,
     )

@@ -11,16 +11,22 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from telegram import Message, MessageEntity
+from telegram import Message, MessageEntity, PhotoSize
 from telegram.constants import ChatType
 
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
 
 PLATFORM_NAME: Final = "telegram"
 
 UNSUPPORTED: Final = "[unsupported message]"
 FORWARDED_PREFIX: Final = "[forwarded] "
+
+# The model sees pictures at most this large on their long side: a photo's smallest size
+# that still covers it is downloaded, not the original.
+WANTED_LONG_SIDE_PX: Final = 1024
+# Documents the model can look at; an animation (a GIF sent as video) is not one.
+_IMAGE_TYPES: Final = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif", "image/bmp"})
 
 # A command addressed to one bot in particular: ``/status@some_bot args``.
 _ADDRESSED_COMMAND = re.compile(r"^(/[A-Za-z0-9_]+)@([A-Za-z0-9_]+)(?=\s|$)")
@@ -131,6 +137,32 @@ def _placeholder(message: Message) -> str | None:
     return None
 
 
+def _best_size(sizes: tuple[PhotoSize, ...]) -> PhotoSize:
+    """Return the smallest size of a photo that covers what the model sees, else the largest."""
+    covering = [s for s in sizes if max(s.width, s.height) >= WANTED_LONG_SIDE_PX]
+    if covering:
+        return min(covering, key=lambda s: s.width * s.height)
+    return max(sizes, key=lambda s: s.width * s.height)
+
+
+def _pictures(message: Message, placeholder: str) -> tuple[Picture, ...]:
+    """Return the picture the model could look at: a photo, a static sticker, an image file.
+
+    Only the ``file_id`` is kept: the picture is fetched when the batch is answered, and
+    only if ``llm.vision`` is on.
+    """
+    if message.photo:
+        return (Picture(_best_size(message.photo).file_id, placeholder),)
+    sticker = message.sticker
+    if sticker is not None and not sticker.is_animated and not sticker.is_video:
+        return (Picture(sticker.file_id, placeholder),)
+    document = message.document
+    is_image = document is not None and (document.mime_type or "").lower() in _IMAGE_TYPES
+    if message.animation is None and document is not None and is_image:
+        return (Picture(document.file_id, placeholder),)
+    return ()
+
+
 def _is_service(message: Message) -> bool:
     """Tell whether a message is a service message (someone joined, a pin, a new title)."""
     fields = message.to_dict()  # includes fields PTB does not know yet (api_kwargs)
@@ -200,6 +232,7 @@ def normalise(
 
     original = message.text or message.caption or ""
     addressed_by_command = False
+    pictures: tuple[Picture, ...] = ()
     if message.text:
         text = message.text
         command = _ADDRESSED_COMMAND.match(text)
@@ -214,6 +247,7 @@ def normalise(
             if _is_service(message):
                 return None
             placeholder = UNSUPPORTED
+        pictures = _pictures(message, placeholder)
         text = f"{placeholder} {message.caption}" if message.caption else placeholder
     if message.forward_origin is not None:
         text = FORWARDED_PREFIX + text
@@ -245,4 +279,5 @@ def normalise(
         addresses_bot=addresses_bot,
         reply_to_id=str(parent.message_id) if parent is not None else None,
         chat_title=message.chat.title,
+        pictures=pictures,
     )
