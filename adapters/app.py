@@ -128,7 +128,14 @@ async def running_core(
             config, parts.store, parts.llm, splitter=splitter, memory=parts.memory, now=utc_now
         )
         pipeline = Pipeline(
-            config, parts.store, platforms, answerer, parts.memory, now=utc_now, retries=retries
+            config,
+            parts.store,
+            platforms,
+            answerer,
+            parts.memory,
+            traces=parts.store,
+            now=utc_now,
+            retries=retries,
         )
         stack.push_async_callback(pipeline.stop)
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage

@@ -2,20 +2,24 @@
 
 Only known command names are taken as commands; any other ``/word`` (Telegram's
 ``/start``, say) is ordinary chat text. Admins are named by numeric platform id in
-``bot.admins``; a display name can be forged, an id cannot.
+``bot.admins``; a display name can be forged, an id cannot. ``/forgetme`` is the one
+command anyone may use: it acts only on its sender, in the chat it is sent in. The
+people commands live in ``people_commands.py``, ``/trace`` in ``trace_commands.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import date, datetime, timedelta
 from typing import Protocol
 
+from bot import people_commands, trace_commands
 from bot.config import Config
 from bot.errors import ConfigError, LLMError
 from bot.memory import Memory, SummaryResult
 from bot.models import ChatKey, IncomingMessage, SummaryRecord
 from bot.prompt import estimate_tokens
+from bot.trace import ShownTrace
 
 REFUSAL = "Sorry, only admins can use that command."
 LIST_MAX = 30  # summaries /summary list names one by one, newest first
@@ -27,6 +31,11 @@ MENU: tuple[tuple[str, str], ...] = (
     ("prompt", "show the effective system prompt"),
     ("recall", "show what memory recall finds for a question"),
     ("status", "pacing, waiting messages, queued replies, LLM errors"),
+    ("people", "the people of this chat with their fact counts"),
+    ("facts", "one person's remembered facts: /facts <user id>"),
+    ("forget", "forget one fact: /forget <fact id>"),
+    ("forgetme", "forget every fact about you in this chat (anyone)"),
+    ("trace", "how the bot answered a batch: /trace [N]"),
 )
 """The command menu a platform may publish: (name, short description)."""
 
@@ -41,6 +50,8 @@ class CommandHost(Protocol):
     async def llm_errors_since(self, since: datetime) -> int: ...
 
     async def system_prompt(self, chat: ChatKey, *, title: str | None) -> str: ...
+
+    async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]: ...
 
 
 class CommandRunner:
@@ -66,10 +77,11 @@ class CommandRunner:
 
     async def run(self, message: IncomingMessage, name: str, args: list[str]) -> str:
         """Run command ``name`` for ``message``'s sender and return the answer text."""
-        if not self.is_admin(message):
+        anyone = name in ANYONE
+        if not anyone and not self.is_admin(message):
             return REFUSAL
         chat = message.chat
-        if args and not chat.is_group and args[-1].count(":") == 2:
+        if args and not anyone and not chat.is_group and args[-1].count(":") == 2:
             try:
                 chat = ChatKey.parse(args[-1])
             except ConfigError as exc:
@@ -77,17 +89,21 @@ class CommandRunner:
             args = args[:-1]
         who = f"{message.chat.platform}:{message.sender_id}"
         title = message.chat_title if chat == message.chat else None
-        return await _HANDLERS[name](self, _Call(chat, args, who, title))
+        call = _Call(chat, args, who, title, sender_id=message.sender_id)
+        return await _HANDLERS[name](self, call)
 
 
 class _Call:
-    __slots__ = ("args", "chat", "title", "who")
+    __slots__ = ("args", "chat", "sender_id", "title", "who")
 
-    def __init__(self, chat: ChatKey, args: list[str], who: str, title: str | None) -> None:
+    def __init__(
+        self, chat: ChatKey, args: list[str], who: str, title: str | None, *, sender_id: str
+    ) -> None:
         self.chat = chat
         self.args = args
-        self.who = who
+        self.who = who  # "platform:sender id", as audits record it
         self.title = title  # the chat's title, when the command was sent in it
+        self.sender_id = sender_id
 
 
 Handler = Callable[[CommandRunner, _Call], Awaitable[str]]
@@ -239,7 +255,8 @@ async def _summary(runner: CommandRunner, call: _Call) -> str:
     handler = _SUMMARY_ACTIONS.get(action)
     if handler is None:
         return "usage: /summary list | show [N] | pop | restore | run [YYYY-MM-DD]"
-    return await handler(runner, _Call(call.chat, call.args[1:], call.who, call.title))
+    rest = _Call(call.chat, call.args[1:], call.who, call.title, sender_id=call.sender_id)
+    return await handler(runner, rest)
 
 
 async def _recall(runner: CommandRunner, call: _Call) -> str:
@@ -249,15 +266,23 @@ async def _recall(runner: CommandRunner, call: _Call) -> str:
     # What a batch asking this would get: summaries already in the persona are not repeated.
     persona = await runner.memory.persona(call.chat)
     recalled = await runner.memory.recall(call.chat, [question], persona=persona)
+    in_prompt = _in_prompt(recalled.days, [r.day for r in persona.kept])
     if not recalled.records:
         days = (
             f" (dates asked about: {', '.join(map(str, recalled.days))})" if recalled.days else ""
         )
-        return (
-            f"Nothing recalled for that question{days}. Summaries already in the prompt"
-            " are not repeated; /summary list shows them."
-        )
-    return f"Recalled by {recalled.how}:\n\n{recalled.render()}"
+        return f"Nothing recalled for that question{days}.\n{in_prompt}"
+    return f"Recalled by {recalled.how}:\n\n{recalled.render()}\n\n{in_prompt}"
+
+
+def _in_prompt(asked: Sequence[date], kept: Sequence[date]) -> str:
+    """Say which days the persona already holds, the ones asked about first."""
+    if not kept:
+        return "No summary is in the prompt yet."
+    held = [day for day in asked if day in kept]
+    lead = f"Already in the prompt, so not repeated: {', '.join(map(str, held))}. " if held else ""
+    span = f"{kept[0]} … {kept[-1]}" if len(kept) > 1 else str(kept[0])
+    return f"{lead}The prompt holds the summaries of {len(kept)} day(s): {span}."
 
 
 _HANDLERS: dict[str, Handler] = {
@@ -266,4 +291,11 @@ _HANDLERS: dict[str, Handler] = {
     "prompt": _prompt,
     "recall": _recall,
     "status": _status,
+    "people": people_commands.people,
+    "facts": people_commands.facts,
+    "forget": people_commands.forget,
+    "forgetme": people_commands.forgetme,
+    "trace": trace_commands.trace,
 }
+ANYONE = frozenset({"forgetme"})
+"""Commands anyone may use: they act only on the sender."""
