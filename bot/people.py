@@ -58,8 +58,11 @@ class _PersonShape(BaseModel):
 
 
 def normalise_fact(text: str) -> str:
-    """Fold width, case and whitespace, so the same fact is stored once."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    """Fold width and case and drop whitespace, so the same fact is stored once.
+
+    Whitespace goes entirely: Chinese facts come with and without spaces between words.
+    """
+    return "".join(unicodedata.normalize("NFKC", text).casefold().split())
 
 
 def speakers_of(messages: Iterable[StoredMessage]) -> dict[str, str]:

@@ -8,7 +8,7 @@ CREATE TABLE person_facts (
     user_id     TEXT    NOT NULL,     -- the platform's sender id
     user_name   TEXT    NOT NULL,     -- the display name the person wrote under that day
     fact        TEXT    NOT NULL,
-    normalised  TEXT    NOT NULL,     -- lower-cased, whitespace folded: the same fact once
+    normalised  TEXT    NOT NULL,     -- case and width folded, no whitespace: the same fact once
     source_day  TEXT    NOT NULL
                 CHECK (source_day GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'),
     created_at  REAL    NOT NULL,
