@@ -32,10 +32,7 @@ async def push(
 
 
 async def command(bot: Harness, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:
-    before = len(bot.platform.sent)
-    await bot.say(text, chat=chat, sender_id=sender_id)
-    sent = await bot.platform.wait_for_sends(before + 1)
-    return sent[before].text
+    return await bot.command(text, chat=chat, sender_id=sender_id)
 
 
 async def test_pop_down_to_the_initial_persona_and_one_more(

@@ -23,10 +23,7 @@ async def learn(bot: Harness, chat: ChatKey, *notes: PersonNote) -> list[int]:
 
 
 async def command(bot: Harness, text: str, *, chat: ChatKey = GROUP, sender_id: str = "7") -> str:
-    before = len(bot.platform.sent)
-    await bot.say(text, chat=chat, sender_id=sender_id, addresses_bot=False)
-    sent = await bot.platform.wait_for_sends(before + 1)
-    return sent[before].text
+    return await bot.command(text, chat=chat, sender_id=sender_id)
 
 
 async def test_admin_lists_people_and_facts_and_forgets_one(

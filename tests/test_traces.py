@@ -17,10 +17,7 @@ ADMIN = {"bot": {"admins": ["test:7"]}}
 
 
 async def command(bot: Harness, text: str, *, sender_id: str = "7") -> str:
-    before = len(bot.platform.sent)
-    await bot.say(text, sender_id=sender_id)
-    sent = await bot.platform.wait_for_sends(before + 1)
-    return sent[before].text
+    return await bot.command(text, sender_id=sender_id)
 
 
 async def test_trace_shows_the_whole_path_of_an_answer(tmp_path: Path, llm: FakeLLMServer) -> None:
