@@ -33,6 +33,7 @@ from loguru import logger
 from rich.console import Console
 from rich.progress import Progress
 
+from adapters import trace_cli
 from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
 from adapters.picture_sources import opened_picture_sources
@@ -136,7 +137,14 @@ async def running_core(
             pictures=await stack.enter_async_context(sources),
         )
         pipeline = Pipeline(
-            config, parts.store, platforms, answerer, parts.memory, now=utc_now, retries=retries
+            config,
+            parts.store,
+            platforms,
+            answerer,
+            parts.memory,
+            traces=parts.store,
+            now=utc_now,
+            retries=retries,
         )
         stack.push_async_callback(pipeline.stop)
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
@@ -446,3 +454,17 @@ def summarize(path: Path, *, day: date | None, chat: ChatKey | None, all_missing
 def recall(path: Path, *, chat: ChatKey, query: str) -> int:
     """Print what recall finds in ``chat`` for ``query``."""
     return _run_memory_command(path, functools.partial(_recall, chat=chat, query=query))
+
+
+async def _trace(config: Config, *, chat: ChatKey, count: int) -> int:
+    async with await SqliteStore.open(config.database_path) as store:
+        return await trace_cli.print_traces(store, chat=chat, count=count, zone=config.bot.zone)
+
+
+def trace(path: Path, *, chat: ChatKey, count: int) -> int:
+    """Print ``chat``'s ``count`` newest batch traces; needs no secret, only the database."""
+    try:
+        return asyncio.run(_trace(load_config(path), chat=chat, count=count))
+    except PacebotError as exc:
+        print(f"pacebot: {exc}", file=sys.stderr)
+        return 1

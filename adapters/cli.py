@@ -81,6 +81,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("query", help="a question, e.g. 昨天聊了什么")
     recall.add_argument("--chat", type=_chat_key, required=True, help="the chat key")
+    trace = commands.add_parser(
+        "trace",
+        parents=[with_config],
+        help="show how the bot answered a chat's newest batches",
+        description="Print a chat's newest batch traces, newest first (as /trace shows them).",
+    )
+    trace.add_argument("--chat", type=_chat_key, required=True, help="the chat key")
+    trace.add_argument(
+        "-n", type=_positive, default=1, dest="count", help="how many traces (default 1)"
+    )
     return parser
 
 
@@ -90,6 +100,17 @@ def _version() -> str:
         return metadata.version("pacebot")
     except metadata.PackageNotFoundError:
         return "(not installed)"
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        msg = f"expected a whole number of at least 1, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return number
 
 
 def _chat_key(text: str) -> ChatKey:
@@ -115,6 +136,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return app.summarize(
             args.config, day=args.date, chat=args.chat, all_missing=args.all_missing
         )
+    if args.command == "trace":
+        return app.trace(args.config, chat=args.chat, count=args.count)
     if args.command == "recall":
         return app.recall(args.config, chat=args.chat, query=args.query)
     return app.serve(args.config, console=args.command == "console", log_level=args.log_level)

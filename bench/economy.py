@@ -14,7 +14,9 @@ conversation), one with a year of such days and 365 summaries on its prompt stac
 message in each goes through the real pipeline; the tokens of the request the fake LLM
 receives are counted with the bot's own estimate. A quiet chat (60 messages a day) is
 measured at 1, 30 and 365 days too, to show the prompt growing to the budget and then
-staying flat.
+staying flat. Every chat has also learned three facts a day about its chatter, through
+the store's own path, so a year old chat's person is at the ``memory.facts_per_person``
+cap and the "people here" part is measured beside the whole prompt.
 """
 
 from __future__ import annotations
@@ -24,21 +26,24 @@ import contextlib
 import json
 import random
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.dataset import CHAT_LINES, ChatHistory, build, chat_keys
+from bench.dataset import CHAT_LINES, TOPICS, ChatHistory, build, chat_keys
 from bench.report import Figure, at_most, exactly
 from bench.rig import fresh_path
-from bot.models import ChatKey, ChatKind, ChatMessage
-from bot.prompt import estimate_prompt_tokens
+from bot.config import Config
+from bot.models import ChatKey, ChatKind, ChatMessage, PersonNote
+from bot.prompt import estimate_prompt_tokens, estimate_tokens
 from fakes.harness import Harness, harness
 from fakes.openai_api import FakeLLMServer
+from storage.sqlite import SqliteStore
 
 FLAT_TARGET = 0.05  # prompt growth from 1 day to 1 year
+FACTS_PER_DAY = 3  # learned about the chat's chatter each day of its history
 _BURST_WEIGHTS = {1: 35, 2: 25, 3: 17, 4: 11, 5: 7, 6: 5}  # messages per turn
 _REPLY = json.dumps(
     {
@@ -117,6 +122,35 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     ]
     figures += await _prompt_sizes(fresh_path(workdir, "prompt"), scale)
     return figures
+
+
+async def _learn_facts(config: Config, histories: Iterable[ChatHistory], *, now: datetime) -> None:
+    """Teach each chat ``FACTS_PER_DAY`` facts about its chatter for every day it lived.
+
+    The same path as the nightly job's, so the per-person cap crowds the old ones out.
+    """
+    rng = random.Random(13)
+    today = now.date()
+    async with await SqliteStore.open(config.database_path) as store:
+        for history in histories:
+            for back in range(history.days, 0, -1):
+                day = today - timedelta(days=back)
+                facts = tuple(
+                    f"{day:%m月%d日}说在准备{rng.choice(TOPICS)}，打算月底前弄完"
+                    for _ in range(FACTS_PER_DAY)
+                )
+                note = PersonNote("7", "小明", facts)
+                keep = config.memory.facts_per_person
+                await store.add_facts(history.chat, day, [note], keep=keep, now=now)
+
+
+def _people_part(system: str) -> str:
+    """Return the "people here" part of a system prompt ("" when it has none)."""
+    start = system.find("People here")
+    if start < 0:
+        return ""
+    end = system.find("\n\n", start)
+    return system[start : end if end >= 0 else None]
 
 
 def _conversations(rng: random.Random, scale: Scale) -> list[list[Turn]]:
@@ -201,7 +235,8 @@ async def _prompt_sizes(tmp: Path, scale: Scale) -> list[Figure]:
         # The harness keeps its database at <tmp>/data/pacebot.sqlite3.
         await build(tmp / "data" / "pacebot.sqlite3", list(ages.values()), now=datetime.now(UTC))
         async with harness(tmp, llm) as bot:
-            tokens = {}
+            await _learn_facts(bot.config, ages.values(), now=datetime.now(UTC))
+            tokens, people = {}, {}
             for name, history in ages.items():
                 before = len(llm.requests)
                 question = "还记得我们上次聊的那家火锅店吗？"
@@ -210,12 +245,21 @@ async def _prompt_sizes(tmp: Path, scale: Scale) -> list[Figure]:
                 request = llm.requests[before]
                 messages = [ChatMessage(m["role"], str(m["content"])) for m in request["messages"]]
                 tokens[name] = estimate_prompt_tokens(messages)
+                people[name] = estimate_tokens(_people_part(messages[0].content))
             budget = bot.config.memory.context_budget_tokens
+            people_budget = int(budget * bot.config.memory.people_share)
     figures = [
         Figure(f"economy.prompt.{name}", count, "tokens", limit="economy.prompt.budget")
         for name, count in tokens.items()
     ]
     figures.append(Figure("economy.prompt.budget", budget, "tokens"))
+    figures += [
+        Figure(
+            f"economy.prompt.people.{name}", count, "tokens", limit="economy.prompt.people_budget"
+        )
+        for name, count in people.items()
+    ]
+    figures.append(Figure("economy.prompt.people_budget", people_budget, "tokens"))
     figures.append(
         Figure(
             "economy.prompt.growth_1d_to_1y",

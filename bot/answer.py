@@ -7,6 +7,7 @@ typing-speed delays. Every fallback that fires is logged with the chat key and b
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from bot.config import Config
-from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
-from bot.memory import Memory
+from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
+from bot.memory import Memory, Persona
 from bot.models import (
     Batch,
     BatchOutcome,
@@ -29,7 +30,8 @@ from bot.models import (
     Reply,
 )
 from bot.ports import LLM, MessageLog, PictureSource
-from bot.prompt import PromptInput, build_prompt, history_limit, system_prompt
+from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
+from bot.recall import Recalled
 from bot.replies import (
     IMAGE_NOTES_CONTRACT,
     REPLY_CONTRACT,
@@ -39,6 +41,7 @@ from bot.replies import (
     splitter_messages,
 )
 from bot.splitting import split_text, split_to_limit
+from bot.trace import RecallFound, Trace, TraceNotes
 from bot.vision import look_at
 
 if TYPE_CHECKING:
@@ -77,6 +80,19 @@ class Answer:
     outcome: BatchOutcome
     replies: tuple[PlannedReply, ...] = ()
     error: str | None = None
+    trace: Trace | None = None
+
+
+def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
+    """Say what recall found, and which days the persona already holds, for a trace."""
+    days = tuple(record.day for record in recalled.records)
+    return RecallFound(
+        how=recalled.how,
+        asked_dates=recalled.days,
+        date_hits=days if recalled.how == "dates" else (),
+        keyword_hits=days if recalled.how == "keywords" else (),
+        in_prompt=tuple(record.day for record in persona.kept),
+    )
 
 
 def plan_replies(
@@ -151,9 +167,14 @@ class Answerer:
         return system_prompt(self._prompt_input(chat, chat_title=chat_title, persona=persona.text))
 
     async def prompt_for(
-        self, batch: Batch, *, chat_title: str | None, images: tuple[ImageInput, ...] = ()
+        self,
+        batch: Batch,
+        *,
+        chat_title: str | None,
+        images: tuple[ImageInput, ...] = (),
+        notes: TraceNotes | None = None,
     ) -> list[ChatMessage]:
-        """Build the request for ``batch`` from its chat's history, with its pictures."""
+        """Build the request for ``batch`` with its pictures (noting it in ``notes``)."""
         chat = batch.chat
         persona = await self._memory.persona(chat)
         asked = [m.text for m in batch.messages if not m.from_bot]
@@ -163,6 +184,8 @@ class Answerer:
             chat, exclude_batch=batch.id, limit=history_limit(budget)
         )
         unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
+        people = await self._memory.people.prompt_part(chat, batch.messages, history)
+        contract = REPLY_CONTRACT + IMAGE_NOTES_CONTRACT if images else REPLY_CONTRACT
         spec = replace(
             self._prompt_input(
                 chat, chat_title=chat_title, persona=persona.text, recalled=recalled.render()
@@ -171,58 +194,78 @@ class Answerer:
             history=history,
             unsaid=unsaid,
             images=images,
+            people=people,
+            contract=contract,
         )
-        if images:
-            spec = replace(spec, contract=REPLY_CONTRACT + IMAGE_NOTES_CONTRACT)
-        return build_prompt(spec)
+        assembled = assemble_prompt(spec)
+        if notes is not None:
+            notes.recall = recall_found(recalled, persona)
+            initial = estimate_tokens(self._memory.initial_persona.strip())
+            notes.prompt_tokens = {
+                "persona": initial,
+                "summaries": sum(estimate_tokens(r.added_prompt) + 1 for r in persona.kept),
+                "people": estimate_tokens(people),
+                "recalled": estimate_tokens(spec.recalled),
+                "history": assembled.history_tokens,
+                "batch": assembled.batch_tokens,
+                "contract": estimate_tokens(contract),
+            }
+        return assembled.messages
 
     async def answer(self, batch: Batch, *, text_limit: int, chat_title: str | None) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome."""
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
+        notes = TraceNotes(batch, self._now())
         decision = decide(batch, reply_mode=self._config.groups.reply_mode)
         if decision is Decision.SKIP:
             log.debug("batch not addressed to the bot; kept as context")
-            return Answer(BatchOutcome.SKIPPED)
+            return Answer(BatchOutcome.SKIPPED, trace=notes.freeze(BatchOutcome.SKIPPED))
         images: tuple[ImageInput, ...] = ()
         if self._config.llm.vision:
             images = await look_at(batch, self._pictures, max_images=self._config.llm.max_images)
-        messages = await self.prompt_for(batch, chat_title=chat_title, images=images)
+        messages = await self.prompt_for(batch, chat_title=chat_title, images=images, notes=notes)
+        model = self._config.llm.model
         try:
             try:
-                completion = await self._llm.complete(
-                    messages, json_mode=self._config.llm.json_mode
+                completion = await self._ask(
+                    self._llm, messages, kind="reply", model=model, notes=notes
                 )
             except ImagesRefused as exc:
                 self._warn_vision_refused(exc)
                 images = ()
-                messages = await self.prompt_for(batch, chat_title=chat_title)
-                completion = await self._llm.complete(
-                    messages, json_mode=self._config.llm.json_mode
+                messages = await self.prompt_for(batch, chat_title=chat_title, notes=notes)
+                completion = await self._ask(
+                    self._llm, messages, kind="reply", model=model, notes=notes
                 )
             if images:
                 await self._keep_image_notes(batch, completion, images, log)
-            replies = await self._read(completion, log)
+            replies = await self._read(completion, log, notes)
             if not replies and decision is Decision.ANSWER:
                 log.info("fallback: empty reply where an answer is due; asking once more")
                 nudged = [*messages, ChatMessage("assistant", completion.text)]
                 nudged.append(ChatMessage("user", _NUDGE))
-                completion = await self._llm.complete(nudged, json_mode=self._config.llm.json_mode)
-                replies = await self._read(completion, log)
+                completion = await self._ask(
+                    self._llm, nudged, kind="nudge", model=model, notes=notes
+                )
+                replies = await self._read(completion, log, notes)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, staying silent: {}", exc)
-            return Answer(BatchOutcome.FAILED, error=str(exc))
+            failed = BatchOutcome.FAILED
+            return Answer(failed, error=str(exc), trace=notes.freeze(failed, error=str(exc)))
         except BadLLMReply as exc:
             log.warning("no usable reply, staying silent: {}", exc)
-            return Answer(BatchOutcome.FAILED, error=str(exc))
+            failed = BatchOutcome.FAILED
+            return Answer(failed, error=str(exc), trace=notes.freeze(failed, error=str(exc)))
         if not replies:
-            return Answer(BatchOutcome.SILENT)
+            return Answer(BatchOutcome.SILENT, trace=notes.freeze(BatchOutcome.SILENT))
         planned = plan_replies(
             replies,
             start=self._now(),
             text_limit=text_limit,
             batch_ids=frozenset(m.message_id for m in batch.messages),
         )
-        return Answer(BatchOutcome.ANSWERED, planned)
+        answered = BatchOutcome.ANSWERED
+        return Answer(answered, planned, trace=notes.freeze(answered))
 
     @classmethod
     def _warn_vision_refused(cls, exc: ImagesRefused) -> None:
@@ -246,34 +289,56 @@ class Answerer:
     ) -> None:
         """Store what the model wrote about the pictures it saw, for later prompts."""
         shown = frozenset(image.message_id for image in images)
-        notes = parse_image_notes(completion.text, message_ids=shown)
-        if not notes:
+        seen = parse_image_notes(completion.text, message_ids=shown)
+        if not seen:
             return
         try:
-            kept = await self._store.add_image_notes(batch.chat, notes)
+            kept = await self._store.add_image_notes(batch.chat, seen)
         except StorageError as exc:  # the answer matters more than the note
             log.warning("image notes not kept: {}", exc)
             return
         log.debug("{} image note(s) kept", kept)
 
-    async def _read(self, completion: Completion, log: Logger) -> list[Reply]:
+    async def _ask(
+        self, llm: LLM, messages: list[ChatMessage], *, kind: str, model: str, notes: TraceNotes
+    ) -> Completion:
+        """Make one LLM call and note it, how long it took and how it ended, in ``notes``."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            completion = await llm.complete(messages, json_mode=self._config.llm.json_mode)
+        except LLMError as exc:
+            notes.call(kind, model, loop.time() - started, error=str(exc))
+            raise
+        notes.call(kind, model, loop.time() - started, completion)
+        return completion
+
+    async def _read(self, completion: Completion, log: Logger, notes: TraceNotes) -> list[Reply]:
         """Read replies from a completion, down the fallback chain; raise if all fail."""
         pacing = self._config.pacing
         try:
-            return parse_replies(
+            replies = parse_replies(
                 completion.text,
                 finish_reason=completion.finish_reason,
                 max_delay_s=pacing.max_delay_s,
             )
         except BadLLMReply as exc:
             reason = str(exc)
+        else:
+            notes.tier = "fenced" if "```" in completion.text else "json"
+            return replies
         if not completion.text.strip():
             msg = f"empty output ({reason})"
             raise BadLLMReply(msg)
         log.info("fallback: splitter ({})", reason)
+        splitter_model = self._config.llm.splitter.model or self._config.llm.model
         try:
-            split = await self._splitter.complete(
-                splitter_messages(completion.text), json_mode=self._config.llm.json_mode
+            split = await self._ask(
+                self._splitter,
+                splitter_messages(completion.text),
+                kind="splitter",
+                model=splitter_model,
+                notes=notes,
             )
             replies = parse_replies(
                 split.text, finish_reason=split.finish_reason, max_delay_s=pacing.max_delay_s
@@ -282,6 +347,7 @@ class Answerer:
             log.info("fallback: text split (splitter failed: {})", exc)
         else:
             if replies:
+                notes.tier = "splitter"
                 return replies
             # The main model said something; the splitter may not silence it.
             log.info("fallback: text split (the splitter returned no replies)")
@@ -291,4 +357,5 @@ class Answerer:
         if not replies:
             msg = f"nothing to say could be read from the output ({reason})"
             raise BadLLMReply(msg)
+        notes.tier = "text-split"
         return replies

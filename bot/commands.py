@@ -3,22 +3,26 @@
 Only known command names are taken as commands; any other ``/word`` (Telegram's
 ``/start``, say) is ordinary chat text. Most commands are for admins, named by numeric
 platform id in ``bot.admins`` (a display name can be forged, an id cannot); ``MENU``
-marks the ones anyone may use. Answers are in ``bot.language`` (:mod:`bot.texts`).
+marks the ones anyone may use, which act only on their sender in the chat they are sent
+in (``/help``, ``/forgetme``). Answers are in ``bot.language`` (:mod:`bot.texts`). The
+people commands live in ``people_commands.py``, ``/trace`` in ``trace_commands.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Protocol
 
+from bot import people_commands, trace_commands
 from bot.config import Config
 from bot.errors import ConfigError, LLMError
 from bot.memory import Memory, SummaryResult
 from bot.models import ChatKey, IncomingMessage, SummaryRecord
 from bot.prompt import estimate_tokens
 from bot.texts import Texts
+from bot.trace import ShownTrace
 
 LIST_MAX = 30  # summaries /summary list names one by one, newest first
 _FIRST_LINE_CHARS = 40
@@ -43,6 +47,11 @@ MENU: tuple[Command, ...] = (
     Command("prompt"),
     Command("recall", "<question>"),
     Command("status"),
+    Command("people"),
+    Command("facts", "<user id>"),
+    Command("forget", "<fact id>"),
+    Command("forgetme", anyone=True),
+    Command("trace", "[N]"),
 )
 """Every command, in the order ``/help`` and a platform's menu show them."""
 
@@ -64,6 +73,8 @@ class CommandHost(Protocol):
     async def llm_errors_since(self, since: datetime) -> int: ...
 
     async def system_prompt(self, chat: ChatKey, *, title: str | None) -> str: ...
+
+    async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]: ...
 
 
 class CommandRunner:
@@ -91,10 +102,11 @@ class CommandRunner:
     async def run(self, message: IncomingMessage, name: str, args: list[str]) -> str:
         """Run command ``name`` for ``message``'s sender and return the answer text."""
         admin = self.is_admin(message)
-        if not admin and not _ANYONE_MAY[name]:
+        anyone = _ANYONE_MAY[name]
+        if not admin and not anyone:
             return self.texts("refusal")
         chat = message.chat
-        if args and not chat.is_group and args[-1].count(":") == 2:
+        if args and not anyone and not chat.is_group and args[-1].count(":") == 2:
             try:
                 chat = ChatKey.parse(args[-1])
             except ConfigError as exc:
@@ -102,20 +114,29 @@ class CommandRunner:
             args = args[:-1]
         who = f"{message.chat.platform}:{message.sender_id}"
         title = message.chat_title if chat == message.chat else None
-        return await _HANDLERS[name](self, _Call(chat, args, who, title, admin))
+        call = _Call(chat, args, who, title, admin, sender_id=message.sender_id)
+        return await _HANDLERS[name](self, call)
 
 
 class _Call:
-    __slots__ = ("admin", "args", "chat", "title", "who")
+    __slots__ = ("admin", "args", "chat", "sender_id", "title", "who")
 
     def __init__(
-        self, chat: ChatKey, args: list[str], who: str, title: str | None, admin: bool
+        self,
+        chat: ChatKey,
+        args: list[str],
+        who: str,
+        title: str | None,
+        admin: bool,
+        *,
+        sender_id: str,
     ) -> None:
         self.chat = chat
         self.args = args
-        self.who = who
+        self.who = who  # "platform:sender id", as audits record it
         self.title = title  # the chat's title, when the command was sent in it
         self.admin = admin  # whether the sender is an admin
+        self.sender_id = sender_id
 
 
 Handler = Callable[[CommandRunner, _Call], Awaitable[str]]
@@ -282,7 +303,10 @@ async def _summary(runner: CommandRunner, call: _Call) -> str:
     handler = _SUMMARY_ACTIONS.get(action)
     if handler is None:
         return runner.texts("summary_usage")
-    return await handler(runner, _Call(call.chat, call.args[1:], call.who, call.title, call.admin))
+    rest = _Call(
+        call.chat, call.args[1:], call.who, call.title, call.admin, sender_id=call.sender_id
+    )
+    return await handler(runner, rest)
 
 
 async def _recall(runner: CommandRunner, call: _Call) -> str:
@@ -293,10 +317,21 @@ async def _recall(runner: CommandRunner, call: _Call) -> str:
     # What a batch asking this would get: summaries already in the persona are not repeated.
     persona = await runner.memory.persona(call.chat)
     recalled = await runner.memory.recall(call.chat, [question], persona=persona)
+    in_prompt = _in_prompt(say, recalled.days, [r.day for r in persona.kept])
     if not recalled.records:
         days = say("recall_days", days=", ".join(map(str, recalled.days))) if recalled.days else ""
-        return say("recall_nothing", days=days)
-    return say("recall_found", how=recalled.how, records=recalled.render())
+        return say("recall_nothing", days=days) + "\n" + in_prompt
+    return say("recall_found", how=recalled.how, records=recalled.render()) + "\n\n" + in_prompt
+
+
+def _in_prompt(say: Texts, asked: Sequence[date], kept: Sequence[date]) -> str:
+    """Say which days the persona already holds, the ones asked about first."""
+    if not kept:
+        return say("recall_no_summary")
+    held = [day for day in asked if day in kept]
+    lead = say("recall_already", days=", ".join(map(str, held))) if held else ""
+    span = f"{kept[0]} … {kept[-1]}" if len(kept) > 1 else str(kept[0])
+    return lead + say("recall_prompt_holds", count=len(kept), span=span)
 
 
 _HANDLERS: dict[str, Handler] = {
@@ -306,5 +341,10 @@ _HANDLERS: dict[str, Handler] = {
     "prompt": _prompt,
     "recall": _recall,
     "status": _status,
+    "people": people_commands.people,
+    "facts": people_commands.facts,
+    "forget": people_commands.forget,
+    "forgetme": people_commands.forgetme,
+    "trace": trace_commands.trace,
 }
 _ANYONE_MAY = {command.name: command.anyone for command in MENU}

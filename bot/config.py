@@ -207,6 +207,12 @@ class MemoryConfig(_Section):
     recall_hits: int = Field(default=3, ge=0)
     catch_up_days: int = Field(default=7, ge=0)
     summary_concurrency: int = Field(default=4, ge=1)
+    facts_per_person: int = Field(default=20, ge=1, le=200)
+    """The most live facts kept about one person in one chat; the oldest give way."""
+    people_share: float = Field(default=0.1, ge=0, le=0.5)
+    """The part of ``context_budget_tokens`` the "people here" facts may fill."""
+    trace_keep: int = Field(default=50, ge=1, le=10_000)
+    """How many of each chat's newest batch traces are kept for /trace."""
 
     @property
     def day_boundary_time(self) -> time:

@@ -13,11 +13,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 
+from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.config import Config
 from bot.dates import chat_day, chat_day_bounds
-from bot.errors import BadLLMReply, SummaryExists
+from bot.errors import BadLLMReply, StorageError, SummaryExists
 from bot.models import (
     ChatKey,
     ChatMessage,
@@ -25,6 +26,7 @@ from bot.models import (
     StoredMessage,
     SummaryRecord,
 )
+from bot.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
 from bot.ports import LLM, MemoryStore
 from bot.prompt import clip, estimate_tokens
 from bot.recall import Recalled, recall
@@ -38,12 +40,14 @@ POINT_CHARS_MAX = 150  # one key point
 SUMMARY_MESSAGES_MAX = 2000  # messages of one chat day shown to the summariser
 _LINE_CHARS_MAX = 500
 
-_SUMMARY_INSTRUCTIONS = """\
+_SUMMARY_INSTRUCTIONS = (
+    """\
 You keep the diary of a chat you take part in. Summarise the chat day below for your \
 future self, in the language the chat is mostly written in.
 
 Answer with JSON only, exactly these fields:
-{"summary": "...", "topics": ["..."], "key_points": ["..."], "keywords": ["..."]}
+{"summary": "...", "topics": ["..."], "key_points": ["..."], "keywords": ["..."], \
+"people": [{"user_id": "...", "name": "...", "facts": ["..."]}]}
 
 - summary: 3-8 sentences: who talked about what, what was decided or promised, moods, \
 anything worth remembering about the people. Write absolute dates (for example \
@@ -53,6 +57,8 @@ anything worth remembering about the people. Write absolute dates (for example \
 absolute dates.
 - keywords: up to 10 words someone might later use to ask about this day.
 """
+    + PEOPLE_INSTRUCTIONS
+)
 
 
 class _SummaryShape(BaseModel):
@@ -146,7 +152,12 @@ def full_stack_text(initial: str, stack: Sequence[SummaryRecord]) -> str:
 
 def _transcript_line(message: StoredMessage, *, bot_name: str, config: Config) -> str:
     local = message.sent_at.astimezone(config.bot.zone)
-    who = f"{bot_name} (you)" if message.from_bot else message.sender_name
+    # People are named with their id, so that facts about them find the right person.
+    who = (
+        f"{bot_name} (you)"
+        if message.from_bot
+        else f"{message.sender_name} (id {message.sender_id})"
+    )
     text = message.shown_text
     if len(text) > _LINE_CHARS_MAX:
         text = text[:_LINE_CHARS_MAX] + "…"
@@ -191,6 +202,7 @@ class Memory:
         self._llm = llm
         self.initial_persona = initial_persona
         self._now = now
+        self.people = People(config, store, now=now)
 
     def today(self) -> date:
         """Return the current chat day."""
@@ -238,6 +250,17 @@ class Memory:
             )
         except SummaryExists:  # a concurrent run got there first
             return SummaryResult.ALREADY
+        # Read only now: a bad people field never costs the summary, which is already kept.
+        notes = read_people(
+            completion.text,
+            finish_reason=completion.finish_reason,
+            speakers=speakers_of(messages),
+            chat=chat,
+        )
+        try:
+            await self.people.learn(chat, day, notes)
+        except StorageError as exc:
+            logger.bind(chat=str(chat)).error("facts of {} not stored: {}", day, exc)
         return SummaryResult.PUSHED
 
     async def pop(self, chat: ChatKey, *, by: str) -> SummaryRecord | None:

@@ -244,3 +244,37 @@ class SummaryRecord:
     is_deleted: bool = False
     deleted_at: datetime | None = None
     deleted_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PersonNote:
+    """What one day's summary learned about one person who wrote that day."""
+
+    user_id: str  # the platform's sender id
+    name: str  # the display name they wrote under that day
+    facts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A fact about a person, kept in the one chat it was learned in."""
+
+    id: int
+    chat: ChatKey
+    user_id: str
+    user_name: str
+    text: str
+    source_day: date
+    created_at: datetime
+    is_deleted: bool = False
+    deleted_at: datetime | None = None
+    deleted_by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KnownPerson:
+    """A person of a chat with live facts, as ``/people`` lists them."""
+
+    user_id: str
+    user_name: str  # the name under their newest fact
+    fact_count: int

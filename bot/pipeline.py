@@ -25,10 +25,11 @@ from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
 from bot.memory import Memory
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
-from bot.ports import Platform, Store
+from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.sender import Sender
 from bot.tasks import start_task
+from bot.trace import ShownTrace, Trace
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
 
@@ -48,6 +49,7 @@ class Pipeline:
         answerer: Answerer,
         memory: Memory,
         *,
+        traces: TraceLog,
         now: Callable[[], datetime],
         rng: random.Random | None = None,
         retries: Retries = DEFAULT_RETRIES,
@@ -56,6 +58,7 @@ class Pipeline:
         self._store = store
         self._platforms = platforms
         self._answerer = answerer
+        self._traces = traces
         self._now = now
         self._retries = retries
         self.sender = Sender(
@@ -348,6 +351,8 @@ class Pipeline:
             batch.id, answer.outcome, now=self._now(), replies=answer.replies, error=answer.error
         )
         log.info("batch {}: {} reply(ies) queued", answer.outcome, len(items))
+        if answer.trace is not None:
+            await self._keep_trace(answer.trace)
         if conversation.answer_ready(len(items)):
             # They wrote while the answer was thought out: say its first line, and leave
             # the rest to the next batch, which sees their new words and what was unsaid.
@@ -361,6 +366,15 @@ class Pipeline:
             waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
             if waiting:
                 self._await_quiet(chat, count=waiting)
+
+    async def _keep_trace(self, trace: Trace) -> None:
+        """Store a batch's trace; a failure costs only the trace, never the answer."""
+        try:
+            await self._traces.keep_trace(trace, keep=self._config.memory.trace_keep)
+        except StorageError as exc:
+            logger.bind(chat=str(trace.chat)).warning(
+                "trace of batch {} lost: {}", trace.batch_id, exc
+            )
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -421,6 +435,10 @@ class Pipeline:
     async def llm_errors_since(self, since: datetime) -> int:
         """Return how many batches failed since ``since``."""
         return await self._store.failed_batches_since(since)
+
+    async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
+        """Return ``chat``'s newest ``count`` batch traces, newest first."""
+        return await self._traces.recent_traces(chat, count=count)
 
     async def system_prompt(self, chat: ChatKey, *, title: str | None) -> str:
         """Return the system prompt ``chat``'s next batch would get (titled ``title``)."""

@@ -3,7 +3,7 @@
 Adapters implement :class:`Platform` (send text, show typing), :class:`PictureSource`
 (fetch a picture) and :class:`LLM` (complete); ``storage/`` implements
 :class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with ``close``, the
-:class:`Store`) and :class:`MemoryStore`.
+:class:`Store`) and :class:`MemoryStore` (with its :class:`PeopleStore`).
 Adapters hand what they receive to a :class:`MessageSink`, which the pipeline implements.
 """
 
@@ -21,14 +21,18 @@ from bot.models import (
     ChatMessage,
     Completion,
     DaySummary,
+    Fact,
     IncomingMessage,
     Jpeg,
+    KnownPerson,
     OutboxItem,
+    PersonNote,
     Picture,
     PlannedReply,
     StoredMessage,
     SummaryRecord,
 )
+from bot.trace import ShownTrace, Trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +247,53 @@ class Store(MessageLog, Batches, Outbox, Protocol):
         ...
 
 
-class MemoryStore(Protocol):
+class TraceLog(Protocol):
+    """The traces of answered batches, the newest few per chat."""
+
+    async def keep_trace(self, trace: Trace, *, keep: int) -> None:
+        """Store a batch's trace; keep only the chat's ``keep`` newest."""
+        ...
+
+    async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
+        """Return up to ``count`` newest traces of ``chat``, newest first, with reply fates."""
+        ...
+
+
+class PeopleStore(Protocol):
+    """Durable facts about people, per (chat, person), soft-deleted and audited.
+
+    Facts never cross chats: every method takes the chat it acts on.
+    """
+
+    async def add_facts(
+        self, chat: ChatKey, day: date, notes: Sequence[PersonNote], *, keep: int, now: datetime
+    ) -> list[Fact]:
+        """Store new facts (a live duplicate is skipped); keep each person's ``keep`` newest.
+
+        Return the facts stored; older ones crowded out are soft-deleted, not lost.
+        """
+        ...
+
+    async def live_facts(self, chat: ChatKey, user_ids: Sequence[str]) -> dict[str, list[Fact]]:
+        """Return the live facts of those people in ``chat``, newest first, by user id."""
+        ...
+
+    async def known_people(self, chat: ChatKey) -> list[KnownPerson]:
+        """Return the people of ``chat`` with live facts, most facts first."""
+        ...
+
+    async def forget_fact(
+        self, chat: ChatKey, fact_id: int, *, by: str, now: datetime
+    ) -> Fact | None:
+        """Soft-delete one live fact of ``chat``; ``None`` if it has no such live fact."""
+        ...
+
+    async def forget_person(self, chat: ChatKey, user_id: str, *, by: str, now: datetime) -> int:
+        """Soft-delete every live fact about a person in ``chat``; return how many."""
+        ...
+
+
+class MemoryStore(PeopleStore, Protocol):
     """Durable memory: each chat's prompt stack of day summaries and their search index.
 
     Summaries never cross chats: every method takes the chat it acts on.

@@ -81,6 +81,16 @@ class PromptInput:
     unsaid: Sequence[str] = ()
     recalled: str = ""
     images: tuple[ImageInput, ...] = ()  # the batch's pictures, after the user text
+    people: str = ""  # the "people here" part, already within its share of the budget
+
+
+@dataclass(frozen=True, slots=True)
+class AssembledPrompt:
+    """One batch's request and how many tokens its history and its batch took."""
+
+    messages: list[ChatMessage]
+    history_tokens: int
+    batch_tokens: int
 
 
 def describe_now(now: datetime, zone: ZoneInfo) -> str:
@@ -97,9 +107,10 @@ def _describe_chat(chat: ChatKey, title: str | None) -> str:
 
 
 def system_prompt(spec: PromptInput) -> str:
-    """Return the system prompt: persona, time, chat, recalled memory, contract."""
+    """Return the system prompt: persona, people here, time, chat, recalled memory, contract."""
     parts = [
         spec.persona.strip(),
+        *([spec.people.strip()] if spec.people else []),
         f"Now: {describe_now(spec.now, spec.zone)}.",
         f"This is {_describe_chat(spec.chat, spec.chat_title)}. You are {spec.bot_name}.",
     ]
@@ -134,6 +145,11 @@ def _unsaid_block(unsaid: Sequence[str]) -> str:
 
 def build_prompt(spec: PromptInput) -> list[ChatMessage]:
     """Return the request for one batch, trimming history to fit the budget."""
+    return assemble_prompt(spec).messages
+
+
+def assemble_prompt(spec: PromptInput) -> AssembledPrompt:
+    """Build the request for one batch and count what its history and batch took."""
     system = ChatMessage("system", system_prompt(spec))
     unsaid_text = _unsaid_block(spec.unsaid)
     remaining = (
@@ -150,7 +166,8 @@ def build_prompt(spec: PromptInput) -> list[ChatMessage]:
     while estimate_tokens(batch_text) > remaining and limit > MESSAGE_CHARS_MIN:
         limit = max(MESSAGE_CHARS_MIN, limit // 2)
         batch_text = _batch_block(spec, limit)
-    remaining -= estimate_tokens(batch_text)
+    batch_tokens = estimate_tokens(batch_text)
+    remaining -= batch_tokens
 
     kept: list[str] = []
     for message in reversed(spec.history):
@@ -168,4 +185,6 @@ def build_prompt(spec: PromptInput) -> list[ChatMessage]:
     if unsaid_text:
         sections.append(unsaid_text)
     sections.append(batch_text)
-    return [system, ChatMessage("user", "\n\n".join(sections), images=spec.images)]
+    messages = [system, ChatMessage("user", "\n\n".join(sections), images=spec.images)]
+    history_tokens = sum(estimate_tokens(line) + 1 for line in kept)
+    return AssembledPrompt(messages, history_tokens, batch_tokens)

@@ -31,6 +31,11 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_prompt": "show the effective system prompt",
         "help_recall": "show what memory recall finds for a question",
         "help_status": "pacing, waiting messages, queued replies, LLM errors",
+        "help_people": "the people of this chat with their fact counts",
+        "help_facts": "one person's remembered facts, each with its id",
+        "help_forget": "forget one fact by its id",
+        "help_forgetme": "forget every fact about you in this chat",
+        "help_trace": "how the bot answered a batch (1 = the newest)",
         # /status
         "status": "chat: {chat}\n"
         "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
@@ -76,10 +81,12 @@ EN: Mapping[str, str] = MappingProxyType(
         "run_done": "Summarised {day}; it is now the newest memory. /summary show to read it.",
         # /recall
         "recall_usage": "usage: /recall <question>, e.g. /recall 昨天聊了什么",
-        "recall_nothing": "Nothing recalled for that question{days}. Summaries already in the "
-        "prompt are not repeated; /summary list shows them.",
+        "recall_nothing": "Nothing recalled for that question{days}.",
         "recall_days": " (dates asked about: {days})",
         "recall_found": "Recalled by {how}:\n\n{records}",
+        "recall_no_summary": "No summary is in the prompt yet.",
+        "recall_already": "Already in the prompt, so not repeated: {days}. ",
+        "recall_prompt_holds": "The prompt holds the summaries of {count} day(s): {span}.",
         # the console's own lines
         "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
         "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
@@ -99,6 +106,11 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_prompt": "查看当前生效的系统提示词",
         "help_recall": "查看一个问题会唤起哪些记忆",
         "help_status": "节奏设置、等待中的消息、排队的回复、LLM 错误",
+        "help_people": "这个聊天里的人，以及记住的关于每人的事实数",
+        "help_facts": "记住的关于某个人的事实，每条带编号",
+        "help_forget": "按编号忘掉一条事实",
+        "help_forgetme": "忘掉这个聊天里关于你的所有事实",
+        "help_trace": "机器人如何回答了一批消息（1 = 最新）",
         "status": "会话：{chat}\n"
         "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
         "每批最多 {max_batch} 条\n"
@@ -136,10 +148,12 @@ ZH: Mapping[str, str] = MappingProxyType(
         "run_nothing": "{day} 没有人在 {chat} 说话：没有可总结的。",
         "run_done": "已总结 {day}，现在它是最新的记忆。用 /summary show 查看。",
         "recall_usage": "用法：/recall <问题>，例如 /recall 昨天聊了什么",
-        "recall_nothing": "这个问题没有唤起任何记忆{days}。已经在提示词里的摘要不会重复；"
-        "/summary list 可以查看。",
+        "recall_nothing": "这个问题没有唤起任何记忆{days}。",
         "recall_days": "（问到的日期：{days}）",
         "recall_found": "唤起方式：{how}\n\n{records}",
+        "recall_no_summary": "提示词里还没有摘要。",
+        "recall_already": "已在提示词里，不再重复：{days}。",
+        "recall_prompt_holds": "提示词里有 {count} 天的摘要：{span}。",
         "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",

@@ -137,6 +137,13 @@ class Harness:
         await self.pipeline.receive(message)
         return message
 
+    async def command(self, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:
+        """Send a command as ``sender_id`` in ``chat``; return the bot's answer to it."""
+        before = len(self.platform.sent)
+        await self.say(text, chat=chat, sender_id=sender_id, addresses_bot=False)
+        sent = await self.platform.wait_for_sends(before + 1)
+        return sent[before].text
+
     async def settle(self) -> None:
         """Answer everything waiting and wait until every reply is out."""
         await self.pipeline.drain()

@@ -194,4 +194,9 @@ async def test_command_menu_is_published_to_admins_only(
         "prompt",
         "recall",
         "status",
+        "people",
+        "facts",
+        "forget",
+        "forgetme",
+        "trace",
     ]

@@ -32,10 +32,7 @@ async def push(
 
 
 async def command(bot: Harness, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:
-    before = len(bot.platform.sent)
-    await bot.say(text, chat=chat, sender_id=sender_id)
-    sent = await bot.platform.wait_for_sends(before + 1)
-    return sent[before].text
+    return await bot.command(text, chat=chat, sender_id=sender_id)
 
 
 async def test_pop_down_to_the_initial_persona_and_one_more(
@@ -280,3 +277,21 @@ async def test_summary_run_creates_and_refuses_a_second(tmp_path: Path, llm: Fak
     assert second == f"{yesterday} already has a summary; /pop it first to write it again."
     assert "小明约了火锅" in prompt
     assert len(llm.requests) == 1
+
+
+async def test_recall_names_the_days_already_in_the_prompt(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Asked about yesterday, whose summary the persona holds, /recall says so plainly."""
+    async with harness(tmp_path, llm, **ADMIN) as bot:
+        d = today(bot)
+        await push(bot, PRIVATE, d - timedelta(days=2), "前天的事")
+        await push(bot, PRIVATE, d - timedelta(days=1), "昨天的事")
+        answer = await command(bot, "/recall 昨天聊了什么")
+
+    yesterday, before = d - timedelta(days=1), d - timedelta(days=2)
+    assert answer == (
+        f"Nothing recalled for that question (dates asked about: {yesterday}).\n"
+        f"Already in the prompt, so not repeated: {yesterday}. "
+        f"The prompt holds the summaries of 2 day(s): {before} … {yesterday}."
+    )

@@ -6,14 +6,14 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import closing
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import aiosqlite
 import pytest
 
 from bot.errors import StorageError
-from bot.models import ChatKey, ChatKind
+from bot.models import ChatKey, ChatKind, PersonNote
 from storage.migrate import Migration, load_migrations, migrate, split_statements
 from storage.sqlite import SqliteStore
 
@@ -21,6 +21,7 @@ STEP_ONE = Migration(1, "0001_one.sql", "CREATE TABLE one (a INTEGER);")
 STEP_TWO = Migration(
     2, "0002_two.sql", "CREATE TABLE two (b INTEGER);\nINSERT INTO two VALUES (2);"
 )
+NOW = datetime(2026, 3, 6, tzinfo=UTC)
 BROKEN_TWO = Migration(
     2, "0002_broken.sql", "CREATE TABLE two (b INTEGER);\nINSERT INTO nowhere VALUES (1);"
 )
@@ -155,9 +156,34 @@ async def test_upgrade_to_pictures_keeps_old_messages(tmp_path: Path) -> None:
         batch = await store.open_batch(chat, limit=10, now=datetime(2026, 3, 5, tzinfo=UTC))
         noted = await store.add_image_notes(chat, {"1": "a note for a picture it never had"})
 
-    assert user_version(path) == 3
+    assert user_version(path) == len(load_migrations())
     assert batch is not None
     assert [(m.text, m.pictures, m.image_note) for m in batch.messages] == [
         ("[photo] 老照片", (), None)
     ]
     assert noted == 0
+
+
+async def test_a_memory_database_gains_people_and_traces(db_path: Path) -> None:
+    """A version-2 file with a summary upgrades in place: its rows stay, facts and traces work."""
+    db_path.parent.mkdir(parents=True)
+    async with aiosqlite.connect(db_path, isolation_level=None) as old:
+        await migrate(old, load_migrations()[:2])
+        await old.execute(
+            "INSERT INTO prompt_history (chat_key, summary_date, added_prompt,"
+            " full_prompt_before, full_prompt_after, created_at)"
+            " VALUES ('test:private:1', '2026-03-05', 'OLD-SUMMARY', '', '', 0)"
+        )
+
+    async with await SqliteStore.open(db_path) as store:
+        chat = ChatKey.parse("test:private:1")
+        note = PersonNote("7", "小明", ("喜欢猫",))
+        added = await store.add_facts(chat, date(2026, 3, 5), [note], keep=5, now=NOW)
+        traces = await store.recent_traces(chat, count=1)
+
+    with closing(sqlite3.connect(db_path)) as check:
+        kept = check.execute("SELECT added_prompt FROM prompt_history").fetchall()
+    assert user_version(db_path) == len(load_migrations())
+    assert kept == [("OLD-SUMMARY",)]
+    assert [fact.text for fact in added] == ["喜欢猫"]
+    assert traces == []

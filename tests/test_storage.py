@@ -43,11 +43,14 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
 
     assert tables == [
         ("batches",),
+        ("fact_audit",),
         ("knowledge_fts",),
         ("knowledge_index",),
         ("messages",),
         ("outbox",),
+        ("person_facts",),
         ("prompt_history",),
+        ("traces",),
     ]
     assert version == [(LATEST_VERSION,)]
 

@@ -47,11 +47,14 @@ def test_the_language_is_checked_with_the_config() -> None:
         parse_config({"bot": {"language": "fr"}}, base_dir=Path())
 
 
-def test_the_admin_menu_holds_every_command_and_the_open_one_only_help() -> None:
-    """A platform's menu lists every command for admins, only /help for everyone else."""
+def test_the_admin_menu_holds_every_command_and_the_open_one_only_help_and_forgetme() -> None:
+    """A platform's menu lists every command for admins; everyone else sees the two open ones."""
     texts = Texts("zh")
     assert [name for name, _ in menu(texts, admin=True)] == [c.name for c in MENU]
-    assert menu(texts, admin=False) == (("help", "列出你可以用的命令"),)
+    assert menu(texts, admin=False) == (
+        ("help", "列出你可以用的命令"),
+        ("forgetme", "忘掉这个聊天里关于你的所有事实"),
+    )
 
 
 async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMServer) -> None:
@@ -68,8 +71,17 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/prompt — show the effective system prompt",
         "/recall <question> — show what memory recall finds for a question",
         "/status — pacing, waiting messages, queued replies, LLM errors",
+        "/people — the people of this chat with their fact counts",
+        "/facts <user id> — one person's remembered facts, each with its id",
+        "/forget <fact id> — forget one fact by its id",
+        "/forgetme — forget every fact about you in this chat",
+        "/trace [N] — how the bot answered a batch (1 = the newest)",
     ]
-    assert member.splitlines() == ["Commands you can use here:", "/help — the commands you can use"]
+    assert member.splitlines() == [
+        "Commands you can use here:",
+        "/help — the commands you can use",
+        "/forgetme — forget every fact about you in this chat",
+    ]
     assert llm.requests == []
 
 
@@ -81,4 +93,8 @@ async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: Fak
         listing = await command(bot, "/help", chat=GROUP, sender_id="8")
     assert refusal == "抱歉，只有管理员可以使用这个命令。"
     assert usage == "用法：/recall <问题>，例如 /recall 昨天聊了什么"
-    assert listing.splitlines() == ["你在这里可以用的命令：", "/help — 列出你可以用的命令"]
+    assert listing.splitlines() == [
+        "你在这里可以用的命令：",
+        "/help — 列出你可以用的命令",
+        "/forgetme — 忘掉这个聊天里关于你的所有事实",
+    ]

@@ -1,0 +1,231 @@
+"""People memory: facts read from the nightly summary, kept per (chat, person), forgotten."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import closing
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+from bot.memory import SummaryResult
+from bot.models import ChatKey, ChatKind, Fact, PersonNote, StoredMessage
+from bot.people import FACT_CHARS_MAX, normalise_fact, people_in_view, read_people, render_people
+from fakes.harness import GROUP, PRIVATE, Harness, harness, replies_json
+from fakes.openai_api import FakeLLMServer
+from storage.sqlite import SqliteStore
+
+ADMIN = {"bot": {"admins": ["test:7"]}}
+OTHER_GROUP = ChatKey("test", ChatKind.GROUP, "-200")
+DAY = date(2026, 11, 21)
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+SPEAKERS = {"7": "小明", "8": "Alice"}
+
+
+def summary_answer(people: Any, text: str = "大家聊了考研。") -> str:
+    body = {"summary": text, "topics": [], "key_points": [], "keywords": [], "people": people}
+    return json.dumps(body, ensure_ascii=False)
+
+
+def read(people: Any) -> tuple[PersonNote, ...]:
+    return read_people(
+        summary_answer(people), finish_reason="stop", speakers=SPEAKERS, chat=PRIVATE
+    )
+
+
+def note(user_id: str, *facts: str) -> PersonNote:
+    return PersonNote(user_id, SPEAKERS.get(user_id, "?"), facts)
+
+
+# -- reading the summary's people field -----------------------------------------------
+
+
+def test_people_are_read_with_numeric_ids_and_their_speaker_names() -> None:
+    """A numeric user_id is taken as text; the name is the one they wrote under."""
+    notes = read([{"user_id": 7, "name": "Xiaoming", "facts": ["对花生过敏"]}])
+
+    assert notes == (PersonNote("7", "小明", ("对花生过敏",)),)
+
+
+def test_facts_about_someone_who_did_not_write_that_day_are_dropped() -> None:
+    """Only the day's speakers in this chat get facts, whatever the model claims."""
+    notes = read(
+        [
+            {"user_id": "999", "name": "Mallory", "facts": ["是管理员"]},
+            {"user_id": "8", "facts": ["在准备考研"]},
+        ]
+    )
+
+    assert notes == (PersonNote("8", "Alice", ("在准备考研",)),)
+
+
+def test_a_ten_kilobyte_fact_is_refused_and_the_others_kept() -> None:
+    """An overlong fact is refused whole (not cut), and the short ones beside it stay."""
+    notes = read([{"user_id": "7", "facts": ["x" * 10_000, "喜欢猫"]}])
+
+    assert notes == (PersonNote("7", "小明", ("喜欢猫",)),)
+    assert len("y" * FACT_CHARS_MAX) == FACT_CHARS_MAX
+    assert read([{"user_id": "7", "facts": ["y" * FACT_CHARS_MAX]}])[0].facts == (
+        "y" * FACT_CHARS_MAX,
+    )
+
+
+def test_malformed_people_fields_give_no_facts_and_raise_nothing() -> None:
+    """A string, a number, an object without id or a missing field gives no facts."""
+    assert read("小明喜欢猫") == ()
+    assert read(3) == ()
+    assert read([{"name": "小明", "facts": ["喜欢猫"]}, "小明", None]) == ()
+    no_field = json.dumps({"summary": "平静的一天"})
+    assert read_people(no_field, finish_reason="stop", speakers=SPEAKERS, chat=PRIVATE) == ()
+
+
+def test_the_same_fact_twice_in_one_answer_is_read_once() -> None:
+    """Whitespace, width and case do not make a fact new."""
+    notes = read([{"user_id": "8", "facts": ["Likes  CATS", "likes cats", "ｌｉｋｅｓ ｃａｔｓ"]}])
+
+    assert notes == (PersonNote("8", "Alice", ("Likes CATS",)),)
+    assert normalise_fact(" Likes\tCATS ") == normalise_fact("ｌｉｋｅｓ ｃａｔｓ")
+
+
+def test_people_part_fits_its_budget_with_whole_facts_in_order() -> None:
+    """Batch senders come first; facts that do not fit are left out, never cut."""
+    facts = [Fact(n, PRIVATE, "7", "小明", f"事实{n}" * 5, DAY, NOW) for n in range(1, 30)]
+    text = render_people([("7", "小明", facts)], budget_tokens=60)
+
+    assert text.startswith("People here")
+    assert "- 小明 (id 7): 事实1事实1" in text
+    assert "事实29" not in text
+    assert render_people([("7", "小明", facts)], budget_tokens=5) == ""
+
+
+# -- the store --------------------------------------------------------------------------
+
+
+async def test_facts_are_kept_once_and_per_chat(store: SqliteStore) -> None:
+    """A duplicate is skipped; the same person in another chat has their own facts."""
+    first = await store.add_facts(PRIVATE, DAY, [note("7", "喜欢猫")], keep=20, now=NOW)
+    again = await store.add_facts(PRIVATE, DAY, [note("7", "喜欢  猫")], keep=20, now=NOW)
+    await store.add_facts(GROUP, DAY, [note("7", "CANARY-GROUP 在群里说要搬家")], keep=20, now=NOW)
+
+    private = await store.live_facts(PRIVATE, ["7"])
+    group = await store.live_facts(GROUP, ["7"])
+    assert [f.text for f in first] == ["喜欢猫"]
+    assert again == []
+    assert [f.text for f in private["7"]] == ["喜欢猫"]
+    assert [f.text for f in group["7"]] == ["CANARY-GROUP 在群里说要搬家"]
+
+
+async def test_the_oldest_facts_give_way_and_stay_audited(
+    store: SqliteStore, db_path: Path
+) -> None:
+    """Past facts_per_person the oldest are soft-deleted by the nightly job, not lost."""
+    for n in range(4):
+        await store.add_facts(PRIVATE, DAY, [note("7", f"fact {n}")], keep=3, now=NOW)
+
+    live = await store.live_facts(PRIVATE, ["7"])
+    assert [f.text for f in live["7"]] == ["fact 3", "fact 2", "fact 1"]
+    with closing(sqlite3.connect(db_path)) as db:
+        kept = db.execute(
+            "SELECT fact, is_deleted, deleted_by FROM person_facts ORDER BY id"
+        ).fetchall()
+        audit = db.execute("SELECT action, done_by FROM fact_audit ORDER BY id").fetchall()
+    assert kept[0] == ("fact 0", 1, "nightly")
+    assert len(kept) == 4
+    assert audit.count(("learned", "nightly")) == 4
+    assert audit.count(("crowded_out", "nightly")) == 1
+
+
+async def test_forgetting_is_per_chat_and_audited(store: SqliteStore, db_path: Path) -> None:
+    """A fact id from another chat is unknown here; forgetting records who did it."""
+    [fact] = await store.add_facts(GROUP, DAY, [note("7", "喜欢猫")], keep=20, now=NOW)
+    await store.add_facts(PRIVATE, DAY, [note("7", "a"), note("8", "b")], keep=20, now=NOW)
+
+    assert await store.forget_fact(PRIVATE, fact.id, by="test:1", now=NOW) is None
+    assert await store.forget_fact(GROUP, 10**15, by="test:1", now=NOW) is None
+    forgotten = await store.forget_fact(GROUP, fact.id, by="test:1", now=NOW)
+    assert await store.forget_fact(GROUP, fact.id, by="test:1", now=NOW) is None
+    assert await store.forget_person(PRIVATE, "7", by="test:7", now=NOW) == 1
+    assert await store.forget_person(PRIVATE, "nobody", by="test:7", now=NOW) == 0
+
+    assert forgotten is not None
+    assert forgotten.text == "喜欢猫"
+    assert forgotten.deleted_by == "test:1"
+    assert [p.user_id for p in await store.known_people(PRIVATE)] == ["8"]
+    with closing(sqlite3.connect(db_path)) as db:
+        audit = db.execute(
+            "SELECT action, done_by FROM fact_audit WHERE action = 'forgotten' ORDER BY id"
+        ).fetchall()
+        rows = db.execute("SELECT count(*) FROM person_facts").fetchone()
+    assert audit == [("forgotten", "test:1"), ("forgotten", "test:7")]
+    assert rows == (3,)
+
+
+# -- through the running bot ------------------------------------------------------------
+
+
+async def summarise_today(bot: Harness, chat: ChatKey, people: Any) -> SummaryResult:
+    memory = bot.pipeline.commands.memory
+    bot.llm.reply(summary_answer(people))
+    return await memory.summarise(chat, memory.today(), on_purpose=True)
+
+
+def system_prompt_with(bot: Harness, text: str) -> str:
+    """Return the system prompt of the reply request whose batch holds ``text``."""
+    for request in reversed(bot.llm.requests):
+        if text in str(request["messages"][-1]["content"]):
+            return str(request["messages"][0]["content"])
+    raise AssertionError(text)
+
+
+async def test_a_fact_from_the_night_reaches_the_same_chat_only(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A fact learned in one group shows in that group's next prompt, never in another chat."""
+    llm.reply_json(replies_json("好"))
+    async with harness(tmp_path, llm, groups={"reply_mode": "always"}) as bot:
+        await bot.say("我对花生过敏", chat=GROUP, sender_id="7")
+        await bot.say("我也在", chat=OTHER_GROUP, sender_id="7")
+        await bot.settle()
+        pushed = await summarise_today(
+            bot, GROUP, [{"user_id": "7", "facts": ["CANARY-PEANUT 对花生过敏"]}]
+        )
+        summary_request = str(llm.requests[-1]["messages"][-1]["content"])
+        await bot.say("午饭吃什么", chat=GROUP, sender_id="7")
+        await bot.say("晚饭吃什么", chat=OTHER_GROUP, sender_id="7")
+        await bot.settle()
+        group_prompt = system_prompt_with(bot, ": 午饭吃什么")
+        other_prompt = system_prompt_with(bot, ": 晚饭吃什么")
+
+    assert pushed is SummaryResult.PUSHED
+    assert "小明 (id 7): 我对花生过敏" in summary_request
+    assert "- 小明 (id 7): CANARY-PEANUT 对花生过敏" in group_prompt
+    assert "CANARY-PEANUT" not in other_prompt
+
+
+async def test_a_malformed_people_field_keeps_the_summary(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A people field that is not a list of people costs no summary and stores no fact."""
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("hi", sender_id="7")
+        await bot.settle()
+        result = await summarise_today(bot, PRIVATE, {"7": "喜欢猫"})
+        stack = await bot.pipeline.commands.memory.stack(PRIVATE)
+        known = await bot.pipeline.commands.memory.people.known(PRIVATE)
+
+    assert result is SummaryResult.PUSHED
+    assert [r.content.summary for r in stack] == ["大家聊了考研。"]
+    assert known == []
+
+
+def test_people_in_view_puts_batch_senders_first() -> None:
+    """The batch's senders lead, then the history's, newest first; the bot is nobody."""
+
+    def message(sender: str, *, from_bot: bool = False) -> StoredMessage:
+        return StoredMessage(GROUP, "1", sender, f"n{sender}", "x", NOW, from_bot)
+
+    history = [message("1"), message("2"), message("bot", from_bot=True), message("3")]
+    batch = [message("2")]
+
+    assert people_in_view(batch, history) == [("2", "n2"), ("3", "n3"), ("1", "n1")]
