@@ -117,11 +117,17 @@ async def running_core(
     *,
     nightly: bool = True,
     retries: Retries = DEFAULT_RETRIES,
+    parts: Parts | None = None,
 ) -> AsyncIterator[Pipeline]:
-    """Recover and run the pipeline (and the nightly job); stop both on exit."""
+    """Recover and run the pipeline (and the nightly job); stop both on exit.
+
+    The store and LLM are opened here, unless the caller opened them (``parts``) to share.
+    """
     from adapters.openai_llm import OpenAILLM
 
-    async with opened_parts(config, secrets) as parts, contextlib.AsyncExitStack() as stack:
+    async with contextlib.AsyncExitStack() as stack:
+        if parts is None:
+            parts = await stack.enter_async_context(opened_parts(config, secrets))
         splitter = OpenAILLM.splitter_from_config(config.llm, api_key=secrets.splitter_api_key)
         stack.push_async_callback(splitter.aclose)
         answerer = Answerer(
@@ -156,6 +162,9 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+
+
+PlatformMap = Mapping[str, Platform]
 
 
 class PlatformAdapter(Platform, Protocol):
@@ -236,6 +245,7 @@ async def running_bot(
     *,
     telegram_poll_timeout_s: float = 10.0,
     adapters: Mapping[str, PlatformAdapter] | None = None,
+    parts: Parts | None = None,
 ) -> AsyncIterator[Pipeline]:
     """Start the core and every enabled platform; stop them in reverse on exit.
 
@@ -247,7 +257,9 @@ async def running_bot(
         adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
     platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
-        pipeline = await stack.enter_async_context(running_core(config, secrets, platforms))
+        pipeline = await stack.enter_async_context(
+            running_core(config, secrets, platforms, parts=parts)
+        )
         for adapter in adapters.values():
             await adapter.start(pipeline)
             stack.push_async_callback(adapter.stop)
@@ -259,7 +271,11 @@ async def run(config: Config, secrets: Secrets) -> None:
     stop = asyncio.Event()
     _stop_on_signals(stop)
     adapters = build_platforms(config, secrets)
-    async with running_bot(config, secrets, adapters=adapters):
+    async with (
+        opened_parts(config, secrets) as parts,
+        running_bot(config, secrets, adapters=adapters, parts=parts) as pipeline,
+        serving_dashboard(config, secrets, pipeline, parts, adapters),
+    ):
         logger.info("pacebot running: {}; Ctrl-C to stop", ", ".join(enabled_platforms(config)))
         stopped = asyncio.create_task(stop.wait(), name="run:stop")
         tasks: set[asyncio.Task[Any]] = {stopped}
@@ -278,6 +294,21 @@ async def run(config: Config, secrets: Secrets) -> None:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         logger.info("stopping: no new updates; unsent replies stay queued")
+
+
+@contextlib.asynccontextmanager
+async def serving_dashboard(
+    config: Config, secrets: Secrets, pipeline: Pipeline, parts: Parts, platforms: PlatformMap
+) -> AsyncIterator[str | None]:
+    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
+    if not config.web.enabled or secrets.web_token is None:
+        yield None
+        return
+    from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
+
+    store, memory = parts.store, parts.memory
+    async with serving(config, secrets.web_token, pipeline, store, memory, platforms) as url:
+        yield url
 
 
 async def chat_in_console(config: Config, secrets: Secrets) -> None:
