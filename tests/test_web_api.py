@@ -17,10 +17,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from adapters.app import opened_parts, running_core, serving_dashboard
+from adapters.app import check, opened_parts, running_core, serving_dashboard
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
-from bot.config import Config, Secrets
+from bot.config import Config, Secrets, load_config, read_secrets
 from bot.models import ChatKey, ChatKind
 from bot.ports import Platform
 from fakes.harness import (
@@ -381,3 +381,35 @@ async def test_the_chat_page_is_reachable_only_for_known_chats(web: Web) -> None
     known = await web.client.get("/chats/test:private:42")
 
     assert (unknown.status_code, known.status_code) == (404, 200)
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_check_refuses_the_dashboard_without_a_long_enough_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pacebot check` refuses [web] enabled with no token or a short one, and passes a good one."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", TEST_KEY)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:telegram-token")
+    monkeypatch.delenv("PACEBOT_WEB_TOKEN", raising=False)
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[telegram]\nenabled = true\n[web]\nenabled = true\nhost = "0.0.0.0"\n', encoding="utf-8"
+    )
+    without = check(path)
+    said_without = capsys.readouterr().err
+    monkeypatch.setenv("PACEBOT_WEB_TOKEN", "short")
+    short = check(path)
+    said_short = capsys.readouterr().err
+    monkeypatch.setenv("PACEBOT_WEB_TOKEN", TOKEN)
+    good = check(path)
+    secrets = read_secrets(load_config(path), console=False)
+
+    assert (without, "[web] token_env: environment variable PACEBOT_WEB_TOKEN" in said_without) == (
+        1,
+        True,
+    )
+    assert (short, "use at least 16" in said_short, "short" in said_short) == (1, True, False)
+    assert good == 0
+    assert TOKEN in secrets.every  # so the log scrubber hides it
