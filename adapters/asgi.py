@@ -41,6 +41,16 @@ def bind(host: str, port: int, *, what: str, keys: str) -> socket.socket:
         raise ConfigError(msg) from None
 
 
+async def serve(server: Server, sock: socket.socket, *, failure: str) -> None:
+    """Serve on ``sock`` until stopped; log ``failure`` if uvicorn cannot start; close it."""
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit:  # uvicorn's answer to a failed start-up; the process goes on
+        logger.error(failure)
+    finally:
+        sock.close()
+
+
 async def stop(server: Server, task: asyncio.Task[None], *, name: str) -> None:
     """Ask ``server`` to finish its connections and stop; cancel it if it takes too long."""
     server.should_exit = True

@@ -28,7 +28,7 @@ import httpx
 import pytest
 
 from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI
-from fakes.harness import free_port, push_day_summary, replies_json
+from fakes.harness import free_port, push_day_summary, replies_json, start_run
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -131,23 +131,11 @@ async def running(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> AsyncI
     port = free_port()
     config = write_config(tmp_path, llm, api, port)
     env = {
-        **os.environ,
         "PACEBOT_LLM_API_KEY": LLM_KEY,
         "TELEGRAM_BOT_TOKEN": api.token,
         "PACEBOT_WEB_TOKEN": WEB_TOKEN,
     }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "run",
-        "-c",
-        str(config),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    process = await start_run(config, env)
     url = f"http://127.0.0.1:{port}"
     try:
         await api.wait_for("getUpdates", timeout=20)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Self
@@ -175,7 +174,11 @@ class QQPlatform:
             self._deliver_all(), name="qq:deliver", failure="QQ: task crashed"
         )
         self._server_task = start_task(
-            self._serve(self._server, sock), name="qq:server", failure="QQ: task crashed"
+            asgi.serve(
+                self._server, sock, failure="QQ: the OneBot server failed to start; QQ stays off"
+            ),
+            name="qq:server",
+            failure="QQ: task crashed",
         )
         logger.info(
             "QQ: waiting for OneBot at {}{}",
@@ -200,14 +203,6 @@ class QQPlatform:
         finally:
             self._release()
         logger.info("QQ stopped")
-
-    async def _serve(self, server: asgi.Server, sock: socket.socket) -> None:
-        try:
-            await server.serve(sockets=[sock])
-        except SystemExit:  # uvicorn's answer to a failed start-up; the process goes on
-            logger.error("QQ: the OneBot server failed to start; QQ stays off")
-        finally:
-            sock.close()
 
     async def _stop_server(self) -> None:
         server, task = self._server, self._server_task

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 
 import uvicorn
@@ -37,12 +36,15 @@ async def serving(app: FastAPI, *, host: str, port: int) -> AsyncIterator[str]:
     )
     server = asgi.Server(config)
     task = start_task(
-        _serve(server, sock), name="web:server", failure="the dashboard server crashed"
+        asgi.serve(server, sock, failure="the dashboard server failed to start"),
+        name="web:server",
+        failure="the dashboard server crashed",
     )
     try:
-        async with asyncio.timeout(START_WAIT_S):
-            while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn sets a flag
-                await asyncio.sleep(0.01)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(START_WAIT_S):
+                while not server.started and not task.done():  # noqa: ASYNC110 - a plain flag
+                    await asyncio.sleep(0.01)
         if not server.started:
             msg = f"the dashboard did not start on {host}:{port}"
             raise ConfigError(msg)
@@ -53,12 +55,3 @@ async def serving(app: FastAPI, *, host: str, port: int) -> AsyncIterator[str]:
     finally:
         await asgi.stop(server, task, name="the dashboard server")
         logger.info("dashboard stopped")
-
-
-async def _serve(server: asgi.Server, sock: socket.socket) -> None:
-    try:
-        await server.serve(sockets=[sock])
-    except SystemExit:  # uvicorn's answer to a failed start-up; the caller reports it
-        logger.error("the dashboard server failed to start")
-    finally:
-        sock.close()
