@@ -21,6 +21,7 @@ from adapters.web.dashboard import OVERVIEW_CHATS, WHO
 from adapters.web.depends import TEMPLATES, Board, Granted, KnownChat, access, gate
 
 CHAT_MESSAGES = 50  # the newest messages one chat's page shows
+CHAT_LIST_MAX = 200  # the chats the chat list shows; a search narrows them
 LOG_LINES_DEFAULT = 200
 LOG_LINES_MAX = 2000
 NOTICES = {
@@ -113,7 +114,7 @@ async def overview(request: Request, board: Board, granted: Granted) -> HTMLResp
 @router.get("/chats")
 async def chats(request: Request, board: Board, granted: Granted, q: str = "") -> HTMLResponse:
     """The chats, the most recently active first, searchable by key or sender name."""
-    found = await board.chats(search=q.strip(), limit=200)
+    found = await board.chats(search=q.strip(), limit=CHAT_LIST_MAX)
     return render(request, "chats.html", granted, chats=found, query=q)
 
 
