@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import functools
 import gc
-import importlib
 import os
 import signal
 import sys
@@ -27,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, get_args, runtime_checkable
+from typing import TYPE_CHECKING, Any, get_args
 
 from loguru import logger
 from rich.console import Console
@@ -37,8 +36,14 @@ from adapters import trace_cli
 from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
 from adapters.picture_sources import opened_picture_sources
+from adapters.platforms import (
+    GivesUp,
+    PlatformAdapter,
+    PlatformMap,
+    build_platforms,
+    load_platform_modules,
+)
 from bot.answer import Answerer
-from bot.commands import menu
 from bot.config import (
     Config,
     LogLevel,
@@ -53,7 +58,7 @@ from bot.log import setup_logging
 from bot.memory import Memory, SummaryResult
 from bot.models import ChatKey
 from bot.pipeline import Pipeline
-from bot.ports import MessageSink, Platform
+from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
 from bot.texts import Texts
@@ -65,8 +70,6 @@ if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM
 
 LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
-# The module that holds each platform; importing it loads that platform's libraries.
-PLATFORM_MODULES = {"telegram": "adapters.telegram.platform", "qq": "adapters.qq.platform"}
 
 
 def utc_now() -> datetime:
@@ -119,11 +122,17 @@ async def running_core(
     *,
     nightly: bool = True,
     retries: Retries = DEFAULT_RETRIES,
+    parts: Parts | None = None,
 ) -> AsyncIterator[Pipeline]:
-    """Recover and run the pipeline (and the nightly job); stop both on exit."""
+    """Recover and run the pipeline (and the nightly job); stop both on exit.
+
+    The store and LLM are opened here, unless the caller opened them (``parts``) to share.
+    """
     from adapters.openai_llm import OpenAILLM
 
-    async with opened_parts(config, secrets) as parts, contextlib.AsyncExitStack() as stack:
+    async with contextlib.AsyncExitStack() as stack:
+        if parts is None:
+            parts = await stack.enter_async_context(opened_parts(config, secrets))
         splitter = OpenAILLM.splitter_from_config(config.llm, api_key=secrets.splitter_api_key)
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
@@ -174,77 +183,6 @@ def _stop_on_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-class PlatformAdapter(Platform, Protocol):
-    """A platform that receives on its own once started."""
-
-    async def start(self, sink: MessageSink) -> None: ...
-
-    async def stop(self) -> None: ...
-
-
-def admin_ids(config: Config, platform: str) -> list[int]:
-    """Return the numeric ids of the admins on ``platform``."""
-    prefix = f"{platform}:"
-    return [int(a.removeprefix(prefix)) for a in config.bot.admins if a.startswith(prefix)]
-
-
-@runtime_checkable
-class GivesUp(Protocol):
-    """A platform whose background start may give up for good (Telegram's, on a bad token)."""
-
-    async def wait_ready(self) -> None: ...
-
-
-def load_platform_modules(config: Config) -> None:
-    """Import the enabled platforms' modules; call it before logging is set up.
-
-    Importing nonebot calls ``loguru.logger.remove()``, which would drop every sink
-    added before it: with QQ on, pacebot's own log file and stderr sink would go silent.
-    """
-    for name in enabled_platforms(config):
-        importlib.import_module(PLATFORM_MODULES[name])
-
-
-def _build_telegram(config: Config, token: str, *, poll_timeout_s: float) -> PlatformAdapter:
-    from adapters.telegram.platform import TelegramPlatform
-
-    return TelegramPlatform(
-        token=token,
-        api_base_url=config.telegram.api_base_url,
-        bot_name=config.bot.name,
-        aliases=config.bot.aliases,
-        poll_timeout_s=poll_timeout_s,
-        menu=menu(Texts(config.bot.language), admin=True),
-        menu_chat_ids=admin_ids(config, "telegram"),
-    )
-
-
-def _build_qq(config: Config, access_token: str | None) -> PlatformAdapter:
-    from adapters.qq.platform import QQPlatform
-
-    return QQPlatform(
-        host=config.qq.host,
-        port=config.qq.port,
-        access_token=access_token,
-        bot_name=config.bot.name,
-        aliases=config.bot.aliases,
-    )
-
-
-def build_platforms(
-    config: Config, secrets: Secrets, *, telegram_poll_timeout_s: float = 10.0
-) -> dict[str, PlatformAdapter]:
-    """Build (not start) every enabled platform, importing only their libraries."""
-    platforms: dict[str, PlatformAdapter] = {}
-    if secrets.telegram_token is not None:
-        platforms["telegram"] = _build_telegram(
-            config, secrets.telegram_token, poll_timeout_s=telegram_poll_timeout_s
-        )
-    if config.qq.enabled:
-        platforms["qq"] = _build_qq(config, secrets.onebot_access_token)
-    return platforms
-
-
 @contextlib.asynccontextmanager
 async def running_bot(
     config: Config,
@@ -252,6 +190,7 @@ async def running_bot(
     *,
     telegram_poll_timeout_s: float = 10.0,
     adapters: Mapping[str, PlatformAdapter] | None = None,
+    parts: Parts | None = None,
 ) -> AsyncIterator[Pipeline]:
     """Start the core and every enabled platform; stop them in reverse on exit.
 
@@ -263,7 +202,9 @@ async def running_bot(
         adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
     platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
-        pipeline = await stack.enter_async_context(running_core(config, secrets, platforms))
+        pipeline = await stack.enter_async_context(
+            running_core(config, secrets, platforms, parts=parts)
+        )
         for adapter in adapters.values():
             await adapter.start(pipeline)
             stack.push_async_callback(adapter.stop)
@@ -275,7 +216,11 @@ async def run(config: Config, secrets: Secrets) -> None:
     stop = asyncio.Event()
     _stop_on_signals(stop)
     adapters = build_platforms(config, secrets)
-    async with running_bot(config, secrets, adapters=adapters):
+    async with (
+        opened_parts(config, secrets) as parts,
+        running_bot(config, secrets, adapters=adapters, parts=parts) as pipeline,
+        serving_dashboard(config, secrets, pipeline, parts, adapters),
+    ):
         # Each platform says "running" itself, once it is: Telegram after its first poll
         # is answered, QQ once a OneBot implementation has connected.
         logger.info(
@@ -298,6 +243,21 @@ async def run(config: Config, secrets: Secrets) -> None:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         logger.info("stopping: no new updates; unsent replies stay queued")
+
+
+@contextlib.asynccontextmanager
+async def serving_dashboard(
+    config: Config, secrets: Secrets, pipeline: Pipeline, parts: Parts, platforms: PlatformMap
+) -> AsyncIterator[str | None]:
+    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
+    if not config.web.enabled or secrets.web_token is None:
+        yield None
+        return
+    from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
+
+    token = secrets.web_token
+    async with serving(config, token, pipeline, parts.store, parts.memory, platforms) as url:
+        yield url
 
 
 async def chat_in_console(config: Config, secrets: Secrets) -> None:
@@ -364,8 +324,7 @@ def serve(path: Path, *, console: bool, log_level: str | None) -> int:
         start_logging(config, secrets, level=level, stderr_level=stderr_level)
         asyncio.run(chat_in_console(config, secrets) if console else run(config, secrets))
     except PacebotError as exc:
-        print(f"pacebot: {exc}", file=sys.stderr)
-        return 1
+        return _failed(exc)
     except KeyboardInterrupt:
         return 130
     return 0
@@ -437,8 +396,7 @@ def _run_memory_command(
         )
         return asyncio.run(command(config, secrets))
     except PacebotError as exc:
-        print(f"pacebot: {exc}", file=sys.stderr)
-        return 1
+        return _failed(exc)
     except KeyboardInterrupt:
         return 130
 
@@ -466,5 +424,10 @@ def trace(path: Path, *, chat: ChatKey, count: int) -> int:
     try:
         return asyncio.run(_trace(load_config(path), chat=chat, count=count))
     except PacebotError as exc:
-        print(f"pacebot: {exc}", file=sys.stderr)
-        return 1
+        return _failed(exc)
+
+
+def _failed(error: PacebotError) -> int:
+    """Say why a command failed, without a traceback; return its exit code."""
+    print(f"pacebot: {error}", file=sys.stderr)
+    return 1

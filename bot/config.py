@@ -242,6 +242,24 @@ class QQConfig(_Section):
         return is_loopback(self.host)
 
 
+WEB_TOKEN_CHARS_MIN = 16
+"""The shortest dashboard token accepted: it guards a page that can change memory."""
+
+
+class WebConfig(_Section):
+    enabled: bool = False
+    """Serve the dashboard from ``pacebot run``."""
+    host: str = "127.0.0.1"
+    """Address the dashboard listens on; put TLS in front of anything but loopback."""
+    port: int = Field(default=8090, ge=1, le=65535)
+    token_env: EnvName = "PACEBOT_WEB_TOKEN"
+    """Environment variable with the dashboard token; required when enabled."""
+
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback(self.host)
+
+
 class Config(_Section):
     """The whole validated configuration."""
 
@@ -252,6 +270,7 @@ class Config(_Section):
     memory: MemoryConfig = MemoryConfig()
     telegram: TelegramConfig = TelegramConfig()
     qq: QQConfig = QQConfig()
+    web: WebConfig = WebConfig()
 
     @property
     def database_path(self) -> Path:
@@ -349,6 +368,7 @@ class Secrets:
     splitter_api_key: str
     telegram_token: str | None = None
     onebot_access_token: str | None = None
+    web_token: str | None = None
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -358,6 +378,7 @@ class Secrets:
             self.splitter_api_key,
             self.telegram_token,
             self.onebot_access_token,
+            self.web_token,
         )
         return tuple(s for s in values if s)
 
@@ -387,9 +408,18 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
                 f"[qq] access_token_env: environment variable {token_env} is not set, and it is "
                 f"required because qq.host = {config.qq.host!r} is not a loopback address"
             )
+    web_token = None
+    if config.web.enabled and not console:
+        web_token = need(config.web.token_env, "[web] token_env") or None
+        if web_token is not None and len(web_token) < WEB_TOKEN_CHARS_MIN:
+            problems.append(
+                f"[web] token_env: the token in {config.web.token_env} has {len(web_token)}"
+                f" characters; use at least {WEB_TOKEN_CHARS_MIN}, e.g. the output of"
+                " python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
     if problems:
         raise ConfigError("\n".join(problems))
-    return Secrets(llm_key, splitter_key, telegram_token, onebot_token)
+    return Secrets(llm_key, splitter_key, telegram_token, onebot_token, web_token)
 
 
 def enabled_platforms(config: Config) -> list[str]:

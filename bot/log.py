@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from loguru import Record
 
 REDACTED = "***"
+LOG_FILE = "pacebot.log"
+"""The log file's name under ``<data_dir>/logs/``; older ones are rotated beside it."""
 _QUIET_LOGGERS = ("httpx", "httpcore", "hpack", "openai._base_client")
 _FORMAT = (
     "{time:YYYY-MM-DD HH:mm:ss.SSS ZZ} | {level: <7} | {extra[where]: <24} | "
@@ -127,7 +129,7 @@ def setup_logging(
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
         logger.add(
-            log_dir / "pacebot.log",
+            log_dir / LOG_FILE,
             level=level,
             format=_FORMAT,
             rotation="10 MB",

@@ -115,6 +115,15 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class ChatActivity:
+    """How much a chat has said and when it last did: a line of the dashboard's chat list."""
+
+    chat: ChatKey
+    message_count: int  # chatters' and the bot's
+    last_message_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Batch:
     """The waiting messages of one chat taken together for one answer."""
 

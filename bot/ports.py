@@ -17,6 +17,7 @@ from typing import Protocol
 from bot.models import (
     Batch,
     BatchOutcome,
+    ChatActivity,
     ChatKey,
     ChatMessage,
     Completion,
@@ -159,6 +160,14 @@ class MessageLog(Protocol):
 
     async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
         """Return the cancelled replies of the chat's last answered batch before this one."""
+        ...
+
+    async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
+        """Return up to ``limit`` chats, the most recently active first.
+
+        With ``search``, only chats whose key or one of whose senders' names holds it
+        (ASCII letters in any case).
+        """
         ...
 
 

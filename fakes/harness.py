@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import socket
-from collections.abc import AsyncIterator, Callable, Sequence
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -231,6 +233,22 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+async def start_run(config: Path, env: Mapping[str, str]) -> asyncio.subprocess.Process:
+    """Start ``pacebot run -c config`` as a real process with ``env`` added to ours."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        "-c",
+        str(config),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **env},
+    )
 
 
 async def wait_until(condition: Callable[[], object], *, within_s: float = 5.0) -> None:

@@ -21,6 +21,7 @@ from bot.errors import StorageError
 from bot.models import (
     Batch,
     BatchOutcome,
+    ChatActivity,
     ChatKey,
     IncomingMessage,
     OutboxItem,
@@ -30,7 +31,7 @@ from bot.models import (
     StoredMessage,
 )
 from storage.in_memory_rows import BatchRow, MessageRow, OutboxRow
-from storage.values import BOT_SENDER_ID, clean, unix
+from storage.values import BOT_SENDER_ID, ascii_lower, aware, clean, unix
 
 
 class InMemoryStore:
@@ -149,6 +150,23 @@ class InMemoryStore:
             and (row.from_bot or (row.batch_id is not None and row.batch_id != exclude_batch))
         ]
         return _newest(answered, limit)
+
+    async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
+        """Return up to ``limit`` chats, the most recently active first, matching ``search``."""
+        self._check_open()
+        search = ascii_lower(search)
+        chats: dict[ChatKey, list[MessageRow]] = {}
+        for row in self._messages.values():
+            chats.setdefault(row.chat, []).append(row)
+        found = [
+            ChatActivity(chat, len(rows), aware(max(row.sent_at for row in rows)))
+            for chat, rows in chats.items()
+            if search in ascii_lower(str(chat))
+            or any(search in ascii_lower(row.sender_name) for row in rows)
+        ]
+        found.sort(key=lambda activity: str(activity.chat))
+        found.sort(key=lambda activity: activity.last_message_at, reverse=True)
+        return found if limit < 0 else found[:limit]  # as SQLite's LIMIT
 
     # -- batches -------------------------------------------------------------------------
 

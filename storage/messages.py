@@ -16,9 +16,9 @@ from datetime import datetime
 
 import aiosqlite
 
-from bot.models import ChatKey, IncomingMessage, Picture, StoredMessage
+from bot.models import ChatActivity, ChatKey, IncomingMessage, Picture, StoredMessage
 from storage.database import Database
-from storage.values import aware, clean, unix
+from storage.values import ascii_lower, aware, clean, unix
 
 MESSAGE_COLUMNS = (
     "chat_key, message_id, sender_id, sender_name, text, sent_at, from_bot, "
@@ -204,6 +204,25 @@ class SqliteMessageLog(Database):
                 (str(chat), before_batch),
             )
         return [content for (content,) in rows]
+
+    async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
+        """Return up to ``limit`` chats, the most recently active first.
+
+        With ``search``, only chats whose key or one of whose senders' names holds it.
+        One pass over the ``messages_by_time`` index; the dashboard asks for a page at a time.
+        """
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT chat_key, count(*), max(sent_at) FROM messages GROUP BY chat_key"
+                " HAVING :search = '' OR instr(lower(chat_key), :search) > 0"
+                "  OR max(instr(lower(sender_name), :search)) > 0"
+                " ORDER BY max(sent_at) DESC, chat_key LIMIT :limit",
+                {"search": ascii_lower(search), "limit": limit},
+            )
+        return [
+            ChatActivity(ChatKey.parse(chat_key), count, aware(last_at))
+            for chat_key, count, last_at in rows
+        ]
 
     async def chats_active_between(self, start: datetime, end: datetime) -> list[ChatKey]:
         """Return the chats with chatter messages sent in ``[start, end)``, by chat key."""

@@ -32,3 +32,8 @@ def clean(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def ascii_lower(text: str) -> str:
+    """Lower-case ASCII letters only, as SQLite's ``lower()`` does."""
+    return "".join(char.lower() if char.isascii() else char for char in text)

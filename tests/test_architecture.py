@@ -22,8 +22,9 @@ OUTSIDE = ("adapters", "storage", "scheduler", "telegram", "openai", "aiosqlite"
 PACKAGES = ("bot", "adapters", "storage", "scheduler")
 COMPOSITION_ROOT = ROOT / "adapters" / "app.py"
 MODULE_LINES_MAX = 500
-PLATFORM_LIBRARIES = ("telegram", "nonebot", "fastapi", "uvicorn")
+PLATFORM_LIBRARIES = ("telegram", "nonebot", "fastapi", "uvicorn", "jinja2")
 QQ_LIBRARIES = ("nonebot", "fastapi", "uvicorn")
+WEB_LIBRARIES = ("fastapi", "uvicorn", "starlette", "jinja2", "multipart")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -141,6 +142,22 @@ def test_a_telegram_only_config_loads_no_qq_library(tmp_path: Path) -> None:
         "assert list(platforms) == ['telegram'], platforms\n"
     )
     assert ("telegram" in loaded, [name for name in QQ_LIBRARIES if name in loaded]) == (True, [])
+
+
+def test_a_run_without_the_dashboard_loads_no_web_library() -> None:
+    """With ``[web]`` off, the run's dashboard step serves nothing and loads no web library."""
+    loaded = loaded_after(
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from adapters.app import serving_dashboard\n"
+        "from bot.config import Secrets, parse_config\n"
+        "config = parse_config({'telegram': {'enabled': True}}, base_dir=Path('.'))\n"
+        "async def serve() -> None:\n"
+        "    async with serving_dashboard(config, Secrets('k', 'k'), None, None, {}) as url:\n"
+        "        assert url is None, url\n"
+        "asyncio.run(serve())\n"
+    )
+    assert [name for name in WEB_LIBRARIES if name in loaded] == []
 
 
 def test_the_console_loads_no_platform_library(tmp_path: Path) -> None:

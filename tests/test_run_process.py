@@ -5,14 +5,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import os
 import signal
 import socket
-import sys
 from pathlib import Path
 
 from fakes.bot_api import FakeBotAPI, photo
-from fakes.harness import free_port, replies_json
+from fakes.harness import free_port, replies_json, start_run
 from fakes.image_host import ImageHost
 from fakes.images import jpeg, jpeg_size
 from fakes.onebot import FakeOneBot, image, text
@@ -50,19 +48,8 @@ api_base_url = "{api.base_url}"
 async def start(
     config: Path, api: FakeBotAPI, *, token: str | None = None
 ) -> asyncio.subprocess.Process:
-    env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": token or api.token}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "run",
-        "-c",
-        str(config),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
+    env = {"PACEBOT_LLM_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": token or api.token}
+    return await start_run(config, env)
 
 
 async def stop(process: asyncio.subprocess.Process) -> tuple[int, str]:

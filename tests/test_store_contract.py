@@ -24,6 +24,7 @@ from bot.errors import StorageError
 from bot.models import (
     Batch,
     BatchOutcome,
+    ChatActivity,
     ChatKey,
     ChatKind,
     IncomingMessage,
@@ -521,6 +522,42 @@ async def test_history_excludes_waiting_and_current_batch(store: Store) -> None:
 
     bot_reply = StoredMessage(ALICE, "900", "bot", "小满", "reply", at(4), from_bot=True)
     assert history == [stored(old[0]), stored(old[1]), bot_reply]
+
+
+async def test_chat_activity_lists_chats_newest_first_with_the_bots_messages(
+    store: Store,
+) -> None:
+    """Each chat once, with all its messages counted (the bot's too), latest activity first."""
+    await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"), incoming(ALICE, "3"))
+    _, items = await answered_batch(store, GROUP, ["hi"], now=at(4))
+    assert await store.claim_for_sending(items[0].id, now=at(4))
+    await store.mark_sent(items[0].id, platform_message_id="900", sender_name="小满", now=at(5))
+
+    activity = await store.chat_activity(limit=10)
+
+    assert activity == [ChatActivity(GROUP, 2, at(5)), ChatActivity(ALICE, 2, at(3))]
+
+
+async def test_chat_activity_is_limited_and_searchable_by_key_or_sender(store: Store) -> None:
+    """A search finds a chat by part of its key or of a sender's name, ASCII case aside."""
+    bob = IncomingMessage(GROUP, "2", "77", "Bob 小王", "hi", at(2), addresses_bot=True)
+    await add(store, incoming(ALICE, "1"), bob)
+
+    found = {
+        search: [a.chat for a in await store.chat_activity(search=search, limit=10)]
+        for search in ("TELEGRAM", "bob", "小王", "456", "nobody", "")
+    }
+    newest = await store.chat_activity(limit=1)
+
+    assert found == {
+        "TELEGRAM": [ALICE],
+        "bob": [GROUP],
+        "小王": [GROUP],
+        "456": [GROUP],
+        "nobody": [],
+        "": [GROUP, ALICE],
+    }
+    assert [a.chat for a in newest] == [GROUP]
 
 
 async def test_history_is_limited_to_newest_by_sent_time(store: Store) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Self
@@ -36,6 +35,7 @@ from nonebot.adapters.onebot.v11 import (
     NetworkError,
 )
 
+from adapters import asgi
 from adapters.handover import hand_over
 from adapters.inflight import InFlight
 from adapters.qq import errors, wire
@@ -105,7 +105,7 @@ class QQPlatform:
         self._self_id: str | None = None
         self._sink: MessageSink | None = None
         self._inbox: asyncio.Queue[MessageEvent] = asyncio.Queue()
-        self._server: wire.Server | None = None
+        self._server: asgi.Server | None = None
         self._server_task: asyncio.Task[None] | None = None
         self._delivery_task: asyncio.Task[None] | None = None
         self._started = False
@@ -142,6 +142,11 @@ class QQPlatform:
         return self._self_id
 
     @property
+    def is_connected(self) -> bool:
+        """Tell whether a OneBot implementation is connected (the dashboard shows it)."""
+        return self.connected.is_set()
+
+    @property
     def typing_refresh_s(self) -> float | None:
         """Repeat NapCat's typing status this often; ``None`` once the implementation lacks it."""
         return self.typing_interval_s if self._typing_supported else None
@@ -162,7 +167,7 @@ class QQPlatform:
         if self._adapter.running is not None:
             msg = "another QQPlatform is running in this process (nonebot allows one)"
             raise RuntimeError(msg)
-        sock = wire.bind(self._host, self._port)
+        sock = asgi.bind(self._host, self._port, what="for OneBot", keys="qq.host and qq.port")
         self._started = True
         self._port = sock.getsockname()[1]
         self._sink = sink
@@ -173,7 +178,11 @@ class QQPlatform:
             self._deliver_all(), name="qq:deliver", failure="QQ: task crashed"
         )
         self._server_task = start_task(
-            self._serve(self._server, sock), name="qq:server", failure="QQ: task crashed"
+            asgi.serve(
+                self._server, sock, failure="QQ: the OneBot server failed to start; QQ stays off"
+            ),
+            name="qq:server",
+            failure="QQ: task crashed",
         )
         logger.info(
             "QQ: listening on {}:{}, waiting for OneBot to connect to {}{}",
@@ -201,26 +210,11 @@ class QQPlatform:
             self._release()
         logger.info("QQ stopped")
 
-    async def _serve(self, server: wire.Server, sock: socket.socket) -> None:
-        try:
-            await server.serve(sockets=[sock])
-        except SystemExit:  # uvicorn's answer to a failed start-up; the process goes on
-            logger.error("QQ: the OneBot server failed to start; QQ stays off")
-        finally:
-            sock.close()
-
     async def _stop_server(self) -> None:
         server, task = self._server, self._server_task
         if server is None or task is None:
             return
-        server.should_exit = True
-        done, _ = await asyncio.wait({task}, timeout=5.0)
-        if not done:
-            logger.warning("QQ: the OneBot server did not stop in time; cancelling it")
-            server.force_exit = True
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await asgi.stop(server, task, name="QQ: the OneBot server")
 
     async def _drain(self) -> None:
         """Hand the messages already received to the sink, then end the delivery task."""

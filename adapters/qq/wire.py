@@ -25,7 +25,6 @@ import contextlib
 import functools
 import logging
 import os
-import socket
 from collections.abc import Iterator
 from typing import Any, ClassVar, Final, Protocol
 
@@ -41,6 +40,7 @@ from nonebot.compat import type_validate_python
 from nonebot.config import Config as NonebotConfig
 from nonebot.drivers import ASGIMixin, Driver
 
+from adapters import asgi
 from adapters.qq.normalise import one_line
 from bot.errors import ConfigError
 
@@ -229,15 +229,7 @@ def _serve_websocket_only(app: object) -> None:
     app.router.routes[:] = [route for route in app.router.routes if not isinstance(route, APIRoute)]
 
 
-class Server(uvicorn.Server):
-    """A uvicorn server that leaves signal handling to the process that runs it."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def server(host: str, port: int) -> Server:
+def server(host: str, port: int) -> asgi.Server:
     """Return a server for nonebot's app on ``host:port`` that logs through pacebot."""
     config = uvicorn.Config(
         nonebot.get_asgi(),
@@ -251,20 +243,7 @@ def server(host: str, port: int) -> Server:
         server_header=False,
         timeout_graceful_shutdown=2,
     )
-    return Server(config)
-
-
-def bind(host: str, port: int) -> socket.socket:
-    """Open the listening socket; raise ``ConfigError`` naming the address if it fails."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        return socket.create_server((host, port), family=family)
-    except OSError as error:
-        msg = (
-            f"cannot listen for OneBot on {host}:{port} ({error.strerror or error}); "
-            "check qq.host and qq.port"
-        )
-        raise ConfigError(msg) from None
+    return asgi.Server(config)
 
 
 def quiet_header_loggers() -> None:

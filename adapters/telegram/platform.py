@@ -115,6 +115,11 @@ class TelegramPlatform:
         return self._ready
 
     @property
+    def is_connected(self) -> bool:
+        """Tell whether polling runs, so replies can go out now (the dashboard shows it)."""
+        return self._ready.is_set() and not self._stopped
+
+    @property
     def bot_id(self) -> int | None:
         """The bot's user id, known once ``getMe`` has answered."""
         return self._bot_id

@@ -1,0 +1,92 @@
+"""Which platforms a config enables, and building them, importing only their libraries.
+
+A platform's library (python-telegram-bot; nonebot, FastAPI and uvicorn) is imported
+inside the function that builds it, so a command loads only what its config enables.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+from bot.commands import menu
+from bot.config import Config, Secrets, enabled_platforms
+from bot.ports import MessageSink, Platform
+from bot.texts import Texts
+
+# The module that holds each platform; importing it loads that platform's libraries.
+PLATFORM_MODULES = {"telegram": "adapters.telegram.platform", "qq": "adapters.qq.platform"}
+
+PlatformMap = Mapping[str, Platform]
+
+
+class PlatformAdapter(Platform, Protocol):
+    """A platform that receives on its own once started."""
+
+    async def start(self, sink: MessageSink) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def admin_ids(config: Config, platform: str) -> list[int]:
+    """Return the numeric ids of the admins on ``platform``."""
+    prefix = f"{platform}:"
+    return [int(a.removeprefix(prefix)) for a in config.bot.admins if a.startswith(prefix)]
+
+
+@runtime_checkable
+class GivesUp(Protocol):
+    """A platform whose background start may give up for good (Telegram's, on a bad token)."""
+
+    async def wait_ready(self) -> None: ...
+
+
+def load_platform_modules(config: Config) -> None:
+    """Import the enabled platforms' modules; call it before logging is set up.
+
+    Importing nonebot calls ``loguru.logger.remove()``, which would drop every sink
+    added before it: with QQ on, pacebot's own log file and stderr sink would go silent.
+    """
+    for name in enabled_platforms(config):
+        importlib.import_module(PLATFORM_MODULES[name])
+
+
+def _build_telegram(config: Config, token: str, *, poll_timeout_s: float) -> PlatformAdapter:
+    from adapters.telegram.platform import TelegramPlatform
+
+    return TelegramPlatform(
+        token=token,
+        api_base_url=config.telegram.api_base_url,
+        bot_name=config.bot.name,
+        aliases=config.bot.aliases,
+        poll_timeout_s=poll_timeout_s,
+        menu=menu(Texts(config.bot.language), admin=True),
+        menu_chat_ids=admin_ids(config, "telegram"),
+    )
+
+
+def _build_qq(config: Config, access_token: str | None) -> PlatformAdapter:
+    from adapters.qq.platform import QQPlatform
+
+    return QQPlatform(
+        host=config.qq.host,
+        port=config.qq.port,
+        access_token=access_token,
+        bot_name=config.bot.name,
+        aliases=config.bot.aliases,
+    )
+
+
+def build_platforms(
+    config: Config, secrets: Secrets, *, telegram_poll_timeout_s: float = 10.0
+) -> dict[str, PlatformAdapter]:
+    """Build (not start) every enabled platform, importing only their libraries."""
+    platforms: dict[str, PlatformAdapter] = {}
+    if secrets.telegram_token is not None:
+        platforms["telegram"] = _build_telegram(
+            config, secrets.telegram_token, poll_timeout_s=telegram_poll_timeout_s
+        )
+    if config.qq.enabled:
+        platforms["qq"] = _build_qq(config, secrets.onebot_access_token)
+    return platforms

@@ -1,0 +1,67 @@
+"""What every dashboard route depends on: the dashboard, proof of the token, a valid chat key.
+
+Routes declare these as FastAPI dependencies, so none of them runs before the request
+has shown the token (and, when it changes something with a cookie, the CSRF token), and
+none looks a chat up before its key has passed the grammar of SPEC §8.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.templating import Jinja2Templates
+
+from adapters.web.auth import Access, Gate
+from adapters.web.dashboard import Dashboard
+from bot.models import ChatKey
+
+TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
+# platform:kind:id, the id a platform's number or word: nothing a path or SQL could abuse.
+_CHAT_KEY = re.compile(r"[a-z][a-z0-9_]{0,31}:(private|group):-?[A-Za-z0-9_]{1,64}")
+UNAUTHORIZED = "unauthorized"
+
+
+def dashboard(request: Request) -> Dashboard:
+    """Return the app's dashboard."""
+    found: Dashboard = request.app.state.dashboard
+    return found
+
+
+def gate(request: Request) -> Gate:
+    """Return the app's gate."""
+    found: Gate = request.app.state.gate
+    return found
+
+
+async def access(request: Request, checker: Annotated[Gate, Depends(gate)]) -> Access:
+    """Let a request through only with the token (and the CSRF token where it must)."""
+    granted = checker.access(request)
+    if granted is None:
+        raise HTTPException(401, UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
+    if not await checker.csrf_ok(request, granted):
+        raise HTTPException(403, "the CSRF token is missing or wrong; reload the page")
+    return granted
+
+
+def chat_key(chat: str) -> ChatKey:
+    """Parse the ``{chat}`` of a path; 400 if it is not a chat key."""
+    if _CHAT_KEY.fullmatch(chat) is None:
+        raise HTTPException(400, "not a chat key: expected platform:kind:id, e.g. qq:group:456")
+    return ChatKey.parse(chat)
+
+
+async def known_chat(
+    chat: Annotated[ChatKey, Depends(chat_key)], board: Annotated[Dashboard, Depends(dashboard)]
+) -> ChatKey:
+    """Return the chat of the path; 404 if pacebot has never heard of it."""
+    if not await board.knows(chat):
+        raise HTTPException(404, f"no chat {chat} is known")
+    return chat
+
+
+Board = Annotated[Dashboard, Depends(dashboard)]
+Granted = Annotated[Access, Depends(access)]
+KnownChat = Annotated[ChatKey, Depends(known_chat)]

@@ -1,0 +1,161 @@
+"""The dashboard's pages, rendered on the server: overview, chats, one chat, log tail, login.
+
+The pages need no front-end build: Jinja2 templates, one stylesheet and one small script
+(``static/dashboard.js``) that keeps the overview live by polling ``/api/status``. Forms
+that change something post back here with the session's CSRF token and are redirected
+(post/redirect/get), so a reload never pops twice.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+from fastapi import APIRouter, Depends, Form, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from adapters.web.auth import CSRF_FIELD, SESSION_COOKIE, SESSION_TTL_S, Access, Gate
+from adapters.web.dashboard import OVERVIEW_CHATS, WHO
+from adapters.web.depends import TEMPLATES, Board, Granted, KnownChat, access, gate
+
+CHAT_MESSAGES = 50  # the newest messages one chat's page shows
+CHAT_LIST_MAX = 200  # the chats the chat list shows; a search narrows them
+LOG_LINES_DEFAULT = 200
+LOG_LINES_MAX = 2000
+NOTICES = {
+    "popped": f"Popped the newest summary (audited as {WHO}). Restore undoes it.",
+    "restored": "Restored the last popped summary.",
+    "nothing-to-pop": "Nothing to pop: only the initial persona is left.",
+    "nothing-to-restore": "Nothing to restore: nothing was popped, or a newer summary came since.",
+}
+
+public = APIRouter()
+router = APIRouter(dependencies=[Depends(access)])
+
+
+def chat_url(chat: object) -> str:
+    """Return the path of a chat's page."""
+    return "/chats/" + quote(str(chat), safe=":")
+
+
+def render(
+    request: Request, name: str, granted: Access | None, status_code: int = 200, **context: Any
+) -> HTMLResponse:
+    """Render template ``name`` with what every page needs."""
+    zone: ZoneInfo = request.app.state.zone
+
+    def local(moment: datetime | None) -> str:
+        return "—" if moment is None else moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+
+    session = None if granted is None else granted.session
+    return TEMPLATES.TemplateResponse(
+        request,
+        name,
+        {
+            **context,
+            "csrf": "" if session is None else session.csrf,
+            "csrf_field": CSRF_FIELD,
+            "logged_in": session is not None,
+            "local": local,
+            "chat_url": chat_url,
+            "zone": zone.key,
+        },
+        status_code=status_code,
+    )
+
+
+@public.get("/login")
+async def login_form(request: Request) -> HTMLResponse:
+    """The login form."""
+    return render(request, "login.html", None)
+
+
+@public.post("/login")
+async def login(
+    request: Request, checker: Annotated[Gate, Depends(gate)], token: Annotated[str, Form()] = ""
+) -> Response:
+    """Open a session for the token's holder; 401 and the form again for anyone else."""
+    if not checker.is_token(token):
+        return render(request, "login.html", None, status_code=401, failed=True)
+    session = checker.sessions.open()
+    response = RedirectResponse("/", status_code=303)
+    secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
+    response.set_cookie(
+        SESSION_COOKIE,
+        session.id,
+        max_age=int(SESSION_TTL_S),
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=secure,
+    )
+    return response
+
+
+@router.post("/logout")
+async def logout(checker: Annotated[Gate, Depends(gate)], granted: Granted) -> Response:
+    """End the session and go back to the login form."""
+    if granted.session is not None:
+        checker.sessions.close(granted.session.id)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+@router.get("/")
+async def overview(request: Request, board: Board, granted: Granted) -> HTMLResponse:
+    """Platforms, what waits, LLM errors, and the recent chats' phases, kept live by script."""
+    status = await board.status()
+    return render(request, "overview.html", granted, status=status, shown=OVERVIEW_CHATS)
+
+
+@router.get("/chats")
+async def chats(request: Request, board: Board, granted: Granted, q: str = "") -> HTMLResponse:
+    """The chats, the most recently active first, searchable by key or sender name."""
+    found = await board.chats(search=q.strip(), limit=CHAT_LIST_MAX)
+    return render(request, "chats.html", granted, chats=found, query=q)
+
+
+@router.get("/chats/{chat}")
+async def chat_page(
+    request: Request, board: Board, granted: Granted, chat: KnownChat, notice: str = ""
+) -> HTMLResponse:
+    """One chat: its phase, its newest messages and its prompt stack with pop and restore."""
+    return render(
+        request,
+        "chat.html",
+        granted,
+        chat=chat,
+        phase=board.phase(chat),
+        messages=await board.messages(chat, limit=CHAT_MESSAGES),
+        stack=await board.prompt_stack(chat),
+        notice=NOTICES.get(notice),
+    )
+
+
+@router.post("/chats/{chat}/pop")
+async def pop(board: Board, chat: KnownChat) -> Response:
+    """Pop the newest summary, then show the chat again."""
+    notice = "nothing-to-pop" if await board.pop(chat) is None else "popped"
+    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+
+
+@router.post("/chats/{chat}/restore")
+async def restore(board: Board, chat: KnownChat) -> Response:
+    """Undo the last pop, then show the chat again."""
+    notice = "nothing-to-restore" if await board.restore(chat) is None else "restored"
+    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+
+
+@router.get("/logs")
+async def logs(
+    request: Request,
+    board: Board,
+    granted: Granted,
+    lines: Annotated[int, Query(ge=1, le=LOG_LINES_MAX)] = LOG_LINES_DEFAULT,
+) -> HTMLResponse:
+    """The end of the log file (secrets are scrubbed before a line is written)."""
+    tail = await board.log_tail(lines=lines)
+    return render(request, "logs.html", granted, lines=tail, count=lines, path=board.log_file)

@@ -1,0 +1,416 @@
+"""The dashboard over plain HTTP: its JSON API, its pages, and who it lets in.
+
+Each test runs the real core (SQLite, the ``openai`` SDK against the fake LLM, the
+pipeline) with a recording platform, and the dashboard on its own uvicorn server exactly
+as ``pacebot run`` wires it; httpx talks to it over a real socket.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+
+from adapters.app import opened_parts, running_core, serving_dashboard
+from adapters.checks import check
+from adapters.web.auth import Gate, Sessions
+from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
+from bot.config import Config, Secrets, load_config, read_secrets
+from bot.models import ChatKey, ChatKind
+from bot.ports import Platform
+from fakes.harness import (
+    TEST_KEY,
+    Harness,
+    RecordingPlatform,
+    free_port,
+    make_config,
+    push_day_summary,
+    replies_json,
+)
+from fakes.openai_api import FakeLLMServer
+from storage.sqlite import SqliteStore
+
+TOKEN = "web-token-for-tests-0123456789"
+ALICE = ChatKey("test", ChatKind.PRIVATE, "42")
+ALICE_PATH = "/api/chats/test:private:42"
+ALL_TIME = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
+BEARER = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@dataclass
+class Web:
+    """The running bot, its store and an HTTP client pointed at its dashboard."""
+
+    bot: Harness
+    store: SqliteStore
+    client: httpx.AsyncClient
+    config: Config
+
+    async def login(self) -> str:
+        """Log the client in through the form; return the page's CSRF token."""
+        response = await self.client.post("/login", data={"token": TOKEN})
+        assert response.status_code == 303
+        page = await self.client.get("/chats/test:private:42")
+        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert found is not None, page.text
+        return found.group(1)
+
+
+@pytest.fixture
+async def web(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[Web]:
+    """Run the core with a long debounce (tests answer by draining) and the dashboard."""
+    config = make_config(
+        tmp_path,
+        llm.base_url,
+        pacing={"debounce_min_s": 30.0, "debounce_max_s": 30.0, "max_wait_s": 60.0},
+        web={"enabled": True, "port": free_port()},
+    )
+    secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
+    platform = RecordingPlatform()
+    platforms: dict[str, Platform] = {platform.name: platform}
+    async with (
+        opened_parts(config, secrets) as parts,
+        running_core(config, secrets, platforms, nightly=False, parts=parts) as pipeline,
+        serving_dashboard(config, secrets, pipeline, parts, platforms) as url,
+    ):
+        assert url is not None
+        async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
+            yield Web(Harness(config, pipeline, platform, llm), parts.store, client, config)
+
+
+async def test_status_shows_a_waiting_chat_then_the_answered_one(web: Web) -> None:
+    """A message waits (chat ``waiting``, 1 waiting); once answered the chat is idle."""
+    web.bot.llm.reply_json(replies_json("你好呀"))
+    await web.bot.say("你好")
+
+    waiting = (await web.client.get("/api/status", headers=BEARER)).json()
+    await web.bot.settle()
+    answered = (await web.client.get("/api/status", headers=BEARER)).json()
+
+    assert waiting["waiting_messages"] == 1
+    assert [(c["chat"], c["phase"], c["message_count"]) for c in waiting["chats"]] == [
+        ("test:private:42", "waiting", 1)
+    ]
+    assert waiting["platforms"] == [{"name": "test", "connected": None}]
+    assert (answered["waiting_messages"], answered["queued_replies"]) == (0, 0)
+    assert answered["llm_errors_last_hour"] == 0
+    assert [(c["chat"], c["phase"], c["message_count"]) for c in answered["chats"]] == [
+        ("test:private:42", "idle", 2)
+    ]
+
+
+async def test_chats_are_searchable(web: Web) -> None:
+    """/api/chats lists every chat and finds one by part of its key or a sender's name."""
+    await web.bot.say("hi", sender_name="Alice")
+    bob = ChatKey("test", ChatKind.GROUP, "-7")
+    await web.bot.say("hey", chat=bob, sender_name="Bob", addresses_bot=True)
+
+    def keys(body: dict[str, list[dict[str, str]]]) -> list[str]:
+        return [chat["chat"] for chat in body["chats"]]
+
+    every = (await web.client.get("/api/chats", headers=BEARER)).json()
+    by_name = (await web.client.get("/api/chats?search=alice", headers=BEARER)).json()
+    by_key = (await web.client.get("/api/chats?search=group", headers=BEARER)).json()
+
+    assert keys(every) == ["test:group:-7", "test:private:42"]
+    assert (keys(by_name), keys(by_key)) == (["test:private:42"], ["test:group:-7"])
+
+
+async def test_pop_and_restore_change_the_prompt_and_are_audited(web: Web) -> None:
+    """Pop takes the newest summary out of the prompt (deleted_by ``web``); restore puts it back."""
+    await web.bot.say("hi")
+    await push_day_summary(web.store, ALICE, date(2026, 3, 4), "我们聊了爬山。")
+    await push_day_summary(web.store, ALICE, date(2026, 3, 5), "我们聊了火锅。")
+
+    stack = (await web.client.get(f"{ALICE_PATH}/summaries", headers=BEARER)).json()
+    popped = await web.client.post(f"{ALICE_PATH}/summaries/pop", headers=BEARER)
+    prompt_after_pop = await web.bot.pipeline.system_prompt(ALICE, title=None)
+    with sqlite3.connect(web.config.database_path) as db:
+        audit = db.execute("SELECT summary_date, deleted_by FROM prompt_history").fetchall()
+    restored = await web.client.post(f"{ALICE_PATH}/summaries/restore", headers=BEARER)
+    prompt_after_restore = await web.bot.pipeline.system_prompt(ALICE, title=None)
+
+    assert [(s["day"], s["in_prompt"]) for s in stack["summaries"]] == [
+        ("2026-03-05", True),
+        ("2026-03-04", True),
+    ]
+    assert (popped.status_code, popped.json()["popped"]["day"]) == (200, "2026-03-05")
+    assert ("火锅" in prompt_after_pop, "爬山" in prompt_after_pop) == (False, True)
+    assert audit == [("2026-03-04", None), ("2026-03-05", "web")]
+    assert (restored.status_code, restored.json()["restored"]["day"]) == (200, "2026-03-05")
+    assert "火锅" in prompt_after_restore
+
+
+async def test_nothing_to_pop_or_restore_is_a_409(web: Web) -> None:
+    """With only the persona left, pop and restore answer 409 with a JSON error."""
+    await web.bot.say("hi")
+
+    popped = await web.client.post(f"{ALICE_PATH}/summaries/pop", headers=BEARER)
+    restored = await web.client.post(f"{ALICE_PATH}/summaries/restore", headers=BEARER)
+
+    assert (popped.status_code, popped.json()) == (
+        409,
+        {"error": "nothing to pop: only the initial persona is left"},
+    )
+    assert restored.status_code == 409
+
+
+async def test_pages_render_for_a_logged_in_browser(web: Web) -> None:
+    """Overview, chats, one chat and the log tail render with the chat's data, escaped."""
+    await web.bot.say("<script>alert(1)</script>", sender_name="Alice")
+    await push_day_summary(web.store, ALICE, date(2026, 3, 5), "我们聊了火锅。")
+    await web.login()
+
+    pages = {path: await web.client.get(path) for path in ("/", "/chats?q=alice", "/logs")}
+    chat = await web.client.get("/chats/test:private:42")
+
+    assert {path: page.status_code for path, page in pages.items()} == {
+        "/": 200,
+        "/chats?q=alice": 200,
+        "/logs": 200,
+    }
+    assert "test:private:42" in pages["/"].text
+    assert "test:private:42" in pages["/chats?q=alice"].text
+    assert "我们聊了火锅。" in chat.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in chat.text
+    assert "<script>alert" not in chat.text
+
+
+async def test_the_pop_form_pops_with_the_csrf_token_and_redirects(web: Web) -> None:
+    """The page's pop form (cookie + CSRF field) pops and comes back with a notice."""
+    await web.bot.say("hi")
+    await push_day_summary(web.store, ALICE, date(2026, 3, 5), "我们聊了火锅。")
+    csrf = await web.login()
+
+    response = await web.client.post("/chats/test:private:42/pop", data={"csrf": csrf})
+    page = await web.client.get(response.headers["location"])
+
+    assert (response.status_code, response.headers["location"]) == (
+        303,
+        "/chats/test:private:42?notice=popped",
+    )
+    assert "Popped the newest summary" in page.text
+    assert await web.store.live_summaries(ALICE) == []
+
+
+# -- who gets in ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/status", "/api/chats", f"{ALICE_PATH}/summaries", "/", "/chats", "/logs"]
+)
+async def test_without_the_token_everything_is_401(web: Web, path: str) -> None:
+    """No credentials, a wrong Bearer token, or a wrong cookie: 401 and nothing else."""
+    await web.bot.say("secret words")
+    anonymous = await web.client.get(path)
+    wrong = await web.client.get(path, headers={"Authorization": "Bearer not-the-token"})
+    forged = await web.client.get(path, headers={"Cookie": f"pacebot_session={TOKEN}"})
+
+    assert [r.status_code for r in (anonymous, wrong, forged)] == [401, 401, 401]
+    for response in (anonymous, wrong, forged):
+        assert "secret words" not in response.text
+        assert "test:private:42" not in response.text
+    if path.startswith("/api/"):
+        assert anonymous.json() == {"error": "unauthorized"}
+
+
+async def test_a_token_in_the_query_string_is_refused(web: Web) -> None:
+    """The token in the URL is refused, even beside a valid Bearer header."""
+    plain = await web.client.get("/api/status", params={"token": TOKEN})
+    other_name = await web.client.get("/api/status", params={"t": TOKEN}, headers=BEARER)
+    named = await web.client.get("/api/status", params={"access_token": "x"}, headers=BEARER)
+
+    assert [r.status_code for r in (plain, other_name, named)] == [401, 401, 401]
+
+
+async def test_cookie_changes_need_the_csrf_token(web: Web) -> None:
+    """With the session cookie, a POST without (or with a wrong) CSRF token is 403."""
+    await web.bot.say("hi")
+    await push_day_summary(web.store, ALICE, date(2026, 3, 5), "我们聊了火锅。")
+    csrf = await web.login()
+
+    missing = await web.client.post(f"{ALICE_PATH}/summaries/pop")
+    wrong = await web.client.post(f"{ALICE_PATH}/summaries/pop", headers={"X-CSRF-Token": "x"})
+    form_missing = await web.client.post("/chats/test:private:42/pop", data={"other": "1"})
+    still_there = await web.store.live_summaries(ALICE)
+    right = await web.client.post(f"{ALICE_PATH}/summaries/pop", headers={"X-CSRF-Token": csrf})
+
+    assert [r.status_code for r in (missing, wrong, form_missing)] == [403, 403, 403]
+    assert missing.json()["error"].startswith("the CSRF token is missing or wrong")
+    assert [s.day for s in still_there] == [date(2026, 3, 5)]
+    assert right.status_code == 200
+
+
+async def test_login_sets_a_strict_http_only_session_cookie(web: Web) -> None:
+    """A right token gets a random HttpOnly SameSite=Strict cookie; a wrong one a 401 form."""
+    wrong = await web.client.post("/login", data={"token": "guess"})
+    right = await web.client.post("/login", data={"token": TOKEN})
+    cookie = right.headers["set-cookie"]
+    session = web.client.cookies["pacebot_session"]
+    logged_out = await web.client.post("/logout", data={"csrf": "not-it"})
+
+    assert (wrong.status_code, "That is not the token." in wrong.text) == (401, True)
+    assert right.status_code == 303
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/" in cookie
+    assert TOKEN not in cookie
+    assert len(session) >= 32
+    assert logged_out.status_code == 403
+
+
+@pytest.mark.parametrize(
+    ("chat", "status"),
+    [
+        ("test:private:..%2F..%2Fetc%2Fpasswd", 404),
+        ("test:private:42'%20OR%20'1'='1", 400),
+        ("test:private:1;DROP%20TABLE%20messages", 400),
+        ("telegram:channel:1", 400),
+        ("test:private:999", 404),
+    ],
+)
+async def test_bad_chat_keys_get_a_json_error_before_any_lookup(
+    web: Web, chat: str, status: int
+) -> None:
+    """A chat key with ``../`` or SQL in it, or of no known chat, is a JSON 400 or 404."""
+    await web.bot.say("hi")
+
+    response = await web.client.get(f"/api/chats/{chat}/summaries", headers=BEARER)
+    messages_left = len(await web.store.messages_between(ALICE, *ALL_TIME, limit=10))
+
+    assert response.status_code == status
+    assert set(response.json()) == {"error"}
+    assert messages_left == 1
+
+
+async def test_a_1_mb_body_is_refused_with_413(web: Web) -> None:
+    """A 1 MB body is refused with 413, declared or streamed in chunks, token or not."""
+    megabyte = b"x" * (1024 * 1024)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(megabyte), 64 * 1024):
+            yield megabyte[start : start + 64 * 1024]
+
+    declared = await web.client.post("/login", content=megabyte)
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    streamed = await web.client.post("/login", content=chunks(), headers=form)
+
+    assert (declared.status_code, declared.json()) == (
+        413,
+        {"error": "request body over 65536 bytes"},
+    )
+    assert streamed.status_code == 413
+
+
+async def test_responses_carry_the_security_headers(web: Web) -> None:
+    """Every answer forbids framing and inline script; API and pages are never cached."""
+    api = await web.client.get("/api/status", headers=BEARER)
+    page = await web.client.get("/login")
+    denied = await web.client.get("/api/status")
+
+    for response in (api, page, denied):
+        assert response.headers["x-frame-options"] == "DENY"
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        assert response.headers["cache-control"] == "no-store"
+    assert "unsafe-inline" not in api.headers["content-security-policy"]
+
+
+# -- pieces ----------------------------------------------------------------------------------
+
+
+def test_sessions_expire_and_are_capped() -> None:
+    """A session ends after its time; past the cap the oldest is closed first."""
+    clock = [0.0]
+    sessions = Sessions(ttl_s=10.0, clock=lambda: clock[0])
+    first = sessions.open()
+    others = [sessions.open() for _ in range(63)]
+    found_before = sessions.find(first.id)
+    newest = sessions.open()
+    clock[0] = 11.0
+
+    assert found_before == first
+    assert (len(others), len(sessions)) == (63, 64)
+    assert sessions.find(newest.id) is None
+    assert sessions.find(others[0].id) is None
+
+
+def test_the_gate_compares_tokens_exactly() -> None:
+    """Only the whole token matches: not a prefix, not an extension, not another case."""
+    gate = Gate(TOKEN, Sessions())
+
+    assert [gate.is_token(t) for t in (TOKEN, TOKEN[:-1], TOKEN + "x", TOKEN.upper(), "")] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+
+
+@pytest.fixture
+def big_log(tmp_path: Path) -> Path:
+    """A log file longer than the tail ever reads."""
+    path = tmp_path / "pacebot.log"
+    line = "2026-03-05 12:00:00.000 | INFO    | - | line {:06d} " + "·" * 40 + "\n"
+    path.write_text("".join(line.format(n) for n in range(8000)), encoding="utf-8")
+    assert path.stat().st_size > LOG_TAIL_BYTES_MAX
+    return path
+
+
+def test_the_log_tail_reads_only_the_end(big_log: Path, tmp_path: Path) -> None:
+    """The tail gives the last lines whole, and nothing for a missing log."""
+    last = tail(big_log, lines=3)
+    many = tail(big_log, lines=100_000)
+
+    assert [line.split()[-2] for line in last] == ["007997", "007998", "007999"]
+    assert all(line.startswith("2026-03-05") for line in many)
+    assert tail(tmp_path / "missing.log", lines=10) == []
+
+
+async def test_the_chat_page_is_reachable_only_for_known_chats(web: Web) -> None:
+    """An unknown but well-formed chat is a 404 page; a known one renders."""
+    await web.bot.say("hi")
+    await web.login()
+
+    unknown = await web.client.get("/chats/test:private:999")
+    known = await web.client.get("/chats/test:private:42")
+
+    assert (unknown.status_code, known.status_code) == (404, 200)
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_check_refuses_the_dashboard_without_a_long_enough_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pacebot check` refuses [web] enabled with no token or a short one, and passes a good one."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", TEST_KEY)
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:telegram-token")
+    monkeypatch.delenv("PACEBOT_WEB_TOKEN", raising=False)
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[telegram]\nenabled = true\n[web]\nenabled = true\nhost = "0.0.0.0"\n', encoding="utf-8"
+    )
+    without = check(path)
+    said_without = capsys.readouterr().err
+    monkeypatch.setenv("PACEBOT_WEB_TOKEN", "short")
+    short = check(path)
+    said_short = capsys.readouterr().err
+    monkeypatch.setenv("PACEBOT_WEB_TOKEN", TOKEN)
+    good = check(path)
+    secrets = read_secrets(load_config(path), console=False)
+
+    assert (without, "[web] token_env: environment variable PACEBOT_WEB_TOKEN" in said_without) == (
+        1,
+        True,
+    )
+    assert (short, "use at least 16" in said_short, "short" in said_short) == (1, True, False)
+    assert good == 0
+    assert TOKEN in secrets.every  # so the log scrubber hides it

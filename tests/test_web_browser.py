@@ -1,0 +1,259 @@
+"""The dashboard in a real browser against a real ``pacebot run``.
+
+Debian's headless Chromium, driven by Playwright (``executable_path``; Playwright's own
+browser download is never used), talks to a ``pacebot run`` process with Telegram on
+the fake Bot API and the dashboard on. Without Chromium or Playwright these tests skip
+and say so loudly; the API tests of ``test_web_api.py`` still run.
+
+With ``PACEBOT_SCREENSHOT=1`` the test also writes the README's screenshots,
+``docs/dashboard.png`` and ``docs/dashboard-chat.png`` (install a CJK font first, e.g.
+Debian's ``fonts-wqy-microhei``, or the Chinese text shows as boxes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+
+from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI
+from fakes.harness import free_port, push_day_summary, replies_json, start_run
+from fakes.openai_api import FakeLLMServer
+from storage.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from playwright.async_api import Browser, Page
+
+CHROMIUM = os.environ.get("PACEBOT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LLM_KEY = "sk-browser-test-key-0123456789"
+WEB_TOKEN = "browser-test-web-token-abcdef0123456789"
+ALICE = DEFAULT_USER_ID  # an admin in the config below
+ALICE_KEY = f"telegram:private:{ALICE}"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+SCREENSHOT = DOCS / "dashboard.png"
+SCREENSHOT_CHAT = DOCS / "dashboard-chat.png"
+
+
+def _why_no_browser() -> str | None:
+    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[test]')"
+    return None
+
+
+NO_BROWSER = _why_no_browser()
+if NO_BROWSER is not None:
+    # Loud on purpose: a CI log must show that the browser tests did not run, and why.
+    print(f"\n!!! BROWSER TESTS SKIPPED: {NO_BROWSER} !!!\n", file=sys.stderr)
+pytestmark = pytest.mark.skipif(
+    NO_BROWSER is not None, reason=f"BROWSER TESTS SKIPPED: {NO_BROWSER}"
+)
+
+
+@dataclass
+class Running:
+    """A ``pacebot run`` process, its fakes, and where its dashboard listens."""
+
+    process: asyncio.subprocess.Process
+    api: FakeBotAPI
+    llm: FakeLLMServer
+    url: str
+    data_dir: Path
+
+
+def write_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, web_port: int) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f"""
+[bot]
+data_dir = "data"
+timezone = "Asia/Shanghai"
+admins = ["telegram:{ALICE}"]
+
+[pacing]
+debounce_min_s = 0.3
+debounce_max_s = 0.3
+max_delay_s = 1.0
+
+[llm]
+base_url = "{llm.base_url}"
+max_retries = 0
+
+[telegram]
+enabled = true
+api_base_url = "{api.base_url}"
+
+[web]
+enabled = true
+port = {web_port}
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def dashboard_up(url: str) -> None:
+    """Wait until the dashboard answers (it starts beside Telegram's polling)."""
+    async with httpx.AsyncClient(base_url=url) as client, asyncio.timeout(10):
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if (await client.get("/login")).status_code == 200:
+                    return
+            await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def running(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> AsyncIterator[Running]:
+    """Start ``pacebot run`` with the dashboard on; stop it with SIGTERM and check the stop."""
+    port = free_port()
+    config = write_config(tmp_path, llm, api, port)
+    env = {
+        "PACEBOT_LLM_API_KEY": LLM_KEY,
+        "TELEGRAM_BOT_TOKEN": api.token,
+        "PACEBOT_WEB_TOKEN": WEB_TOKEN,
+    }
+    process = await start_run(config, env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        await api.wait_for("getUpdates", timeout=20)
+        await dashboard_up(url)
+        yield Running(process, api, llm, url, tmp_path / "data")
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 20)
+    stderr = err.decode()
+    log = (tmp_path / "data" / "logs" / "pacebot.log").read_text(encoding="utf-8")
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert "dashboard stopped" in log
+    for secret in (WEB_TOKEN, LLM_KEY, api.token):
+        assert secret not in stderr
+        assert secret not in log
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    """Debian's headless Chromium under Playwright."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def log_in(page: Page, url: str) -> None:
+    await page.goto(f"{url}/login")
+    await page.fill("#token", WEB_TOKEN)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(f"{url}/")
+
+
+def bot_texts(api: FakeBotAPI) -> list[str]:
+    return [str(m["text"]) for m in api.sent_messages(ALICE)]
+
+
+async def ask_prompt(api: FakeBotAPI) -> str:
+    """Send /prompt as the admin and return the bot's answer."""
+    before = len(bot_texts(api))
+    api.push_message(ALICE, "/prompt")
+    await api.wait_for(lambda: len(bot_texts(api)) > before, timeout=10)
+    return bot_texts(api)[-1]
+
+
+async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
+    running: Running, browser: Browser
+) -> None:
+    """Log in, see a new chat appear without reloading, pop and restore, see it in /prompt."""
+    page = await browser.new_page(viewport={"width": 1100, "height": 720})
+    await log_in(page, running.url)
+    assert await page.locator(f'tr[data-chat="{ALICE_KEY}"]').count() == 0
+
+    running.llm.reply_json(replies_json("你好呀！", "今天过得怎么样？"))
+    running.api.push_message(ALICE, "你好")
+    row = page.locator(f'tr[data-chat="{ALICE_KEY}"]')
+    await row.wait_for(timeout=10_000)  # drawn by the live poll: the page was not reloaded
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 2, timeout=10)
+    await page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase.idle').wait_for(timeout=10_000)
+    if os.environ.get("PACEBOT_SCREENSHOT") == "1":
+        await page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+    async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
+        chat = (await store.chat_activity(limit=1))[0].chat
+        await push_day_summary(store, chat, date(2026, 3, 5), "我们约好周六去西湖划船。")
+    with_summary = await ask_prompt(running.api)
+
+    await row.locator("a").click()
+    await page.wait_for_url(f"{running.url}/chats/{ALICE_KEY}")
+    assert "我们约好周六去西湖划船。" in await page.inner_text("#stack")
+    await page.click("text=Pop the newest")
+    await page.locator(".notice").wait_for()
+    notice_after_pop = await page.inner_text(".notice")
+    stack_after_pop = await page.inner_text("#stack")
+    after_pop = await ask_prompt(running.api)
+    await page.click("text=Restore the last pop")
+    await page.locator(".notice").wait_for()
+    notice_after_restore = await page.inner_text(".notice")
+    if os.environ.get("PACEBOT_SCREENSHOT") == "1":
+        await page.screenshot(path=str(SCREENSHOT_CHAT), full_page=True)
+    after_restore = await ask_prompt(running.api)
+
+    assert "西湖" in with_summary
+    assert notice_after_pop.startswith("Popped the newest summary")
+    assert "西湖" not in stack_after_pop
+    assert "西湖" not in after_pop
+    assert notice_after_restore == "Restored the last popped summary."
+    assert "西湖" in after_restore
+    log = (running.data_dir / "logs" / "pacebot.log").read_text(encoding="utf-8")
+    assert "summary of 2026-03-05 popped by web" in log
+    assert "summary of 2026-03-05 restored by web" in log
+
+
+async def test_on_a_phone_the_pages_fit_and_the_log_tail_shows(
+    running: Running, browser: Browser
+) -> None:
+    """At a phone's width no page scrolls sideways; the log tail shows the run's lines."""
+    context = await browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = await context.new_page()
+    await log_in(page, running.url)
+    widths: dict[str, Any] = {}
+    for path in ("/", "/chats", "/logs"):
+        await page.goto(f"{running.url}{path}")
+        widths[path] = await page.evaluate(
+            "document.documentElement.scrollWidth <= window.innerWidth"
+        )
+    log_text = await page.inner_text("pre.log")
+    await page.goto(f"{running.url}/login")
+    await context.close()
+
+    assert widths == {"/": True, "/chats": True, "/logs": True}
+    assert "dashboard running at" in log_text
+    assert WEB_TOKEN not in log_text
