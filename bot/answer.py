@@ -124,8 +124,6 @@ class Answerer:
     a setting to change, not an event) says to turn ``llm.vision`` off.
     """
 
-    _warned_vision_refused = False
-
     def __init__(
         self,
         config: Config,
@@ -138,6 +136,7 @@ class Answerer:
         pictures: Mapping[str, PictureSource] | None = None,
     ) -> None:
         self._config = config
+        self._warned_vision_refused = False  # one Answerer per run: once per process
         self._pictures = pictures or {}
         self._store = store
         self._llm = llm
@@ -267,13 +266,12 @@ class Answerer:
         answered = BatchOutcome.ANSWERED
         return Answer(answered, planned, trace=notes.freeze(answered))
 
-    @classmethod
-    def _warn_vision_refused(cls, exc: ImagesRefused) -> None:
-        """Say once per process that the model refuses pictures; every batch re-asks."""
-        if cls._warned_vision_refused:
+    def _warn_vision_refused(self, exc: ImagesRefused) -> None:
+        """Say once per run that the model refuses pictures; every batch re-asks."""
+        if self._warned_vision_refused:
             logger.info("pictures refused again; re-asking without them")
             return
-        cls._warned_vision_refused = True
+        self._warned_vision_refused = True
         logger.warning(
             "the LLM refused a request with pictures ({}); re-asking without them. If this "
             "model cannot see images, set llm.vision = false",

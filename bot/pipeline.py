@@ -225,7 +225,11 @@ class Pipeline:
     ) -> list[IncomingMessage]:
         """Try once to store ``messages``; note when the database began failing."""
         try:
-            kept = [m for m in [await self._as_addressed(m) for m in messages] if m is not None]
+            kept = []
+            for message in messages:
+                addressed = await self._as_addressed(message)
+                if addressed is not None:
+                    kept.append(addressed)
             new = await self._store.add_messages(kept, received_at=received_at)
         except StorageError as error:
             if self._store_failing_since is None:

@@ -46,3 +46,16 @@ def start_task(
 
     task.add_done_callback(finished)
     return task
+
+
+async def set_before_done(event: asyncio.Event, task: asyncio.Task[Any]) -> bool:
+    """Wait until ``event`` is set or ``task`` ends; return whether ``event`` was set.
+
+    For "ready, or gave up": a start that runs in ``task`` and sets ``event`` once done.
+    """
+    waiter = asyncio.create_task(event.wait(), name=f"{task.get_name()}:waiting")
+    try:
+        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    return event.is_set()

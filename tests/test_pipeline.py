@@ -462,7 +462,7 @@ async def test_cancelling_a_typing_block_cancels_its_task(
         async def show_typing(self, chat: ChatKey) -> None:
             await super().show_typing(chat)
             try:
-                await asyncio.sleep(3600)
+                await asyncio.Event().wait()  # typing shows until cancelled
             except asyncio.CancelledError:
                 winding_up.set()
                 await asyncio.sleep(0.05)  # a request that takes a moment to abort

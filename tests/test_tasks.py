@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from bot.tasks import start_task
+from bot.tasks import set_before_done, start_task
 from tests.log_capture import captured_logs
 
 
@@ -40,7 +40,7 @@ async def test_a_cancelled_task_is_not_a_failure() -> None:
     seen: list[bool] = []
     with captured_logs() as logs:
         task = start_task(
-            asyncio.sleep(10),
+            asyncio.Event().wait(),  # runs until cancelled
             name="sender:test",
             failure="sender failed",
             on_done=lambda done: seen.append(done.cancelled()),
@@ -49,3 +49,17 @@ async def test_a_cancelled_task_is_not_a_failure() -> None:
         task.cancel()
         await asyncio.wait({task})
     assert (seen, [line for line in logs if "sender failed" in line]) == ([True], [])
+
+
+async def test_set_before_done_tells_ready_from_gave_up() -> None:
+    """The event set first is "ready"; the task ending first (without setting it) is not."""
+    ready = asyncio.Event()
+    running = asyncio.create_task(asyncio.Event().wait())  # runs until cancelled
+    asyncio.get_running_loop().call_soon(ready.set)
+    became_ready = await set_before_done(ready, running)
+    running.cancel()
+
+    gave_up = asyncio.create_task(asyncio.sleep(0))
+    ended_first = await set_before_done(asyncio.Event(), gave_up)
+
+    assert (became_ready, ended_first) == (True, False)

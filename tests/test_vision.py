@@ -8,10 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from adapters.app import running_bot
-from bot.answer import Answerer
 from bot.config import Config, Secrets
 from bot.pipeline import Pipeline
 from fakes.bot_api import FakeBotAPI, photo
@@ -22,12 +19,6 @@ from tests.log_capture import captured_logs
 
 ALICE = 1001
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
-
-
-@pytest.fixture(autouse=True)
-def fresh_warning() -> None:
-    """Each test starts as a fresh process would: the vision warning not yet given."""
-    Answerer._warned_vision_refused = False
 
 
 @contextlib.asynccontextmanager

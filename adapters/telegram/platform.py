@@ -31,7 +31,7 @@ from bot.addressing import BotNames
 from bot.errors import ConfigError, PacebotError, PlatformError, SendFailed
 from bot.models import ChatKey, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
-from bot.tasks import start_task
+from bot.tasks import set_before_done, start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
@@ -151,12 +151,7 @@ class TelegramPlatform:
         if task is None:
             msg = "TelegramPlatform.start() has not been called"
             raise RuntimeError(msg)
-        waiter = asyncio.create_task(self._ready.wait(), name="telegram:wait-ready")
-        try:
-            await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-        if self._ready.is_set():
+        if await set_before_done(self._ready, task):
             return
         if self._start_error is not None:
             raise self._start_error

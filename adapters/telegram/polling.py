@@ -25,7 +25,7 @@ from telegram import Bot, Update
 from telegram.error import InvalidToken, RetryAfter, TelegramError
 
 from adapters.telegram.errors import describe, retry_after_seconds
-from bot.tasks import start_task
+from bot.tasks import set_before_done, start_task
 
 ALLOWED_UPDATES: Final = (Update.MESSAGE, Update.EDITED_MESSAGE)
 
@@ -135,12 +135,7 @@ class Poller:
         if task is None:
             msg = "Poller.start() has not been called"
             raise RuntimeError(msg)
-        answered = asyncio.create_task(self.answered.wait(), name="telegram:first-answer")
-        try:
-            await asyncio.wait({answered, task}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            answered.cancel()
-        return self.answered.is_set()
+        return await set_before_done(self.answered, task)
 
     async def stop(self) -> None:
         """Finish the page being handed over, stop, and confirm what was handed over."""
