@@ -394,6 +394,24 @@ async def test_traces_are_newest_first_bounded_by_n_and_hold_no_secret(web: Web)
     assert web.bot.llm.base_url not in two.text
 
 
+async def test_a_failed_batch_shows_its_error_in_the_api_and_the_page(web: Web) -> None:
+    """A failed call's trace says ``failed`` with the error, in JSON and on the page."""
+    web.bot.llm.fail(500)
+    await web.bot.say("在吗")
+    await web.bot.settle()
+    await web.login()
+
+    [failed] = (await web.client.get(f"{ALICE_PATH}/traces", headers=BEARER)).json()["traces"]
+    page = (await web.client.get("/chats/test:private:42")).text
+
+    assert (failed["why"], failed["replies"]) == ("failed", [])
+    assert "HTTP 500" in failed["error"]
+    assert failed["llm_calls"][0]["error"] == failed["error"]
+    assert 'class="trace failed"' in page
+    assert "HTTP 500" in page
+    assert TEST_KEY not in page
+
+
 @pytest.mark.parametrize("n", ["0", "-1", "abc", "201", "9" * 5000, "1.5"])
 async def test_a_bad_n_for_traces_is_a_json_400(web: Web, n: str) -> None:
     """``n`` outside 1..200 or not a whole number: 400 with a JSON error, no crash."""
