@@ -22,9 +22,10 @@ from adapters.checks import check
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
 from bot.config import Config, Secrets, load_config, read_secrets
-from bot.models import ChatKey, ChatKind
+from bot.models import ChatKey, ChatKind, PersonNote
 from bot.ports import Platform
 from fakes.harness import (
+    GROUP,
     TEST_KEY,
     Harness,
     RecordingPlatform,
@@ -41,6 +42,7 @@ ALICE = ChatKey("test", ChatKind.PRIVATE, "42")
 ALICE_PATH = "/api/chats/test:private:42"
 ALL_TIME = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
+DAY = date(2026, 3, 5)
 
 
 @dataclass
@@ -199,11 +201,263 @@ async def test_the_pop_form_pops_with_the_csrf_token_and_redirects(web: Web) -> 
     assert await web.store.live_summaries(ALICE) == []
 
 
+# -- people and traces ----------------------------------------------------------------------
+
+
+async def learn(web: Web, chat: ChatKey, *notes: PersonNote) -> dict[str, int]:
+    """Store facts as the nightly summary would; return their ids by text."""
+    facts = await web.store.add_facts(chat, DAY, notes, keep=20, now=datetime.now(UTC))
+    return {fact.text: fact.id for fact in facts}
+
+
+def system_prompt(request: dict[str, object]) -> str:
+    messages = request["messages"]
+    assert isinstance(messages, list)
+    return str(messages[0]["content"])
+
+
+def fact_audit(web: Web) -> list[tuple[int, str, str]]:
+    with sqlite3.connect(web.config.database_path) as db:
+        rows = db.execute("SELECT fact_id, action, done_by FROM fact_audit ORDER BY id").fetchall()
+    return [tuple(row) for row in rows]
+
+
+async def test_people_show_their_live_facts(web: Web) -> None:
+    """/people lists each person with live facts, most facts first, each fact with its id."""
+    await web.bot.say("hi")
+    ids = await learn(
+        web,
+        ALICE,
+        PersonNote("7", "小明", ("对花生过敏", "喜欢爬山")),
+        PersonNote("8", "Bob", ("养猫",)),
+    )
+    await learn(web, GROUP, PersonNote("7", "小明", ("群里说的事",)))
+
+    body = (await web.client.get(f"{ALICE_PATH}/people", headers=BEARER)).json()
+
+    assert body["chat"] == "test:private:42"
+    assert [(p["user_id"], p["name"], p["fact_count"]) for p in body["people"]] == [
+        ("7", "小明", 2),
+        ("8", "Bob", 1),
+    ]
+    newest = body["people"][0]["facts"][0]
+    assert (newest["id"], newest["text"], newest["source_day"]) == (
+        ids["喜欢爬山"],
+        "喜欢爬山",
+        "2026-03-05",
+    )
+    assert (newest["is_deleted"], newest["deleted_by"]) == (False, None)
+    assert "群里说的事" not in str(body)
+
+
+async def test_a_forgotten_fact_is_audited_as_web_and_leaves_the_prompt(web: Web) -> None:
+    """Forget takes one fact out of /people and out of the next prompt, audited as ``web``."""
+    web.bot.llm.reply_json(replies_json("好的"))
+    await web.bot.say("hi")
+    await web.bot.settle()
+    ids = await learn(web, ALICE, PersonNote("7", "小明", ("对花生过敏", "喜欢爬山")))
+
+    forgotten = await web.client.post(
+        f"{ALICE_PATH}/facts/{ids['对花生过敏']}/forget", headers=BEARER
+    )
+    again = await web.client.post(f"{ALICE_PATH}/facts/{ids['对花生过敏']}/forget", headers=BEARER)
+    people = (await web.client.get(f"{ALICE_PATH}/people", headers=BEARER)).json()["people"]
+    web.bot.llm.reply_json(replies_json("嗯嗯"))
+    await web.bot.say("还记得我吗")
+    await web.bot.settle()
+    prompt = system_prompt(web.bot.llm.requests[-1])
+
+    assert forgotten.status_code == 200
+    assert forgotten.json()["forgotten"]["text"] == "对花生过敏"
+    assert (
+        forgotten.json()["forgotten"]["is_deleted"],
+        forgotten.json()["forgotten"]["deleted_by"],
+    ) == (True, "web")
+    assert (again.status_code, again.json()) == (
+        404,
+        {"error": f"no live fact {ids['对花生过敏']} in test:private:42"},
+    )
+    assert [f["text"] for f in people[0]["facts"]] == ["喜欢爬山"]
+    assert "喜欢爬山" in prompt
+    assert "对花生过敏" not in prompt
+    assert (ids["对花生过敏"], "forgotten", "web") in fact_audit(web)
+
+
+async def test_forgetting_a_person_forgets_all_their_facts_here_only(web: Web) -> None:
+    """Forget a person: every fact about them in this chat, none elsewhere, nor another's."""
+    await web.bot.say("hi")
+    await web.bot.say("hey", chat=GROUP, addresses_bot=False)
+    await learn(
+        web,
+        ALICE,
+        PersonNote("7", "小明", ("对花生过敏", "喜欢爬山")),
+        PersonNote("8", "Bob", ("养猫",)),
+    )
+    in_group = await learn(web, GROUP, PersonNote("7", "小明", ("群里说的事",)))
+    group_path = "/api/chats/test:group:-100"
+
+    forgotten = await web.client.post(f"{ALICE_PATH}/people/7/forget", headers=BEARER)
+    nothing_left = await web.client.post(f"{ALICE_PATH}/people/7/forget", headers=BEARER)
+    other_chats_fact = await web.client.post(
+        f"{ALICE_PATH}/facts/{in_group['群里说的事']}/forget", headers=BEARER
+    )
+    people = (await web.client.get(f"{ALICE_PATH}/people", headers=BEARER)).json()["people"]
+    group = (await web.client.get(f"{group_path}/people", headers=BEARER)).json()["people"]
+
+    assert forgotten.json() == {"chat": "test:private:42", "user_id": "7", "forgotten": 2}
+    assert nothing_left.status_code == 404
+    assert other_chats_fact.status_code == 404
+    assert [p["user_id"] for p in people] == ["8"]
+    assert [f["text"] for f in group[0]["facts"]] == ["群里说的事"]
+    assert [row[1:] for row in fact_audit(web) if row[1] == "forgotten"] == [
+        ("forgotten", "web")
+    ] * 2
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [
+        ("facts/abc/forget", 400),
+        ("facts/0/forget", 400),
+        ("facts/99999999999999999999999/forget", 400),
+        (f"facts/{'9' * 5000}/forget", 400),
+        ("people/7'%20OR%20'1'='1/forget", 400),
+        ("people/..%2F..%2Fetc/forget", 404),
+    ],
+)
+async def test_bad_fact_and_person_ids_are_refused(web: Web, path: str, status: int) -> None:
+    """A fact id no number or too large for SQLite, a person id with SQL or ``../``: refused."""
+    await web.bot.say("hi")
+    await learn(web, ALICE, PersonNote("7", "小明", ("喜欢爬山",)))
+
+    response = await web.client.post(f"{ALICE_PATH}/{path}", headers=BEARER)
+    live = await web.store.live_facts(ALICE, ["7"])
+
+    assert response.status_code == status
+    assert set(response.json()) == {"error"}
+    assert [f.text for f in live["7"]] == ["喜欢爬山"]
+
+
+async def test_forgetting_needs_the_token_and_from_a_page_the_csrf_token(web: Web) -> None:
+    """No token: 401. A cookie without the CSRF token: 403. The page's form: forgotten."""
+    await web.bot.say("hi")
+    ids = await learn(web, ALICE, PersonNote("7", "小明", ("对花生过敏", "喜欢爬山")))
+    fact = ids["对花生过敏"]
+    anonymous = await web.client.post(f"{ALICE_PATH}/facts/{fact}/forget")
+    csrf = await web.login()
+    page = await web.client.get("/chats/test:private:42")
+
+    no_csrf = await web.client.post(f"{ALICE_PATH}/facts/{fact}/forget")
+    form_no_csrf = await web.client.post(
+        f"/chats/test:private:42/facts/{fact}/forget", data={"x": "1"}
+    )
+    person_no_csrf = await web.client.post(f"{ALICE_PATH}/people/7/forget")
+    still_live = await web.store.live_facts(ALICE, ["7"])
+    form = await web.client.post(f"/chats/test:private:42/facts/{fact}/forget", data={"csrf": csrf})
+    after = await web.client.get(form.headers["location"])
+
+    assert anonymous.status_code == 401
+    assert [r.status_code for r in (no_csrf, form_no_csrf, person_no_csrf)] == [403, 403, 403]
+    assert len(still_live["7"]) == 2
+    assert f'action="/chats/test:private:42/facts/{fact}/forget"' in page.text
+    assert (form.status_code, form.headers["location"]) == (
+        303,
+        "/chats/test:private:42?notice=forgot-fact",
+    )
+    assert "Forgot the fact (audited as web)" in after.text
+    assert "对花生过敏" not in after.text
+    assert "喜欢爬山" in after.text
+
+
+async def test_traces_are_newest_first_bounded_by_n_and_hold_no_secret(web: Web) -> None:
+    """/traces?n=2 gives the two newest batches with calls, tier and each reply's fate."""
+    for n in range(3):
+        web.bot.llm.reply_json(replies_json(f"回复{n}"))
+        await web.bot.say(f"消息{n}", message_id=f"m{n}")
+        await web.bot.settle()
+
+    two = await web.client.get(f"{ALICE_PATH}/traces?n=2", headers=BEARER)
+    default = (await web.client.get(f"{ALICE_PATH}/traces", headers=BEARER)).json()
+    newest = two.json()["traces"][0]
+
+    assert [t["message_ids"] for t in two.json()["traces"]] == [["m2"], ["m1"]]
+    assert len(default["traces"]) == 3
+    assert (newest["why"], newest["tier"], newest["error"]) == ("answered", "json", None)
+    assert set(newest["prompt_tokens"]) >= {"persona", "history", "batch", "contract"}
+    assert newest["recall"]["how"] == "nothing"
+    [call] = newest["llm_calls"]
+    assert (call["kind"], call["model"], call["finish_reason"]) == ("reply", "gpt-4o-mini", "stop")
+    assert call["latency_ms"] >= 0
+    assert newest["replies"] == [{"seq": 0, "state": "sent", "content": "回复2"}]
+    assert "回复2" in newest["raw_output"]
+    assert TEST_KEY not in two.text
+    assert web.bot.llm.base_url not in two.text
+
+
+async def test_a_failed_batch_shows_its_error_in_the_api_and_the_page(web: Web) -> None:
+    """A failed call's trace says ``failed`` with the error, in JSON and on the page."""
+    web.bot.llm.fail(500)
+    await web.bot.say("在吗")
+    await web.bot.settle()
+    await web.login()
+
+    [failed] = (await web.client.get(f"{ALICE_PATH}/traces", headers=BEARER)).json()["traces"]
+    page = (await web.client.get("/chats/test:private:42")).text
+
+    assert (failed["why"], failed["replies"]) == ("failed", [])
+    assert "HTTP 500" in failed["error"]
+    assert failed["llm_calls"][0]["error"] == failed["error"]
+    assert 'class="trace failed"' in page
+    assert "HTTP 500" in page
+    assert TEST_KEY not in page
+
+
+@pytest.mark.parametrize("n", ["0", "-1", "abc", "201", "9" * 5000, "1.5"])
+async def test_a_bad_n_for_traces_is_a_json_400(web: Web, n: str) -> None:
+    """``n`` outside 1..200 or not a whole number: 400 with a JSON error, no crash."""
+    await web.bot.say("hi")
+
+    response = await web.client.get(f"{ALICE_PATH}/traces", params={"n": n}, headers=BEARER)
+
+    assert response.status_code == 400
+    assert set(response.json()) == {"error"}
+
+
+async def test_the_chat_page_shows_people_and_traces_escaped(web: Web) -> None:
+    """The chat page lists facts with a forget button and the traces of its batches."""
+    web.bot.llm.reply_json(replies_json("<b>好的</b>"))
+    await web.bot.say("hi", message_id="m1")
+    await web.bot.settle()
+    await learn(web, ALICE, PersonNote("7", "小明", ("<img src=x onerror=alert(1)>",)))
+    await web.login()
+
+    page = (await web.client.get("/chats/test:private:42")).text
+
+    assert 'id="people"' in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "<img src=x" not in page
+    assert 'id="traces"' in page
+    assert "answered" in page
+    assert "reply · gpt-4o-mini" in page
+    assert "&lt;b&gt;好的&lt;/b&gt;" in page
+    assert TEST_KEY not in page
+
+
 # -- who gets in ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "path", ["/api/status", "/api/chats", f"{ALICE_PATH}/summaries", "/", "/chats", "/logs"]
+    "path",
+    [
+        "/api/status",
+        "/api/chats",
+        f"{ALICE_PATH}/summaries",
+        f"{ALICE_PATH}/people",
+        f"{ALICE_PATH}/traces",
+        "/",
+        "/chats",
+        "/logs",
+    ],
 )
 async def test_without_the_token_everything_is_401(web: Web, path: str) -> None:
     """No credentials, a wrong Bearer token, or a wrong cookie: 401 and nothing else."""
@@ -280,13 +534,19 @@ async def test_bad_chat_keys_get_a_json_error_before_any_lookup(
 ) -> None:
     """A chat key with ``../`` or SQL in it, or of no known chat, is a JSON 400 or 404."""
     await web.bot.say("hi")
+    await learn(web, ALICE, PersonNote("7", "小明", ("喜欢爬山",)))
 
-    response = await web.client.get(f"/api/chats/{chat}/summaries", headers=BEARER)
+    responses = [
+        await web.client.get(f"/api/chats/{chat}/{what}", headers=BEARER)
+        for what in ("summaries", "people", "traces")
+    ]
+    responses.append(await web.client.post(f"/api/chats/{chat}/people/7/forget", headers=BEARER))
     messages_left = len(await web.store.messages_between(ALICE, *ALL_TIME, limit=10))
 
-    assert response.status_code == status
-    assert set(response.json()) == {"error"}
+    assert [r.status_code for r in responses] == [status] * 4
+    assert all(set(r.json()) == {"error"} for r in responses)
     assert messages_left == 1
+    assert len((await web.store.live_facts(ALICE, ["7"]))["7"]) == 1
 
 
 async def test_a_1_mb_body_is_refused_with_413(web: Web) -> None:

@@ -20,15 +20,16 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
+from bot.models import PersonNote
 from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI
-from fakes.harness import free_port, push_day_summary, replies_json, start_run
+from fakes.harness import free_port, push_day_summary, replies_json, start_run, wait_until
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -222,8 +223,6 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     await page.click("text=Restore the last pop")
     await page.locator(".notice").wait_for()
     notice_after_restore = await page.inner_text(".notice")
-    if os.environ.get("PACEBOT_SCREENSHOT") == "1":
-        await page.screenshot(path=str(SCREENSHOT_CHAT), full_page=True)
     after_restore = await ask_prompt(running.api)
 
     assert "西湖" in with_summary
@@ -237,23 +236,84 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     assert "summary of 2026-03-05 restored by web" in log
 
 
+async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
+    running: Running, browser: Browser
+) -> None:
+    """The chat page shows facts and traces; Forget takes a fact off the page and the prompt."""
+    running.llm.reply_json(replies_json("你好呀！", "周末有什么安排？"))
+    running.api.push_message(ALICE, "你好")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 2, timeout=10)
+    async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
+        chat = (await store.chat_activity(limit=1))[0].chat
+        await push_day_summary(store, chat, date(2026, 3, 5), "我们约好周六去西湖划船。")
+        facts = await store.add_facts(
+            chat,
+            date(2026, 3, 5),
+            [
+                PersonNote(
+                    str(ALICE), "Alice", ("对花生过敏", "在准备考研，12月底考试", "养了一只猫")
+                )
+            ],
+            keep=20,
+            now=datetime.now(UTC),
+        )
+    peanut = next(fact.id for fact in facts if fact.text == "对花生过敏")
+    page = await browser.new_page(viewport={"width": 1100, "height": 720})
+    await log_in(page, running.url)
+    await page.goto(f"{running.url}/chats/{ALICE_KEY}")
+    people_before = await page.inner_text("#people")
+    traces = await page.inner_text("#traces")
+    if os.environ.get("PACEBOT_SCREENSHOT") == "1":
+        await page.screenshot(path=str(SCREENSHOT_CHAT), full_page=True)
+
+    await page.click(f'li[data-fact="{peanut}"] button')
+    await page.locator(".notice").wait_for()
+    notice = await page.inner_text(".notice")
+    people_after = await page.inner_text("#people")
+    asked = len(running.llm.requests)
+    running.llm.reply_json(replies_json("记得呀"))
+    running.api.push_message(ALICE, "你还记得我吗")
+    await wait_until(lambda: len(running.llm.requests) > asked, within_s=10)
+    prompt = str(running.llm.requests[-1]["messages"][0]["content"])
+
+    assert "对花生过敏" in people_before
+    assert "answered" in traces
+    assert "你好呀！" in traces
+    assert notice.startswith("Forgot the fact (audited as web)")
+    assert "对花生过敏" not in people_after
+    assert "养了一只猫" in people_after
+    assert "养了一只猫" in prompt
+    assert "对花生过敏" not in prompt
+    log = (running.data_dir / "logs" / "pacebot.log").read_text(encoding="utf-8")
+    assert f"fact {peanut} forgotten by web" in log
+
+
 async def test_on_a_phone_the_pages_fit_and_the_log_tail_shows(
     running: Running, browser: Browser
 ) -> None:
-    """At a phone's width no page scrolls sideways; the log tail shows the run's lines."""
+    """At a phone's width no page scrolls sideways, a chat with long facts and traces
+    included; the log tail shows the run's lines."""
+    running.llm.reply_json(replies_json("好" * 300))
+    running.api.push_message(ALICE, "你好")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
+    async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
+        chat = (await store.chat_activity(limit=1))[0].chat
+        note = PersonNote(str(ALICE), "Alice" * 20, ("x" * 190, "喜欢" * 90))
+        await store.add_facts(chat, date(2026, 3, 5), [note], keep=20, now=datetime.now(UTC))
     context = await browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     page = await context.new_page()
     await log_in(page, running.url)
     widths: dict[str, Any] = {}
-    for path in ("/", "/chats", "/logs"):
+    for path in ("/", "/chats", f"/chats/{ALICE_KEY}", "/logs"):
         await page.goto(f"{running.url}{path}")
+        # innerWidth grows with what overflows on a phone; clientWidth is the layout's width.
         widths[path] = await page.evaluate(
-            "document.documentElement.scrollWidth <= window.innerWidth"
+            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
         )
     log_text = await page.inner_text("pre.log")
     await page.goto(f"{running.url}/login")
     await context.close()
 
-    assert widths == {"/": True, "/chats": True, "/logs": True}
+    assert widths == {"/": True, "/chats": True, f"/chats/{ALICE_KEY}": True, "/logs": True}
     assert "dashboard running at" in log_text
     assert WEB_TOKEN not in log_text

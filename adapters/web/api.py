@@ -1,8 +1,9 @@
 """The dashboard's JSON API (SPEC §18): the pages' live parts use it, and scripts may.
 
 Times are ISO 8601 in UTC. Errors are ``{"error": "..."}`` with a fitting status: 400 for
-a malformed chat key, 401 without the token, 403 without the CSRF token, 404 for a chat
-pacebot never heard of, 409 when there is nothing to pop or restore.
+a malformed chat key, fact id, person id or ``n``, 401 without the token, 403 without the
+CSRF token, 404 for a chat pacebot never heard of or a fact or person with nothing live to
+forget, 409 when there is nothing to pop or restore.
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic_core import to_jsonable_python
 
-from adapters.web.dashboard import ChatState, StackEntry, Status
-from adapters.web.depends import Board, KnownChat, access
-from bot.models import SummaryRecord
+from adapters.web.dashboard import ChatState, PersonFacts, StackEntry, Status
+from adapters.web.depends import Board, FactId, KnownChat, UserId, access
+from bot.models import Fact, SummaryRecord
+from bot.trace import ShownTrace
 
 CHATS_LIMIT_MAX = 500
+TRACES_DEFAULT = 10
+TRACES_MAX = 200
 NOTHING_TO_POP = "nothing to pop: only the initial persona is left"
 NOTHING_TO_RESTORE = "nothing to restore: nothing was popped, or a newer summary was pushed since"
 
@@ -68,6 +73,47 @@ def entry_json(entry: StackEntry) -> dict[str, Any]:
     return {**summary_json(entry.record), "tokens": entry.tokens, "in_prompt": entry.in_prompt}
 
 
+def fact_json(fact: Fact) -> dict[str, Any]:
+    """Return one fact about a person as JSON (with who forgot it, once forgotten)."""
+    return {
+        "id": fact.id,
+        "text": fact.text,
+        "source_day": fact.source_day.isoformat(),
+        "created_at": _time(fact.created_at),
+        "is_deleted": fact.is_deleted,
+        "deleted_at": _time(fact.deleted_at),
+        "deleted_by": fact.deleted_by,
+    }
+
+
+def person_json(person: PersonFacts) -> dict[str, Any]:
+    """Return a person of a chat with their live facts as JSON."""
+    return {
+        "user_id": person.user_id,
+        "name": person.name,
+        "fact_count": len(person.facts),
+        "facts": [fact_json(fact) for fact in person.facts],
+    }
+
+
+def trace_json(shown: ShownTrace) -> dict[str, Any]:
+    """Return a batch's trace (SPEC §15) with its replies' fates as JSON."""
+    trace = shown.trace
+    return {
+        "batch_id": trace.batch_id,
+        "at": _time(trace.at),
+        "why": trace.why,
+        "error": trace.error,
+        "message_ids": list(trace.message_ids),
+        "prompt_tokens": dict(trace.prompt_tokens),
+        "recall": to_jsonable_python(trace.recall),
+        "llm_calls": to_jsonable_python(trace.llm_calls),
+        "tier": trace.tier,
+        "raw_output": trace.raw_output,
+        "replies": to_jsonable_python(shown.fates),
+    }
+
+
 @router.get("/status")
 async def status(board: Board) -> dict[str, Any]:
     """Platforms, what waits, LLM errors in the last hour, and each recent chat's phase."""
@@ -113,3 +159,39 @@ async def restore(board: Board, chat: KnownChat) -> dict[str, Any]:
     if restored is None:
         raise HTTPException(409, NOTHING_TO_RESTORE)
     return {"chat": str(chat), "restored": summary_json(restored)}
+
+
+@router.get("/chats/{chat}/people")
+async def people(board: Board, chat: KnownChat) -> dict[str, Any]:
+    """The chat's people with live facts, most facts first, each with those facts."""
+    found = await board.people(chat)
+    return {"chat": str(chat), "people": [person_json(person) for person in found]}
+
+
+@router.post("/chats/{chat}/facts/{fact_id}/forget")
+async def forget_fact(board: Board, chat: KnownChat, fact_id: FactId) -> dict[str, Any]:
+    """Forget one fact (a soft delete audited as ``web``); 404 if it is not live here."""
+    forgotten = await board.forget_fact(chat, fact_id)
+    if forgotten is None:
+        raise HTTPException(404, f"no live fact {fact_id} in {chat}")
+    return {"chat": str(chat), "forgotten": fact_json(forgotten)}
+
+
+@router.post("/chats/{chat}/people/{user_id}/forget")
+async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> dict[str, Any]:
+    """Forget every live fact about a person here (audited as ``web``); 404 if none is."""
+    count = await board.forget_person(chat, user_id)
+    if count == 0:
+        raise HTTPException(404, f"no live fact about {user_id} in {chat}")
+    return {"chat": str(chat), "user_id": user_id, "forgotten": count}
+
+
+@router.get("/chats/{chat}/traces")
+async def traces(
+    board: Board,
+    chat: KnownChat,
+    n: Annotated[int, Query(ge=1, le=TRACES_MAX)] = TRACES_DEFAULT,
+) -> dict[str, Any]:
+    """The chat's ``n`` newest batch traces, newest first, with each reply's fate."""
+    found = await board.traces(chat, count=n)
+    return {"chat": str(chat), "traces": [trace_json(shown) for shown in found]}

@@ -2,9 +2,10 @@
 
 The web layer holds no SQL and no state of its own: each page and API route asks a
 :class:`Dashboard`, which asks the running :class:`~bot.pipeline.Pipeline` (each chat's
-phase, what waits), the store's ports (chats, messages, failed batches) and the
-:class:`~bot.memory.Memory` (the prompt stack). Every change it makes is audited: the
-store records who popped a summary, and a log line names who popped or restored it.
+phase, what waits), the store's ports (chats, messages, failed batches, people's facts,
+traces) and the :class:`~bot.memory.Memory` (the prompt stack, forgetting). Every change
+it makes is audited: the store records who popped a summary or forgot a fact, and a log
+line names who did it.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from loguru import logger
 
 from bot.conversation import Phase
 from bot.memory import Memory
-from bot.models import ChatKey, StoredMessage, SummaryRecord
+from bot.models import ChatKey, Fact, StoredMessage, SummaryRecord
 from bot.pipeline import Pipeline
-from bot.ports import MemoryStore, Platform, Store
+from bot.ports import MemoryStore, Platform, Store, TraceLog
 from bot.prompt import estimate_tokens
+from bot.trace import ShownTrace
 
 WHO = "web"
 """Who the audit names for a change made on the dashboard."""
@@ -32,8 +34,8 @@ LOG_TAIL_BYTES_MAX = 256 * 1024  # read at most this much of the log's end
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class DashboardStore(Store, MemoryStore, Protocol):
-    """The store the dashboard reads: the message ports and the memory's."""
+class DashboardStore(Store, MemoryStore, TraceLog, Protocol):
+    """The store the dashboard reads: the message ports, the memory's and the traces."""
 
 
 @runtime_checkable
@@ -90,6 +92,15 @@ class PromptStack:
     entries: tuple[StackEntry, ...]
     initial_persona: str
     prompt_tokens: int  # the persona with the summaries it holds
+
+
+@dataclass(frozen=True, slots=True)
+class PersonFacts:
+    """A person of a chat with their live facts there, newest first."""
+
+    user_id: str
+    name: str  # the name under their newest fact
+    facts: tuple[Fact, ...]
 
 
 class Dashboard:
@@ -184,6 +195,32 @@ class Dashboard:
         if restored is not None:
             logger.bind(chat=str(chat)).info("summary of {} restored by {}", restored.day, WHO)
         return restored
+
+    async def people(self, chat: ChatKey) -> list[PersonFacts]:
+        """Return the chat's people with live facts, most facts first, with those facts."""
+        known = await self._store.known_people(chat)
+        facts = await self._store.live_facts(chat, [person.user_id for person in known])
+        return [PersonFacts(p.user_id, p.user_name, tuple(facts.get(p.user_id, ()))) for p in known]
+
+    async def forget_fact(self, chat: ChatKey, fact_id: int) -> Fact | None:
+        """Forget one live fact of the chat as ``web``; ``None`` if it has no such fact."""
+        forgotten = await self._memory.people.forget_fact(chat, fact_id, by=WHO)
+        if forgotten is not None:
+            logger.bind(chat=str(chat)).info("fact {} forgotten by {}", fact_id, WHO)
+        return forgotten
+
+    async def forget_person(self, chat: ChatKey, user_id: str) -> int:
+        """Forget every live fact about a person in the chat as ``web``; return how many."""
+        count = await self._memory.people.forget_person(chat, user_id, by=WHO)
+        if count:
+            logger.bind(chat=str(chat)).info(
+                "{} fact(s) about {} forgotten by {}", count, user_id, WHO
+            )
+        return count
+
+    async def traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
+        """Return the chat's ``count`` newest batch traces, newest first, with reply fates."""
+        return await self._store.recent_traces(chat, count=count)
 
     async def log_tail(self, *, lines: int) -> list[str]:
         """Return the last ``lines`` lines of the log file (already scrubbed of secrets)."""

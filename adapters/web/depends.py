@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
+from fastapi import Path as PathPart
 from fastapi.templating import Jinja2Templates
 
 from adapters.web.auth import Access, Gate
@@ -19,8 +20,10 @@ from adapters.web.dashboard import Dashboard
 from bot.models import ChatKey
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
-# platform:kind:id, the id a platform's number or word: nothing a path or SQL could abuse.
-_CHAT_KEY = re.compile(r"[a-z][a-z0-9_]{0,31}:(private|group):-?[A-Za-z0-9_]{1,64}")
+# A platform's id of a chat or a person: a number or a word, nothing a path or SQL could abuse.
+_PLATFORM_ID = r"-?[A-Za-z0-9_]{1,64}"
+_CHAT_KEY = re.compile(rf"[a-z][a-z0-9_]{{0,31}}:(private|group):{_PLATFORM_ID}")
+SQLITE_INT_MAX = 2**63 - 1  # a larger id would overflow SQLite's integer, not just miss
 UNAUTHORIZED = "unauthorized"
 
 
@@ -63,5 +66,7 @@ async def known_chat(
 
 
 Board = Annotated[Dashboard, Depends(dashboard)]
+FactId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /facts shows it
+UserId = Annotated[str, PathPart(pattern=f"^{_PLATFORM_ID}$")]  # a person's platform id
 Granted = Annotated[Access, Depends(access)]
 KnownChat = Annotated[ChatKey, Depends(known_chat)]

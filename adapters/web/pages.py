@@ -18,9 +18,19 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters.web.auth import CSRF_FIELD, SESSION_COOKIE, SESSION_TTL_S, Access, Gate
 from adapters.web.dashboard import OVERVIEW_CHATS, WHO
-from adapters.web.depends import TEMPLATES, Board, Granted, KnownChat, access, gate
+from adapters.web.depends import (
+    TEMPLATES,
+    Board,
+    FactId,
+    Granted,
+    KnownChat,
+    UserId,
+    access,
+    gate,
+)
 
 CHAT_MESSAGES = 50  # the newest messages one chat's page shows
+CHAT_TRACES = 10  # the newest batch traces one chat's page shows
 CHAT_LIST_MAX = 200  # the chats the chat list shows; a search narrows them
 LOG_LINES_DEFAULT = 200
 LOG_LINES_MAX = 2000
@@ -29,6 +39,9 @@ NOTICES = {
     "restored": "Restored the last popped summary.",
     "nothing-to-pop": "Nothing to pop: only the initial persona is left.",
     "nothing-to-restore": "Nothing to restore: nothing was popped, or a newer summary came since.",
+    "forgot-fact": f"Forgot the fact (audited as {WHO}). It no longer reaches the prompt.",
+    "forgot-person": f"Forgot every fact about that person here (audited as {WHO}).",
+    "nothing-to-forget": "Nothing to forget: it was forgotten already.",
 }
 
 public = APIRouter()
@@ -122,7 +135,7 @@ async def chats(request: Request, board: Board, granted: Granted, q: str = "") -
 async def chat_page(
     request: Request, board: Board, granted: Granted, chat: KnownChat, notice: str = ""
 ) -> HTMLResponse:
-    """One chat: its phase, its newest messages and its prompt stack with pop and restore."""
+    """One chat: its phase, prompt stack, people's facts, latest traces and messages."""
     return render(
         request,
         "chat.html",
@@ -131,6 +144,8 @@ async def chat_page(
         phase=board.phase(chat),
         messages=await board.messages(chat, limit=CHAT_MESSAGES),
         stack=await board.prompt_stack(chat),
+        people=await board.people(chat),
+        traces=await board.traces(chat, count=CHAT_TRACES),
         notice=NOTICES.get(notice),
     )
 
@@ -146,6 +161,21 @@ async def pop(board: Board, chat: KnownChat) -> Response:
 async def restore(board: Board, chat: KnownChat) -> Response:
     """Undo the last pop, then show the chat again."""
     notice = "nothing-to-restore" if await board.restore(chat) is None else "restored"
+    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+
+
+@router.post("/chats/{chat}/facts/{fact_id}/forget")
+async def forget_fact(board: Board, chat: KnownChat, fact_id: FactId) -> Response:
+    """Forget one fact, then show the chat again."""
+    forgotten = await board.forget_fact(chat, fact_id)
+    notice = "nothing-to-forget" if forgotten is None else "forgot-fact"
+    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+
+
+@router.post("/chats/{chat}/people/{user_id}/forget")
+async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> Response:
+    """Forget every fact about a person here, then show the chat again."""
+    notice = "forgot-person" if await board.forget_person(chat, user_id) else "nothing-to-forget"
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
 
