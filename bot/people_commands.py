@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 FACT_ID_DIGITS_MAX = 18  # an SQLite integer id; a longer "id" is a typo or an attack
 PEOPLE_LIST_MAX = 50  # people /people names one by one
+USER_ID_CHARS_MAX = 64  # platform ids are short; a longer "id" is pasted text, not echoed back
 
 
 def people_listing(say: Texts, chat: ChatKey, people: Sequence[KnownPerson]) -> str:
@@ -52,7 +53,7 @@ async def people(runner: CommandRunner, call: _Call) -> str:
 
 async def facts(runner: CommandRunner, call: _Call) -> str:
     say = runner.texts
-    if len(call.args) != 1:
+    if len(call.args) != 1 or len(call.args[0]) > USER_ID_CHARS_MAX:
         return say("facts_usage")
     user_id = call.args[0]
     found = await runner.memory.people.facts(call.chat, user_id)

@@ -15,6 +15,7 @@ from bot.people import FACT_CHARS_MAX, normalise_fact, people_in_view, read_peop
 from fakes.harness import GROUP, PRIVATE, Harness, harness, replies_json
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
+from tests.log_capture import captured_logs
 
 ADMIN = {"bot": {"admins": ["test:7"]}}
 OTHER_GROUP = ChatKey("test", ChatKind.GROUP, "-200")
@@ -229,3 +230,62 @@ def test_people_in_view_puts_batch_senders_first() -> None:
     batch = [message("2")]
 
     assert people_in_view(batch, history) == [("2", "n2"), ("3", "n3"), ("1", "n1")]
+
+
+async def test_a_summary_with_every_kind_of_bad_person_keeps_the_day_and_the_good_fact(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A 10 kB fact, a stranger, a bare string, no id, facts as a number: the good fact stays."""
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("我喜欢猫", sender_id="7")
+        await bot.settle()
+        with captured_logs() as logs:
+            result = await summarise_today(
+                bot,
+                PRIVATE,
+                [
+                    {"user_id": "7", "facts": ["x" * 10_000, "CANARY-OK 喜欢猫"]},
+                    {"user_id": "999", "facts": ["CANARY-GHOST 从没来过"]},
+                    "小明",
+                    {"facts": ["没有 id"]},
+                    {"user_id": "7", "facts": 5},
+                ],
+            )
+        memory = bot.pipeline.commands.memory
+        stack = await memory.stack(PRIVATE)
+        facts = await memory.people.facts(PRIVATE, "7")
+        stranger = await memory.people.facts(PRIVATE, "999")
+
+    assert result is SummaryResult.PUSHED
+    assert [r.content.summary for r in stack] == ["大家聊了考研。"]
+    assert [f.text for f in facts] == ["CANARY-OK 喜欢猫"]
+    assert stranger == []
+    warnings = [line for line in logs if line.startswith("WARNING")]
+    assert any("10000 characters refused (at most 200)" in line for line in warnings), warnings
+    assert any("'999', who did not write here that day, dropped" in line for line in warnings)
+    assert logs.tracebacks() == []
+
+
+async def test_a_huge_stored_fact_never_breaks_the_people_budget(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A 10 kB fact already in the store is left out whole; the prompt's people part fits."""
+    llm.reply_json(replies_json("好"))
+    memory_config = {"context_budget_tokens": 2000, "people_share": 0.1}
+    async with harness(tmp_path, llm, groups={"reply_mode": "always"}, memory=memory_config) as bot:
+        async with await SqliteStore.open(bot.config.database_path) as store:
+            notes = [
+                PersonNote("7", "小明", ("CANARY-HUGE " + "长" * 10_000,)),
+                PersonNote("8", "Alice", ("CANARY-SMALL 喜欢猫",)),
+            ]
+            await store.add_facts(GROUP, DAY, notes, keep=20, now=NOW)
+        await bot.say("在吗", chat=GROUP, sender_id="7")
+        await bot.say("我也在", chat=GROUP, sender_id="8", sender_name="Alice")
+        await bot.settle()
+        async with await SqliteStore.open(bot.config.database_path) as store:
+            [shown] = await store.recent_traces(GROUP, count=1)
+    prompt = system_prompt_with(bot, ": 我也在")
+
+    assert "- Alice (id 8): CANARY-SMALL 喜欢猫" in prompt
+    assert "CANARY-HUGE" not in prompt
+    assert 0 < dict(shown.trace.prompt_tokens)["people"] <= 200
