@@ -285,3 +285,35 @@ async def test_a_huge_stored_fact_never_breaks_the_people_budget(
     assert "- Alice (id 8): CANARY-SMALL 喜欢猫" in prompt
     assert "CANARY-HUGE" not in prompt
     assert 0 < dict(shown.trace.prompt_tokens)["people"] <= 200
+
+
+async def test_a_chats_fact_never_shows_in_another_chat(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A group's canary fact stays out of other chats' prompt, /facts, /people, /trace, /recall."""
+    admin = {"admins": ["test:7"]}
+    async with harness(tmp_path, llm, bot=admin, groups={"reply_mode": "always"}) as bot:
+        for chat in (GROUP, OTHER_GROUP, PRIVATE):
+            await bot.say("我对花生过敏", chat=chat, sender_id="7")
+        await bot.settle()
+        await summarise_today(bot, GROUP, [{"user_id": "7", "facts": ["CANARY-A 对花生过敏"]}])
+        [fact] = await bot.pipeline.commands.memory.people.facts(GROUP, "7")
+        elsewhere: list[str] = []
+        for chat in (OTHER_GROUP, PRIVATE):
+            await bot.say("花生能吃吗", chat=chat, sender_id="7")
+            await bot.settle()
+            elsewhere += [
+                system_prompt_with(bot, ": 花生能吃吗"),
+                await bot.command("/facts 7", chat=chat),
+                await bot.command("/people", chat=chat),
+                await bot.command("/trace", chat=chat),
+                await bot.command("/recall CANARY-A 花生过敏", chat=chat),
+                await bot.command(f"/forget {fact.id}", chat=chat),
+            ]
+        home = await bot.command("/facts 7", chat=GROUP)
+
+    assert [text for text in elsewhere if "CANARY-A" in text] == []
+    assert elsewhere[5] == (
+        f"There is no fact #{fact.id} in {OTHER_GROUP}: it was forgotten already, "
+        "or never was here."
+    )
+    assert f"#{fact.id} · learned from " in home
+    assert home.splitlines()[1].endswith("CANARY-A 对花生过敏")
