@@ -8,6 +8,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.trace import Trace, trace_from_json, trace_to_json
 from fakes.harness import GROUP, PRIVATE, TEST_KEY, Harness, harness, push_day_summary
 from fakes.openai_api import FakeLLMServer
@@ -144,14 +146,23 @@ def test_a_trace_survives_its_json() -> None:
     assert trace_from_json(trace_to_json(trace)) == trace
 
 
-async def test_pacebot_trace_prints_from_the_shell(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """`pacebot trace --chat KEY -n 2` prints the two newest traces and needs no API key."""
+@pytest.mark.parametrize(
+    ("language", "second", "first", "sent"),
+    [
+        ("en", "batch 2 of test:private:42", "batch 1 of test:private:42", "reply 1: sent"),
+        ("zh", "test:private:42 的第 2 批", "test:private:42 的第 1 批", "第 1 条回复：sent"),
+    ],
+)
+async def test_pacebot_trace_prints_from_the_shell(
+    tmp_path: Path, llm: FakeLLMServer, language: str, second: str, first: str, sent: str
+) -> None:
+    """`pacebot trace --chat KEY -n 2` prints the two newest traces in bot.language, no key."""
     async with harness(tmp_path, llm) as bot:
         for text in ("一", "二"):
             await bot.say(text)
             await bot.settle()
     config = tmp_path / "config.toml"
-    config.write_text(f'[bot]\ndata_dir = "{tmp_path / "data"}"\n')
+    config.write_text(f'[bot]\ndata_dir = "{tmp_path / "data"}"\nlanguage = "{language}"\n')
     env = {k: v for k, v in os.environ.items() if k != "PACEBOT_LLM_API_KEY"}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -172,8 +183,8 @@ async def test_pacebot_trace_prints_from_the_shell(tmp_path: Path, llm: FakeLLMS
     text = out.decode()
 
     assert process.returncode == 0, err.decode()
-    assert text.index("batch 2 of test:private:42") < text.index("batch 1 of test:private:42")
-    assert "reply 1: sent" in text
+    assert text.index(second) < text.index(first)
+    assert sent in text
 
 
 async def test_trace_answers_in_chinese(tmp_path: Path, llm: FakeLLMServer) -> None:
