@@ -416,7 +416,9 @@ def recall(path: Path, *, chat: ChatKey, query: str) -> int:
 
 async def _trace(config: Config, *, chat: ChatKey, count: int) -> int:
     async with await SqliteStore.open(config.database_path) as store:
-        return await trace_cli.print_traces(store, chat=chat, count=count, zone=config.bot.zone)
+        return await trace_cli.print_traces(
+            store, chat=chat, count=count, zone=config.bot.zone, say=Texts(config.bot.language)
+        )
 
 
 def trace(path: Path, *, chat: ChatKey, count: int) -> int:

@@ -1,8 +1,8 @@
 """The people commands: ``/people``, ``/facts``, ``/forget`` (admins) and ``/forgetme`` (anyone).
 
-Each answer is a small function of what it reports, so that a translation replaces
-only these lines. A fact id is the number ``/facts`` shows; facts never cross chats, so
-an id from another chat is as unknown here as one that never existed.
+Answers are in ``bot.language`` (:mod:`bot.texts`). A fact id is the number ``/facts``
+shows; facts never cross chats, so an id from another chat is as unknown here as one
+that never existed.
 """
 
 from __future__ import annotations
@@ -11,87 +11,71 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from bot.models import ChatKey, Fact, KnownPerson
+from bot.texts import Texts
 
 if TYPE_CHECKING:
     from bot.commands import CommandRunner, _Call
 
 FACT_ID_DIGITS_MAX = 18  # an SQLite integer id; a longer "id" is a typo or an attack
 PEOPLE_LIST_MAX = 50  # people /people names one by one
-
-PEOPLE_USAGE = "usage: /people (in the chat, or naming a chat key from a private chat)"
-FACTS_USAGE = "usage: /facts <user id> (the platform id /people shows)"
-FORGET_USAGE = "usage: /forget <fact id>, e.g. /forget 12 (/facts <user id> shows the ids)"
+USER_ID_CHARS_MAX = 64  # platform ids are short; a longer "id" is pasted text, not echoed back
 
 
-def no_people(chat: ChatKey) -> str:
-    return f"Nothing is remembered about anyone in {chat} yet."
-
-
-def people_listing(chat: ChatKey, people: Sequence[KnownPerson]) -> str:
-    lines = [f"people of {chat} with facts remembered ({len(people)}), most facts first:"]
+def people_listing(say: Texts, chat: ChatKey, people: Sequence[KnownPerson]) -> str:
+    """List the chat's people with their fact counts, at most ``PEOPLE_LIST_MAX`` one by one."""
+    lines = [say("people_header", chat=chat, count=len(people))]
     lines += [
-        f"- {p.user_name} (id {p.user_id}): {p.fact_count} fact(s)"
+        say("people_item", name=p.user_name, user_id=p.user_id, count=p.fact_count)
         for p in people[:PEOPLE_LIST_MAX]
     ]
     if len(people) > PEOPLE_LIST_MAX:
-        lines.append(f"… and {len(people) - PEOPLE_LIST_MAX} more")
-    lines.append("/facts <user id> shows one person's facts.")
+        lines.append(say("people_more", count=len(people) - PEOPLE_LIST_MAX))
+    lines.append(say("people_footer"))
     return "\n".join(lines)
 
 
-def no_facts(chat: ChatKey, user_id: str) -> str:
-    return f"Nothing is remembered about id {user_id} in {chat}."
-
-
-def facts_listing(chat: ChatKey, facts: Sequence[Fact]) -> str:
+def facts_listing(say: Texts, chat: ChatKey, facts: Sequence[Fact]) -> str:
+    """List one person's facts, newest first, each with the id ``/forget`` takes."""
     newest = facts[0]
-    lines = [f"facts about {newest.user_name} (id {newest.user_id}) in {chat}, newest first:"]
-    lines += [f"#{f.id} · learned from {f.source_day} · {f.text}" for f in facts]
-    lines.append("/forget <fact id> removes one.")
+    lines = [say("facts_header", name=newest.user_name, user_id=newest.user_id, chat=chat)]
+    lines += [say("facts_item", fact_id=f.id, day=f.source_day, text=f.text) for f in facts]
+    lines.append(say("facts_footer"))
     return "\n".join(lines)
-
-
-def unknown_fact(chat: ChatKey, fact_id: int) -> str:
-    return f"There is no fact #{fact_id} in {chat}: it was forgotten already, or never was here."
-
-
-def forgot_fact(fact: Fact) -> str:
-    return f"Forgot fact #{fact.id} about {fact.user_name} (id {fact.user_id}): {fact.text}"
-
-
-def forgot_you(count: int) -> str:
-    if not count:
-        return "Nothing is remembered about you in this chat."
-    return (
-        f"Forgot {count} fact(s) about you in this chat. They are no longer shown to the bot; "
-        "day summaries are kept (an admin can /pop them)."
-    )
 
 
 async def people(runner: CommandRunner, call: _Call) -> str:
+    say = runner.texts
     if call.args:
-        return PEOPLE_USAGE
+        return say("people_usage")
     known = await runner.memory.people.known(call.chat)
-    return people_listing(call.chat, known) if known else no_people(call.chat)
+    return people_listing(say, call.chat, known) if known else say("people_none", chat=call.chat)
 
 
 async def facts(runner: CommandRunner, call: _Call) -> str:
-    if len(call.args) != 1:
-        return FACTS_USAGE
+    say = runner.texts
+    if len(call.args) != 1 or len(call.args[0]) > USER_ID_CHARS_MAX:
+        return say("facts_usage")
     user_id = call.args[0]
     found = await runner.memory.people.facts(call.chat, user_id)
-    return facts_listing(call.chat, found) if found else no_facts(call.chat, user_id)
+    if not found:
+        return say("facts_none", user_id=user_id, chat=call.chat)
+    return facts_listing(say, call.chat, found)
 
 
 async def forget(runner: CommandRunner, call: _Call) -> str:
+    say = runner.texts
     text = call.args[0].lstrip("#") if len(call.args) == 1 else ""
     if not (text.isascii() and text.isdigit() and len(text) <= FACT_ID_DIGITS_MAX):
-        return FORGET_USAGE
+        return say("forget_usage")
     fact_id = int(text)
     fact = await runner.memory.people.forget_fact(call.chat, fact_id, by=call.who)
-    return forgot_fact(fact) if fact else unknown_fact(call.chat, fact_id)
+    if fact is None:
+        return say("forget_unknown", fact_id=fact_id, chat=call.chat)
+    return say(
+        "forget_done", fact_id=fact.id, name=fact.user_name, user_id=fact.user_id, text=fact.text
+    )
 
 
 async def forgetme(runner: CommandRunner, call: _Call) -> str:
     count = await runner.memory.people.forget_person(call.chat, call.sender_id, by=call.who)
-    return forgot_you(count)
+    return runner.texts("forgetme_done", count=count) if count else runner.texts("forgetme_none")

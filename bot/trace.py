@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 
 from bot.models import Batch, BatchOutcome, ChatKey, Completion
 from bot.prompt import clip
+from bot.texts import Texts
 
 RAW_CHARS_MAX = 1500  # of the model's raw output kept in a trace
 FATE_CHARS_MAX = 80  # of each reply shown beside its fate
@@ -150,45 +151,79 @@ class TraceNotes:
         )
 
 
-def _days(days: Sequence[date]) -> str:
-    return ", ".join(map(str, days)) or "none"
+def _days(say: Texts, days: Sequence[date]) -> str:
+    return ", ".join(map(str, days)) or say("trace_nothing")
 
 
-def _call_line(call: LLMCall) -> str:
+def _call_line(say: Texts, call: LLMCall) -> str:
     tokens = (
-        f", tokens {call.prompt_tokens}→{call.completion_tokens}"
+        say("trace_call_tokens", prompt=call.prompt_tokens, completion=call.completion_tokens)
         if call.prompt_tokens is not None
-        else ", tokens not reported"
+        else say("trace_call_no_tokens")
     )
-    end = f"error: {call.error}" if call.error else f"finish {call.finish_reason or '?'}"
-    return f"- {call.kind} · {call.model} · {call.latency_ms:.0f} ms · {end}{tokens}"
+    end = (
+        say("trace_call_error", error=call.error)
+        if call.error
+        else say("trace_call_finish", reason=call.finish_reason or "?")
+    )
+    return say(
+        "trace_call",
+        kind=call.kind,
+        model=call.model,
+        latency_ms=call.latency_ms,
+        end=end,
+        tokens=tokens,
+    )
 
 
-def format_trace(shown: ShownTrace, *, zone: ZoneInfo) -> str:
-    """Return a trace as text for an admin (``/trace``, ``pacebot trace``)."""
+def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
+    """Return a trace as text for an admin (``/trace``, ``pacebot trace``), in ``say``'s words.
+
+    The SPEC's own words (answered, sent, json, …) are shown as they are in every language:
+    they are what an operator searches the docs and logs for.
+    """
     trace = shown.trace
     local = trace.at.astimezone(zone)
     why = f"{trace.why} ({trace.error})" if trace.error else trace.why
     lines = [
-        f"batch {trace.batch_id} of {trace.chat}, {local:%Y-%m-%d %H:%M:%S}: {why}",
-        f"messages: {', '.join(trace.message_ids) or 'none'}",
+        say(
+            "trace_head",
+            batch_id=trace.batch_id,
+            chat=trace.chat,
+            at=f"{local:%Y-%m-%d %H:%M:%S}",
+            why=why,
+        ),
+        say("trace_messages", ids=", ".join(trace.message_ids) or say("trace_nothing")),
     ]
     if trace.prompt_tokens:
         total = sum(tokens for _, tokens in trace.prompt_tokens)
         parts = ", ".join(f"{part} {tokens}" for part, tokens in trace.prompt_tokens)
-        lines.append(f"prompt ~{total} tokens: {parts}")
+        lines.append(say("trace_prompt", total=total, parts=parts))
     found = trace.recall
     lines.append(
-        f"recall ({found.how}): dates asked {_days(found.asked_dates)}; "
-        f"date hits {_days(found.date_hits)}; keyword hits {_days(found.keyword_hits)}; "
-        f"vector hits {_days(found.vector_hits)}; already in the prompt {_days(found.in_prompt)}"
+        say(
+            "trace_recall",
+            how=found.how,
+            asked=_days(say, found.asked_dates),
+            date_hits=_days(say, found.date_hits),
+            keyword_hits=_days(say, found.keyword_hits),
+            vector_hits=_days(say, found.vector_hits),
+            in_prompt=_days(say, found.in_prompt),
+        )
     )
-    lines.append("LLM calls:" if trace.llm_calls else "LLM calls: none")
-    lines.extend(_call_line(call) for call in trace.llm_calls)
+    lines.append(say("trace_calls") if trace.llm_calls else say("trace_no_calls"))
+    lines.extend(_call_line(say, call) for call in trace.llm_calls)
     if trace.tier:
-        lines.append(f"replies read by: {trace.tier}")
-    for fate in shown.fates:
-        lines.append(f"reply {fate.seq + 1}: {fate.state} · {clip(fate.content, FATE_CHARS_MAX)}")
+        lines.append(say("trace_tier", tier=trace.tier))
+    lines.extend(
+        say(
+            "trace_fate",
+            number=fate.seq + 1,
+            state=fate.state,
+            content=clip(fate.content, FATE_CHARS_MAX),
+        )
+        for fate in shown.fates
+    )
     if trace.raw_output:
-        lines.append("raw output:\n" + trace.raw_output)
+        lines.append(say("trace_raw") + "\n" + trace.raw_output)
     return "\n".join(lines)

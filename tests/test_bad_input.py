@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import pytest
 
 from adapters.app import running_bot
@@ -204,6 +205,19 @@ TELEGRAM = [
     Case("tg bad chat key argument", tg_admin("/summary pop qq:group:"), 0, "chat key 'qq:group:'"),
     Case("tg /STATUS in capitals", tg_admin("/STATUS"), 0, "chat: telegram:private:9001"),
     Case("tg non-admin /pop", tg("/pop"), 0, "Sorry, only admins"),
+    Case("tg /forget unknown id", tg_admin("/forget 424242"), 0, "There is no fact #424242"),
+    Case("tg /forget 10 kB id", tg_admin("/forget " + "9" * 10_000), 0, "usage: /forget"),
+    Case("tg /facts unknown person", tg_admin("/facts 31337"), 0, "Nothing is remembered about"),
+    Case("tg /facts 10 kB id", tg_admin("/facts " + "名" * 10_000), 0, "usage: /facts"),
+    Case(
+        "tg /facts format string",
+        tg_admin("/facts {0}%s"),
+        0,
+        "Nothing is remembered about id {0}%s",
+    ),
+    Case("tg /trace 10 kB N", tg_admin("/trace " + "9" * 10_000), 0, "usage: /trace"),
+    Case("tg non-admin /forgetme", tg("/forgetme"), 0, "Nothing is remembered about you"),
+    Case("tg non-admin /facts", tg("/facts 1001"), 0, "Sorry, only admins"),
 ]
 
 
@@ -406,6 +420,14 @@ QQ = [
         "qq:private:9001 has no",
     ),
     Case("qq admin /recall", qq_private("/recall", user=ADMIN), 0, "usage: /recall"),
+    Case("qq /forget #unknown", qq_private("/forget #424242", user=ADMIN), 0, "There is no fact"),
+    Case("qq /forget -1", qq_private("/forget -1", user=ADMIN), 0, "usage: /forget"),
+    Case(
+        "qq /facts 10 kB id", qq_private("/facts " + "x" * 10_000, user=ADMIN), 0, "usage: /facts"
+    ),
+    Case("qq /trace 0", qq_private("/trace 0", user=ADMIN), 0, "usage: /trace"),
+    Case("qq member /forgetme", qq_group(text("/forgetme")), 0, "Nothing is remembered about you"),
+    Case("qq member /people", qq_group(text("/people")), 0, "Sorry, only admins"),
 ]
 
 

@@ -9,12 +9,15 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.memory import SummaryResult
 from bot.models import ChatKey, ChatKind, Fact, PersonNote, StoredMessage
 from bot.people import FACT_CHARS_MAX, normalise_fact, people_in_view, read_people, render_people
 from fakes.harness import GROUP, PRIVATE, Harness, harness, replies_json
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
+from tests.log_capture import captured_logs
 
 ADMIN = {"bot": {"admins": ["test:7"]}}
 OTHER_GROUP = ChatKey("test", ChatKind.GROUP, "-200")
@@ -203,22 +206,6 @@ async def test_a_fact_from_the_night_reaches_the_same_chat_only(
     assert "CANARY-PEANUT" not in other_prompt
 
 
-async def test_a_malformed_people_field_keeps_the_summary(
-    tmp_path: Path, llm: FakeLLMServer
-) -> None:
-    """A people field that is not a list of people costs no summary and stores no fact."""
-    async with harness(tmp_path, llm) as bot:
-        await bot.say("hi", sender_id="7")
-        await bot.settle()
-        result = await summarise_today(bot, PRIVATE, {"7": "喜欢猫"})
-        stack = await bot.pipeline.commands.memory.stack(PRIVATE)
-        known = await bot.pipeline.commands.memory.people.known(PRIVATE)
-
-    assert result is SummaryResult.PUSHED
-    assert [r.content.summary for r in stack] == ["大家聊了考研。"]
-    assert known == []
-
-
 def test_people_in_view_puts_batch_senders_first() -> None:
     """The batch's senders lead, then the history's, newest first; the bot is nobody."""
 
@@ -229,3 +216,104 @@ def test_people_in_view_puts_batch_senders_first() -> None:
     batch = [message("2")]
 
     assert people_in_view(batch, history) == [("2", "n2"), ("3", "n3"), ("1", "n1")]
+
+
+BAD_PEOPLE = [
+    {"user_id": "7", "facts": ["x" * 10_000, "CANARY-OK 喜欢猫"]},
+    {"user_id": "999", "facts": ["CANARY-GHOST 从没来过"]},
+    "小明",
+    {"facts": ["没有 id"]},
+    {"user_id": "7", "facts": 5},
+]
+
+
+@pytest.mark.parametrize(
+    ("people", "kept"),
+    [({"7": "喜欢猫"}, []), ("小明喜欢猫", []), (BAD_PEOPLE, ["CANARY-OK 喜欢猫"])],
+    ids=["a mapping", "a string", "every kind of bad person"],
+)
+async def test_a_malformed_people_field_keeps_the_summary(
+    tmp_path: Path, llm: FakeLLMServer, people: Any, kept: list[str]
+) -> None:
+    """A bad people field or bad people in it cost no summary; only well-formed facts stay.
+
+    A 10 kB fact, a stranger, a bare string, a person without an id and facts given as a
+    number are each dropped with a warning; the good fact beside them is kept.
+    """
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("我喜欢猫", sender_id="7")
+        await bot.settle()
+        with captured_logs() as logs:
+            result = await summarise_today(bot, PRIVATE, people)
+        memory = bot.pipeline.commands.memory
+        stack = await memory.stack(PRIVATE)
+        facts = await memory.people.facts(PRIVATE, "7")
+        stranger = await memory.people.facts(PRIVATE, "999")
+
+    assert result is SummaryResult.PUSHED
+    assert [r.content.summary for r in stack] == ["大家聊了考研。"]
+    assert [f.text for f in facts] == kept
+    assert stranger == []
+    warnings = [line for line in logs if line.startswith("WARNING")]
+    assert warnings != []
+    if people is BAD_PEOPLE:
+        assert any("10000 characters refused (at most 200)" in line for line in warnings)
+        assert any("'999', who did not write here that day, dropped" in line for line in warnings)
+    assert logs.tracebacks() == []
+
+
+async def test_a_huge_stored_fact_never_breaks_the_people_budget(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A 10 kB fact already in the store is left out whole; the prompt's people part fits."""
+    llm.reply_json(replies_json("好"))
+    memory_config = {"context_budget_tokens": 2000, "people_share": 0.1}
+    async with harness(tmp_path, llm, groups={"reply_mode": "always"}, memory=memory_config) as bot:
+        async with await SqliteStore.open(bot.config.database_path) as store:
+            notes = [
+                PersonNote("7", "小明", ("CANARY-HUGE " + "长" * 10_000,)),
+                PersonNote("8", "Alice", ("CANARY-SMALL 喜欢猫",)),
+            ]
+            await store.add_facts(GROUP, DAY, notes, keep=20, now=NOW)
+        await bot.say("在吗", chat=GROUP, sender_id="7")
+        await bot.say("我也在", chat=GROUP, sender_id="8", sender_name="Alice")
+        await bot.settle()
+        async with await SqliteStore.open(bot.config.database_path) as store:
+            [shown] = await store.recent_traces(GROUP, count=1)
+    prompt = system_prompt_with(bot, ": 我也在")
+
+    assert "- Alice (id 8): CANARY-SMALL 喜欢猫" in prompt
+    assert "CANARY-HUGE" not in prompt
+    assert 0 < dict(shown.trace.prompt_tokens)["people"] <= 200
+
+
+async def test_a_chats_fact_never_shows_in_another_chat(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A group's canary fact stays out of other chats' prompt, /facts, /people, /trace, /recall."""
+    admin = {"admins": ["test:7"]}
+    async with harness(tmp_path, llm, bot=admin, groups={"reply_mode": "always"}) as bot:
+        for chat in (GROUP, OTHER_GROUP, PRIVATE):
+            await bot.say("我对花生过敏", chat=chat, sender_id="7")
+        await bot.settle()
+        await summarise_today(bot, GROUP, [{"user_id": "7", "facts": ["CANARY-A 对花生过敏"]}])
+        [fact] = await bot.pipeline.commands.memory.people.facts(GROUP, "7")
+        elsewhere: list[str] = []
+        for chat in (OTHER_GROUP, PRIVATE):
+            await bot.say("花生能吃吗", chat=chat, sender_id="7")
+            await bot.settle()
+            elsewhere += [
+                system_prompt_with(bot, ": 花生能吃吗"),
+                await bot.command("/facts 7", chat=chat),
+                await bot.command("/people", chat=chat),
+                await bot.command("/trace", chat=chat),
+                await bot.command("/recall CANARY-A 花生过敏", chat=chat),
+                await bot.command(f"/forget {fact.id}", chat=chat),
+            ]
+        home = await bot.command("/facts 7", chat=GROUP)
+
+    assert [text for text in elsewhere if "CANARY-A" in text] == []
+    assert elsewhere[5] == (
+        f"There is no fact #{fact.id} in {OTHER_GROUP}: it was forgotten already, "
+        "or never was here."
+    )
+    assert f"#{fact.id} · learned from " in home
+    assert home.splitlines()[1].endswith("CANARY-A 对花生过敏")

@@ -106,3 +106,44 @@ async def test_forgetme_works_for_anyone_and_only_for_them_here(
             "SELECT count(*) FROM fact_audit WHERE action = 'forgotten' AND done_by = 'test:8'"
         ).fetchone()
     assert audit == (2,)
+
+
+async def test_people_commands_answer_in_chinese(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """With bot.language = "zh" every people command answers, and refuses, in Chinese."""
+    async with harness(tmp_path, llm, bot={"admins": ["test:7"], "language": "zh"}) as bot:
+        [peanuts, cats] = await learn(
+            bot, GROUP, PersonNote("8", "Alice", ("对花生过敏", "喜欢猫"))
+        )
+        answers = [
+            await command(bot, "/people"),
+            await command(bot, "/facts 8"),
+            await command(bot, f"/forget {peanuts}"),
+            await command(bot, f"/forget {peanuts}"),
+            await command(bot, "/forget abc"),
+            await command(bot, "/facts"),
+            await command(bot, "/facts 404"),
+            await command(bot, "/people", chat=PRIVATE),
+            await command(bot, "/people extra"),
+            await command(bot, "/forgetme", sender_id="8"),
+            await command(bot, "/forgetme", sender_id="8"),
+        ]
+
+    assert answers == [
+        f"{GROUP} 里记住了 1 个人的事，按条数从多到少：\n"
+        "- Alice（ID 8）：2 条\n"
+        "/facts <用户 ID> 查看某个人的全部事实。",
+        f"{GROUP} 里关于 Alice（ID 8）的事实，从新到旧：\n"
+        f"#{cats} · 记于 {DAY} · 喜欢猫\n"
+        f"#{peanuts} · 记于 {DAY} · 对花生过敏\n"
+        "/forget <事实编号> 可以删掉其中一条。",
+        f"已忘掉关于 Alice（ID 8）的事实 #{peanuts}：对花生过敏",
+        f"{GROUP} 里没有编号为 #{peanuts} 的事实：可能已经删掉了，或者不属于这个聊天。",
+        "用法：/forget <事实编号>，例如 /forget 12（用 /facts <用户 ID> 查看编号）",
+        "用法：/facts <用户 ID>（即 /people 显示的平台 ID）",
+        f"{GROUP} 里没有记住关于 ID 404 的事。",
+        f"{PRIVATE} 里还没有记住关于任何人的事。",
+        "用法：/people（在聊天里直接用，或在私聊里带上聊天的键）",
+        "已忘掉这个聊天里关于你的 1 条事实，机器人不会再看到它们；"
+        "每日摘要仍会保留（管理员可以用 /pop 撤下）。",
+        "这个聊天里没有记住关于你的事。",
+    ]

@@ -8,6 +8,8 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from bot.trace import Trace, trace_from_json, trace_to_json
 from fakes.harness import GROUP, PRIVATE, TEST_KEY, Harness, harness, push_day_summary
 from fakes.openai_api import FakeLLMServer
@@ -144,14 +146,23 @@ def test_a_trace_survives_its_json() -> None:
     assert trace_from_json(trace_to_json(trace)) == trace
 
 
-async def test_pacebot_trace_prints_from_the_shell(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """`pacebot trace --chat KEY -n 2` prints the two newest traces and needs no API key."""
+@pytest.mark.parametrize(
+    ("language", "second", "first", "sent"),
+    [
+        ("en", "batch 2 of test:private:42", "batch 1 of test:private:42", "reply 1: sent"),
+        ("zh", "test:private:42 的第 2 批", "test:private:42 的第 1 批", "第 1 条回复：sent"),
+    ],
+)
+async def test_pacebot_trace_prints_from_the_shell(
+    tmp_path: Path, llm: FakeLLMServer, language: str, second: str, first: str, sent: str
+) -> None:
+    """`pacebot trace --chat KEY -n 2` prints the two newest traces in bot.language, no key."""
     async with harness(tmp_path, llm) as bot:
         for text in ("一", "二"):
             await bot.say(text)
             await bot.settle()
     config = tmp_path / "config.toml"
-    config.write_text(f'[bot]\ndata_dir = "{tmp_path / "data"}"\n')
+    config.write_text(f'[bot]\ndata_dir = "{tmp_path / "data"}"\nlanguage = "{language}"\n')
     env = {k: v for k, v in os.environ.items() if k != "PACEBOT_LLM_API_KEY"}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -172,5 +183,35 @@ async def test_pacebot_trace_prints_from_the_shell(tmp_path: Path, llm: FakeLLMS
     text = out.decode()
 
     assert process.returncode == 0, err.decode()
-    assert text.index("batch 2 of test:private:42") < text.index("batch 1 of test:private:42")
-    assert "reply 1: sent" in text
+    assert text.index(second) < text.index(first)
+    assert sent in text
+
+
+async def test_trace_answers_in_chinese(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """With bot.language = "zh" /trace's labels, usage and "nothing yet" are Chinese."""
+    llm.reply_json({"replies": [{"content": "好的", "send_delay_seconds": 0}]})
+    async with harness(tmp_path, llm, bot={"admins": ["test:7"], "language": "zh"}) as bot:
+        empty = await command(bot, "/trace")
+        await bot.say("在吗", message_id="m1")
+        await bot.settle()
+        shown = await command(bot, "/trace")
+        usage = await command(bot, "/trace x")
+        too_far = await command(bot, "/trace 2")
+
+    lines = shown.splitlines()
+    assert empty == "test:private:42 还没有任何一批消息的处理记录。"
+    assert lines[0].startswith("test:private:42 的第 1 批，")
+    assert lines[0].endswith("：answered")
+    assert lines[1] == "消息：m1"
+    assert lines[2].startswith("提示词约 ")
+    assert lines[3] == (
+        "回忆（nothing）：问到的日期 无；按日期找到 无；按关键词找到 无；按语义找到 无；"
+        "已在提示词里 无"
+    )
+    assert lines[4] == "LLM 调用："
+    assert lines[5].startswith("- reply · gpt-4o-mini · ")
+    assert lines[5].endswith(" 毫秒 · 结束原因 stop，服务商未报告 token 数")
+    assert lines[6:8] == ["回复解析方式：json", "第 1 条回复：sent · 好的"]
+    assert lines[8] == "原始输出："
+    assert usage == "用法：/trace [N]，N = 1 表示最新的一批，最多 50"
+    assert too_far == "test:private:42 保留了 1 条处理记录：N 请在 1（最新）到 1 之间选择。"
