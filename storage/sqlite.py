@@ -60,8 +60,8 @@ class SqliteStore(
         try:
             await _configure(db, path)
             await migrate(db, load_migrations())
-            # Load jieba's dictionary (about 0.5 s, once per process) off the event loop
-            # now, so the first summary or recall does not wait for it.
+            # Load the segmenter's dictionary (about 0.1 s, once per process) off the event
+            # loop now, so the first summary or recall does not wait for it.
             await asyncio.to_thread(search.warm_up)
         except sqlite3.Error as error:
             await db.close()

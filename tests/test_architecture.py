@@ -125,7 +125,7 @@ print(json.dumps(sorted(sys.modules)))
         check=True,
     )
     loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
-    heavy = ("pydantic", "loguru", "openai", "jieba", "aiosqlite", *PLATFORM_LIBRARIES)
+    heavy = ("pydantic", "loguru", "openai", "rjieba", "aiosqlite", *PLATFORM_LIBRARIES)
     ours = [name for name in loaded if name.split(".")[0] in PACKAGES]
     assert (ours, [name for name in heavy if name in loaded]) == (["adapters", "adapters.cli"], [])
 
