@@ -7,10 +7,12 @@ updates first, then the pipeline persists what is in flight, then the database c
 Outside ``storage/`` and ``scheduler/``, only this module may import ``storage`` or
 ``scheduler``; the core reaches them through its ports, the command line through here.
 
-A platform's library (python-telegram-bot; nonebot, FastAPI and uvicorn) and the
-``openai`` SDK are imported inside the functions that build them, so a command loads
-only what its config enables: ``pacebot --help`` and ``check`` load none of them, and
-``pacebot console`` or a Telegram-only run never loads nonebot.
+A platform's library (python-telegram-bot; nonebot, FastAPI and uvicorn) is imported
+inside the function that builds it, so a command loads only what its config enables:
+``pacebot --help`` and ``check`` load none of them, and ``pacebot console`` or a
+Telegram-only run never loads nonebot. The ``openai`` SDK and the Chinese segmenter's
+dictionary load when they are first needed (the first answer, summary or recall), not
+before the platforms are up.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from rich.progress import Progress
 from adapters import trace_cli
 from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
+from adapters.deferred_llm import DeferredLLM
 from adapters.picture_sources import opened_picture_sources
 from adapters.platforms import (
     GivesUp,
@@ -95,20 +98,30 @@ class Parts:
     """The store, the main LLM and the memory built on them."""
 
     store: SqliteStore
-    llm: OpenAILLM
+    llm: DeferredLLM
     memory: Memory
+
+
+def _main_llm(config: Config, secrets: Secrets) -> OpenAILLM:
+    from adapters.openai_llm import OpenAILLM
+
+    return OpenAILLM.from_config(config.llm, api_key=secrets.llm_api_key)
+
+
+def _splitter_llm(config: Config, secrets: Secrets) -> OpenAILLM:
+    from adapters.openai_llm import OpenAILLM
+
+    return OpenAILLM.splitter_from_config(config.llm, api_key=secrets.splitter_api_key)
 
 
 @contextlib.asynccontextmanager
 async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]:
-    """Open the store and the LLM client; close them on exit."""
-    from adapters.openai_llm import OpenAILLM
-
+    """Open the store and the LLM client (built on its first call); close them on exit."""
     persona = read_persona(config)
     async with contextlib.AsyncExitStack() as stack:
-        store = await SqliteStore.open(config.database_path)  # warms jieba up too
+        store = await SqliteStore.open(config.database_path)
         stack.push_async_callback(store.close)
-        llm = OpenAILLM.from_config(config.llm, api_key=secrets.llm_api_key)
+        llm = DeferredLLM(functools.partial(_main_llm, config, secrets))
         stack.push_async_callback(llm.aclose)
         memory = Memory(config, store, llm, initial_persona=persona, now=utc_now)
         yield Parts(store, llm, memory)
@@ -128,12 +141,10 @@ async def running_core(
 
     The store and LLM are opened here, unless the caller opened them (``parts``) to share.
     """
-    from adapters.openai_llm import OpenAILLM
-
     async with contextlib.AsyncExitStack() as stack:
         if parts is None:
             parts = await stack.enter_async_context(opened_parts(config, secrets))
-        splitter = OpenAILLM.splitter_from_config(config.llm, api_key=secrets.splitter_api_key)
+        splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
         answerer = Answerer(

@@ -10,7 +10,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-_LIBRARIES = ("aiosqlite", "python-telegram-bot", "aiohttp", "httpx", "openai", "jieba")
+_LIBRARIES = ("aiosqlite", "python-telegram-bot", "aiohttp", "httpx", "openai", "rjieba")
 
 
 def describe() -> dict[str, Any]:

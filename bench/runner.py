@@ -65,6 +65,13 @@ BENCHMARKS = (
         "recall", "bench.recall", "date and keyword recall, 365 summaries × 1,000 chats", 300
     ),
     Benchmark("startup", "bench.startup", "re-arming 10,000 chats at start-up; loop stalls", 180),
+    Benchmark(
+        "footprint",
+        "bench.footprint",
+        "pacebot run with Telegram + QQ: ready time, idle RSS; pacebot --help",
+        120,
+        quick_budget_s=60.0,
+    ),
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
     Benchmark("pictures", "bench.pictures", "a batch's pictures: download, re-encode, bytes", 120),
 )

@@ -10,6 +10,7 @@ only the model's name and what the model saw and wrote.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -91,17 +92,23 @@ class ShownTrace:
     fates: tuple[ReplyFate, ...]
 
 
-_TRACE_JSON = TypeAdapter(Trace)
+@functools.cache
+def _trace_json() -> TypeAdapter[Trace]:
+    """Build the trace's JSON schema once, when the first trace is kept or read.
+
+    Building it walks every nested dataclass (about 0.1 s): not a cost start-up should pay.
+    """
+    return TypeAdapter(Trace)
 
 
 def trace_to_json(trace: Trace) -> str:
     """Serialise a trace for the store."""
-    return _TRACE_JSON.dump_json(trace).decode()
+    return _trace_json().dump_json(trace).decode()
 
 
 def trace_from_json(text: str) -> Trace:
     """Read a trace the store kept."""
-    return _TRACE_JSON.validate_json(text)
+    return _trace_json().validate_json(text)
 
 
 @dataclass

@@ -23,7 +23,6 @@ from typing import Self
 import aiosqlite
 
 from bot.errors import StorageError
-from storage import search
 from storage.batches import SqliteBatches
 from storage.messages import SqliteMessageLog
 from storage.migrate import load_migrations, migrate
@@ -60,9 +59,6 @@ class SqliteStore(
         try:
             await _configure(db, path)
             await migrate(db, load_migrations())
-            # Load jieba's dictionary (about 0.5 s, once per process) off the event loop
-            # now, so the first summary or recall does not wait for it.
-            await asyncio.to_thread(search.warm_up)
         except sqlite3.Error as error:
             await db.close()
             msg = f"cannot open the database {path}: {error}"

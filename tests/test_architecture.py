@@ -125,7 +125,7 @@ print(json.dumps(sorted(sys.modules)))
         check=True,
     )
     loaded: list[str] = json.loads(done.stdout.splitlines()[-1])
-    heavy = ("pydantic", "loguru", "openai", "jieba", "aiosqlite", *PLATFORM_LIBRARIES)
+    heavy = ("pydantic", "loguru", "openai", "rjieba", "aiosqlite", *PLATFORM_LIBRARIES)
     ours = [name for name in loaded if name.split(".")[0] in PACKAGES]
     assert (ours, [name for name in heavy if name in loaded]) == (["adapters", "adapters.cli"], [])
 
@@ -142,6 +142,45 @@ def test_a_telegram_only_config_loads_no_qq_library(tmp_path: Path) -> None:
         "assert list(platforms) == ['telegram'], platforms\n"
     )
     assert ("telegram" in loaded, [name for name in QQ_LIBRARIES if name in loaded]) == (True, [])
+
+
+def test_a_qq_only_config_loads_no_telegram_library() -> None:
+    """Building the platforms of a QQ-only config loads no python-telegram-bot."""
+    loaded = loaded_after(
+        "from pathlib import Path\n"
+        "from adapters.app import build_platforms, load_platform_modules\n"
+        "from bot.config import Secrets, parse_config\n"
+        "config = parse_config({'qq': {'enabled': True}}, base_dir=Path('.'))\n"
+        "load_platform_modules(config)\n"
+        "platforms = build_platforms(config, Secrets('k', 'k'))\n"
+        "assert list(platforms) == ['qq'], platforms\n"
+    )
+    assert ("nonebot" in loaded, "telegram" in loaded) == (True, False)
+
+
+def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) -> None:
+    """Opening the store and the LLMs and recovering the core loads neither the ``openai``
+    SDK nor the segmenter; the first keyword search loads the segmenter."""
+    loaded = loaded_after(
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from adapters.app import opened_parts, running_core\n"
+        "from bot.config import Secrets, parse_config\n"
+        "from bot.models import ChatKey\n"
+        f"config = parse_config({{'bot': {{'data_dir': {str(tmp_path)!r}}}}}, base_dir=Path('.'))\n"
+        "secrets = Secrets('k', 'k')\n"
+        "async def start() -> None:\n"
+        "    async with (\n"
+        "        opened_parts(config, secrets) as parts,\n"
+        "        running_core(config, secrets, {}, nightly=False, parts=parts),\n"
+        "    ):\n"
+        "        early = sorted({'openai', 'rjieba'} & set(sys.modules))\n"
+        "        assert early == [], early\n"
+        "        chat = ChatKey.parse('telegram:private:1')\n"
+        "        await parts.store.search_summaries(chat, '杭州旅游', limit=3)\n"
+        "asyncio.run(start())\n"
+    )
+    assert ("rjieba" in loaded, "openai" in loaded) == (True, False)
 
 
 def test_a_run_without_the_dashboard_loads_no_web_library() -> None:

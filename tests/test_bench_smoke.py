@@ -45,6 +45,9 @@ def test_spec_targets_are_attached_and_limits_resolve(report: Report) -> None:
         "recall.keyword.p99",
         "startup.rearm.longest_stall",
         "parse.all.p99",
+        "footprint.help.seconds",
+        "footprint.run.ready",
+        "footprint.run.rss_idle",
     }
     unresolved = [r.name for r in report.results if r.limit and report.to_limit(r) is None]
     assert (expected - with_targets, unresolved) == (set(), [])

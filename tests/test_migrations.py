@@ -14,6 +14,7 @@ import pytest
 
 from bot.errors import StorageError
 from bot.models import ChatKey, ChatKind, PersonNote
+from storage import search
 from storage.migrate import Migration, load_migrations, migrate, split_statements
 from storage.sqlite import SqliteStore
 
@@ -187,3 +188,65 @@ async def test_a_memory_database_gains_people_and_traces(db_path: Path) -> None:
     assert kept == [("OLD-SUMMARY",)]
     assert [fact.text for fact in added] == ["喜欢猫"]
     assert traces == []
+
+
+# Summaries as pacebot wrote them while it cut Chinese with jieba 0.42: the index parts
+# (summary, topics, key points, keywords) and the search_text jieba made of them.
+JIEBA_INDEXED = (
+    (
+        ("小明和阿花周末坐高铁去杭州旅游，在西湖边吃了东坡肉。", "旅游", "小明订了高铁票", "西湖"),
+        "小明 和 阿花 周末 坐 高铁 去 杭州 旅游 在 西湖 边 吃 了 东坡 东坡肉 旅游 小 明订 了"
+        " 高铁 票 西湖",
+    ),
+    (
+        ("中华人民共和国成立纪念日放假，大刘在准备考研，12月底考试。", "考研", "大刘复习数学"),
+        "中华 华人 人民 共和 共和国 中华人民共和国 成立 纪念 纪念日 放假 大 刘 在 准备 考研 12"
+        " 月底 考试 考研 大 刘 复习 数学",
+    ),
+    (
+        ("Lily的猫又把杯子打翻了，她想给猫买一个自动喂食器。", "猫", "喂食器"),
+        "lily 的 猫 又 把 杯子 打翻 了 她 想 给 猫 买 一个 自动 喂食 器 猫 喂食 器",
+    ),
+)
+
+
+def test_the_segmenter_cuts_as_jieba_did() -> None:
+    """rjieba makes the very search_text jieba 0.42 wrote, so old index rows need no re-index."""
+    assert [search.index_text(parts) for parts, _ in JIEBA_INDEXED] == [
+        text for _, text in JIEBA_INDEXED
+    ]
+
+
+async def test_a_jieba_indexed_database_is_searched_as_it_is(db_path: Path) -> None:
+    """Summaries indexed with jieba by an older pacebot are found by today's keyword search."""
+    db_path.parent.mkdir(parents=True)
+    chat = "telegram:private:1"
+    async with aiosqlite.connect(db_path, isolation_level=None) as old:
+        await migrate(old, load_migrations())
+        for day, ((summary, *_), search_text) in enumerate(JIEBA_INDEXED, start=1):
+            cursor = await old.execute(
+                "INSERT INTO prompt_history (chat_key, summary_date, added_prompt,"
+                " full_prompt_before, full_prompt_after, created_at)"
+                " VALUES (?, ?, ?, '', '', 0)",
+                (chat, f"2026-03-0{day}", summary),
+            )
+            await old.execute(
+                "INSERT INTO knowledge_index (prompt_history_id, chat_key, summary_date,"
+                " summary, search_text) VALUES (?, ?, ?, ?, ?)",
+                (cursor.lastrowid, chat, f"2026-03-0{day}", summary, search_text),
+            )
+
+    async with await SqliteStore.open(db_path) as store:
+        found = {
+            question: [
+                record.day.isoformat()
+                for record in await store.search_summaries(ChatKey.parse(chat), question, limit=3)
+            ]
+            for question in ("上次坐高铁去杭州玩", "大刘考研怎么样了", "自动喂食器买了吗")
+        }
+
+    assert found == {
+        "上次坐高铁去杭州玩": ["2026-03-01"],
+        "大刘考研怎么样了": ["2026-03-02"],
+        "自动喂食器买了吗": ["2026-03-03"],
+    }
