@@ -3,6 +3,11 @@
 The reply contract's fallback chain lives here: parse the JSON; if that fails, ask the
 splitter to turn the raw text into JSON; if that fails too, split the text by hand with
 typing-speed delays. Every fallback that fires is logged with the chat key and batch id.
+
+With ``llm.memory_tool`` on, the reply call also offers ``search_memory``
+(``bot/memory_tool.py``): if the model calls it, the batch is asked once more with the
+results, and that second answer goes down the same chain. Never a third call: the nudge
+for a missing answer is skipped then. Every call made is kept in the :class:`Answer`.
 """
 
 from __future__ import annotations
@@ -17,10 +22,21 @@ from loguru import logger
 
 from bot.config import Config
 from bot.errors import BadLLMReply, LLMUnavailable
-from bot.memory import Memory
-from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, PlannedReply, Reply
+from bot.memory import Memory, Persona
+from bot.memory_tool import SEARCH_MEMORY, follow_up, tool_results
+from bot.models import (
+    Batch,
+    BatchOutcome,
+    ChatKey,
+    ChatMessage,
+    Completion,
+    LLMCallRecord,
+    PlannedReply,
+    Reply,
+)
 from bot.ports import LLM, MessageLog
 from bot.prompt import PromptInput, build_prompt, history_limit, system_prompt
+from bot.recall import Recalled
 from bot.replies import REPLY_CONTRACT, looks_like_question, parse_replies, splitter_messages
 from bot.splitting import split_text, split_to_limit
 
@@ -55,11 +71,33 @@ def decide(batch: Batch, *, reply_mode: str) -> Decision:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What came of one batch."""
+    """What came of one batch, with what recall found and each LLM call it made."""
 
     outcome: BatchOutcome
     replies: tuple[PlannedReply, ...] = ()
     error: str | None = None
+    recalled: Recalled | None = None
+    calls: tuple[LLMCallRecord, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Prompt:
+    """One batch's request and what went into it."""
+
+    messages: list[ChatMessage]
+    persona: Persona
+    recalled: Recalled
+
+
+def _ended(
+    outcome: BatchOutcome,
+    prompt: _Prompt,
+    calls: Sequence[LLMCallRecord],
+    *,
+    replies: tuple[PlannedReply, ...] = (),
+    error: str | None = None,
+) -> Answer:
+    return Answer(outcome, replies, error, recalled=prompt.recalled, calls=tuple(calls))
 
 
 def plan_replies(
@@ -125,6 +163,9 @@ class Answerer:
 
     async def prompt_for(self, batch: Batch, *, chat_title: str | None) -> list[ChatMessage]:
         """Build the request for ``batch`` from its chat's history."""
+        return (await self._prompt(batch, chat_title=chat_title)).messages
+
+    async def _prompt(self, batch: Batch, *, chat_title: str | None) -> _Prompt:
         chat = batch.chat
         persona = await self._memory.persona(chat)
         asked = [m.text for m in batch.messages if not m.from_bot]
@@ -142,7 +183,7 @@ class Answerer:
             history=history,
             unsaid=unsaid,
         )
-        return build_prompt(spec)
+        return _Prompt(build_prompt(spec), persona, recalled)
 
     async def answer(self, batch: Batch, *, text_limit: int, chat_title: str | None) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome."""
@@ -151,33 +192,68 @@ class Answerer:
         if decision is Decision.SKIP:
             log.debug("batch not addressed to the bot; kept as context")
             return Answer(BatchOutcome.SKIPPED)
-        messages = await self.prompt_for(batch, chat_title=chat_title)
+        prompt = await self._prompt(batch, chat_title=chat_title)
+        calls: list[LLMCallRecord] = []
         try:
-            completion = await self._llm.complete(messages, json_mode=self._config.llm.json_mode)
-            replies = await self._read(completion, log)
-            if not replies and decision is Decision.ANSWER:
-                log.info("fallback: empty reply where an answer is due; asking once more")
-                nudged = [*messages, ChatMessage("assistant", completion.text)]
-                nudged.append(ChatMessage("user", _NUDGE))
-                completion = await self._llm.complete(nudged, json_mode=self._config.llm.json_mode)
-                replies = await self._read(completion, log)
+            replies = await self._ask(batch, prompt, decision, calls, log)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, staying silent: {}", exc)
-            return Answer(BatchOutcome.FAILED, error=str(exc))
+            return _ended(BatchOutcome.FAILED, prompt, calls, error=str(exc))
         except BadLLMReply as exc:
             log.warning("no usable reply, staying silent: {}", exc)
-            return Answer(BatchOutcome.FAILED, error=str(exc))
+            return _ended(BatchOutcome.FAILED, prompt, calls, error=str(exc))
         if not replies:
-            return Answer(BatchOutcome.SILENT)
+            return _ended(BatchOutcome.SILENT, prompt, calls)
         planned = plan_replies(
             replies,
             start=self._now(),
             text_limit=text_limit,
             batch_ids=frozenset(m.message_id for m in batch.messages),
         )
-        return Answer(BatchOutcome.ANSWERED, planned)
+        return _ended(BatchOutcome.ANSWERED, prompt, calls, replies=planned)
 
-    async def _read(self, completion: Completion, log: Logger) -> list[Reply]:
+    async def _ask(
+        self,
+        batch: Batch,
+        prompt: _Prompt,
+        decision: Decision,
+        calls: list[LLMCallRecord],
+        log: Logger,
+    ) -> list[Reply]:
+        """Make the reply call (and the memory tool's follow-up); read replies from it."""
+        json_mode = self._config.llm.json_mode
+        tools = (SEARCH_MEMORY,) if self._config.llm.memory_tool else ()
+        messages = prompt.messages
+        completion = await self._llm.complete(messages, json_mode=json_mode, tools=tools)
+        calls.append(LLMCallRecord.of("reply", completion))
+        searched = bool(completion.tool_calls)
+        if searched:
+            log.info("the model searched memory {} time(s)", len(completion.tool_calls))
+            results = await tool_results(
+                self._memory,
+                batch.chat,
+                completion.tool_calls,
+                persona=prompt.persona,
+                may_embed=not prompt.recalled.embedded,
+            )
+            messages = follow_up(messages, completion, results)
+            completion = await self._llm.complete(
+                messages, json_mode=json_mode, tools=tools, tool_choice="none"
+            )
+            calls.append(LLMCallRecord.of("reply+memory", completion))
+        replies = await self._read(completion, calls, log)
+        if not replies and decision is Decision.ANSWER and not searched:
+            log.info("fallback: empty reply where an answer is due; asking once more")
+            nudged = [*messages, ChatMessage("assistant", completion.text)]
+            nudged.append(ChatMessage("user", _NUDGE))
+            completion = await self._llm.complete(nudged, json_mode=json_mode)
+            calls.append(LLMCallRecord.of("nudge", completion))
+            replies = await self._read(completion, calls, log)
+        return replies
+
+    async def _read(
+        self, completion: Completion, calls: list[LLMCallRecord], log: Logger
+    ) -> list[Reply]:
         """Read replies from a completion, down the fallback chain; raise if all fail."""
         pacing = self._config.pacing
         try:
@@ -196,6 +272,7 @@ class Answerer:
             split = await self._splitter.complete(
                 splitter_messages(completion.text), json_mode=self._config.llm.json_mode
             )
+            calls.append(LLMCallRecord.of("splitter", split))
             replies = parse_replies(
                 split.text, finish_reason=split.finish_reason, max_delay_s=pacing.max_delay_s
             )

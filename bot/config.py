@@ -188,7 +188,22 @@ class LLMConfig(_Section):
     json_mode: bool = True
     """Send ``response_format = {"type": "json_object"}``."""
     max_output_tokens: int = Field(default=1024, ge=16)
+    memory_tool: bool = False
+    """Offer the model a ``search_memory`` function (at most two calls per batch then)."""
     splitter: SplitterConfig = SplitterConfig()
+
+
+class MemoryEmbeddingsConfig(_Section):
+    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+    """OpenAI-compatible endpoint serving ``/embeddings``; "" = ``[llm] base_url``."""
+    api_key_env: EnvNameOrEmpty = ""
+    """Environment variable with its key; "" = ``[llm] api_key_env``."""
+    model: str = ""
+    """Embeddings model, e.g. ``text-embedding-3-small``; "" turns semantic recall off."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.model.strip())
 
 
 class MemoryConfig(_Section):
@@ -199,6 +214,7 @@ class MemoryConfig(_Section):
     recall_hits: int = Field(default=3, ge=0)
     catch_up_days: int = Field(default=7, ge=0)
     summary_concurrency: int = Field(default=4, ge=1)
+    embeddings: MemoryEmbeddingsConfig = MemoryEmbeddingsConfig()
 
     @property
     def day_boundary_time(self) -> time:
@@ -333,6 +349,7 @@ class Secrets:
     splitter_api_key: str
     telegram_token: str | None = None
     onebot_access_token: str | None = None
+    embeddings_api_key: str | None = None  # only when [memory.embeddings] is on
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -342,6 +359,7 @@ class Secrets:
             self.splitter_api_key,
             self.telegram_token,
             self.onebot_access_token,
+            self.embeddings_api_key,
         )
         return tuple(s for s in values if s)
 
@@ -360,6 +378,13 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
     llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
     splitter_env = config.llm.splitter.api_key_env
     splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
+    embeddings = config.memory.embeddings
+    embeddings_key = None
+    if embeddings.enabled:
+        embeddings_env = embeddings.api_key_env
+        embeddings_key = (
+            need(embeddings_env, "[memory.embeddings] api_key_env") if embeddings_env else llm_key
+        )
     telegram_token = onebot_token = None
     if config.telegram.enabled and not console:
         telegram_token = need(config.telegram.token_env, "[telegram] token_env")
@@ -373,7 +398,7 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
             )
     if problems:
         raise ConfigError("\n".join(problems))
-    return Secrets(llm_key, splitter_key, telegram_token, onebot_token)
+    return Secrets(llm_key, splitter_key, telegram_token, onebot_token, embeddings_key)
 
 
 def enabled_platforms(config: Config) -> list[str]:

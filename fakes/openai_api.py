@@ -12,16 +12,28 @@
 
 Each request to ``POST /v1/chat/completions`` takes the next scripted step (FIFO); once
 the script is empty it is answered with ``default``. Every request body is recorded in
-``requests`` (headers in ``request_headers``), whatever the answer.
+``requests`` (headers in ``request_headers``), whatever the answer. A step may be a call
+of a tool (``call_tool``); ``refuse_tools`` makes every request that offers tools a 400.
+
+``POST /v1/embeddings`` has a script of its own (``embeddings_fail``,
+``embeddings_hang``) and records its bodies in ``embedding_requests``. Unscripted, it
+embeds each text deterministically: every word (a run of Latin letters, or one Han
+character; numbers, as in the dates every summary holds, are left out) counts on one of
+``embedding_dims`` axes, picked by a stable hash; the words of a ``synonyms`` group
+(found anywhere in the text) share one axis — so "hotpot" can mean 火锅 in a test.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
+import re
+import struct
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -46,19 +58,32 @@ class _Step:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     use_default: bool = False
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 class FakeLLMServer:
     """Serve ``/v1/chat/completions`` on 127.0.0.1 with a scripted FIFO of answers."""
 
-    def __init__(self, *, default: str | None = DEFAULT_REPLY, model: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        default: str | None = DEFAULT_REPLY,
+        model: str | None = None,
+        embedding_dims: int = 2048,
+    ) -> None:
         self.default = default
         """Content of the answer when the script is empty."""
         self.model = model
         """Model name in answers; ``None`` echoes the requested one."""
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
+        self.embedding_dims = embedding_dims
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.tools_refused = False
+        """Answer 400 to every chat request that offers tools."""
+        self._axes: dict[str, int] = {}
         self._script: deque[_Step] = deque()
+        self._embedding_script: deque[_Step] = deque()
         self._ids = itertools.count(1)
         self._arrived = asyncio.Condition()
         self._closing = asyncio.Event()
@@ -107,6 +132,49 @@ class FakeLLMServer:
         """
         self._script.append(_Step(content=content, delay_s=seconds, use_default=content is None))
 
+    def call_tool(self, name: str, arguments: Any, *, content: str | None = None) -> None:
+        """Answer the next request with one call of ``name`` (``arguments`` as JSON)."""
+        call = {
+            "id": f"call_{len(self._script)}_{name}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        self._script.append(_Step(content=content, finish_reason="tool_calls", tool_calls=(call,)))
+
+    def refuse_tools(self) -> None:
+        """Answer 400 to every chat request that offers ``tools`` from now on."""
+        self.tools_refused = True
+
+    def synonyms(self, *words: str) -> None:
+        """Make these words count on one axis of the fake embeddings."""
+        axis = zlib.crc32(words[0].lower().encode()) % self.embedding_dims
+        for word in words:
+            self._axes[word.lower()] = axis
+
+    def embeddings_fail(self, status: int) -> None:
+        """Answer the next embeddings request with an HTTP error."""
+        body = {"error": {"message": f"fake error {status}", "type": "server_error"}}
+        self._embedding_script.append(_Step(status=status, body=body))
+
+    def embeddings_hang(self, seconds: float) -> None:
+        """Wait ``seconds`` before answering the next embeddings request."""
+        self._embedding_script.append(_Step(delay_s=seconds, use_default=True))
+
+    def embed(self, text: str) -> list[float]:
+        """Return the fake vector of ``text``."""
+        vector = [0.0] * self.embedding_dims
+        text = text.lower()
+        for word, axis in self._axes.items():  # a synonym counts wherever it stands
+            vector[axis] += text.count(word)
+            text = text.replace(word, " ")
+        for word in re.findall(r"[a-z]+|[\u4e00-\u9fff]", text):
+            axis = self._axes.get(word, zlib.crc32(word.encode()) % self.embedding_dims)
+            vector[axis] += 1.0
+        return vector
+
     @property
     def pending(self) -> int:
         """How many scripted answers have not been used yet."""
@@ -126,6 +194,7 @@ class FakeLLMServer:
         self._closing = asyncio.Event()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", port, reuse_address=True)
@@ -174,6 +243,9 @@ class FakeLLMServer:
             self.requests.append(body)
             self.request_headers.append(dict(request.headers))
             self._arrived.notify_all()
+        if self.tools_refused and body.get("tools"):
+            error = {"message": "tools are not supported", "type": "invalid_request_error"}
+            return web.json_response({"error": {**error, "param": "tools"}}, status=400)
         step = self._script.popleft() if self._script else _Step(use_default=True)
         if step.delay_s > 0:
             with contextlib.suppress(TimeoutError):
@@ -183,10 +255,45 @@ class FakeLLMServer:
                 return web.Response(status=step.status, text=step.body, headers=step.headers)
             return web.json_response(step.body, status=step.status, headers=step.headers)
         content = self.default if step.use_default else step.content
-        return web.json_response(self._completion(body, content, step.finish_reason))
+        return web.json_response(self._completion(body, content, step))
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        async with self._arrived:
+            self.embedding_requests.append(body)
+            self._arrived.notify_all()
+        step = self._embedding_script.popleft() if self._embedding_script else _Step()
+        if step.delay_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), step.delay_s)
+        if step.body is not None:
+            return web.json_response(step.body, status=step.status)
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(texts):
+            vector = self.embed(str(text))
+            packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append(
+                {
+                    "object": "embedding",
+                    "index": index,
+                    "embedding": packed if as_base64 else vector,
+                }
+            )
+        tokens = sum(len(str(text)) for text in texts) // 4
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "fake-embeddings"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     def _completion(
-        self, request: dict[str, Any], content: str | None, finish_reason: str
+        self, request: dict[str, Any], content: str | None, step: _Step
     ) -> dict[str, Any]:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
         prompt_tokens = max(1, prompt_chars // 4)
@@ -200,9 +307,14 @@ class FakeLLMServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "message": {
+                        "role": "assistant",
+                        "content": content,
+                        "refusal": None,
+                        **({"tool_calls": list(step.tool_calls)} if step.tool_calls else {}),
+                    },
                     "logprobs": None,
-                    "finish_reason": finish_reason,
+                    "finish_reason": step.finish_reason,
                 }
             ],
             "usage": {

@@ -8,7 +8,7 @@ datetimes; naive datetimes are a programming error and raise ``ValueError``.
 of each port lives beside it, one mixin per concept over the shared connection
 (``storage/database.py``): ``messages.py``, ``batches.py``, ``outbox.py`` and
 ``summaries.py`` (the prompt stack and its knowledge index, with its word cutting in
-``search.py``).
+``search.py``) and ``vectors.py`` (the vectors of semantic recall).
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ from storage.messages import SqliteMessageLog
 from storage.migrate import load_migrations, migrate
 from storage.outbox import SqliteOutbox
 from storage.summaries import SqliteSummaries
+from storage.vectors import SqliteVectors
 
 _BUSY_TIMEOUT_MS = 5000  # another process holding the write lock: wait, then fail
 
 
-class SqliteStore(SqliteMessageLog, SqliteBatches, SqliteOutbox, SqliteSummaries):
-    """The :class:`bot.ports.Store` and :class:`bot.ports.MemoryStore` on one SQLite file."""
+class SqliteStore(SqliteMessageLog, SqliteBatches, SqliteOutbox, SqliteSummaries, SqliteVectors):
+    """The :class:`bot.ports.Store`, ``MemoryStore`` and ``VectorStore`` on one SQLite file."""
 
     @classmethod
     async def open(cls, path: Path) -> SqliteStore:

@@ -6,13 +6,16 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import closing
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import aiosqlite
 import pytest
 
 from bot.errors import StorageError
+from bot.models import ChatKey, ChatKind, DaySummary
 from storage.migrate import Migration, load_migrations, migrate, split_statements
+from storage.sqlite import SqliteStore
 
 STEP_ONE = Migration(1, "0001_one.sql", "CREATE TABLE one (a INTEGER);")
 STEP_TWO = Migration(
@@ -133,3 +136,33 @@ async def test_two_connections_migrate_once(tmp_path: Path) -> None:
     with closing(sqlite3.connect(path)) as check:
         rows = check.execute("SELECT b FROM two").fetchall()
     assert (list(versions), rows) == ([2, 2], [(2,)])
+
+
+async def test_existing_memory_gets_the_vector_table_and_waits_to_be_embedded(
+    tmp_path: Path,
+) -> None:
+    """A database from before semantic recall upgrades on open; its summaries are pending."""
+    path = tmp_path / "old.sqlite3"
+    before_vectors = [m for m in load_migrations() if m.name < "0003"]
+    async with aiosqlite.connect(path, isolation_level=None) as old:
+        await migrate(old, before_vectors)
+    chat = ChatKey("telegram", ChatKind.PRIVATE, "1")
+    async with await SqliteStore.open(path) as store:
+        pushed = await store.push_summary(
+            chat,
+            date(2026, 3, 5),
+            DaySummary(summary="旧的一天"),
+            added_prompt="[Memory of 2026-03-05] 旧的一天",
+            full_prompt_before="",
+            full_prompt_after="",
+            message_count=1,
+            now=datetime.now(UTC),
+        )
+        pending, position = await store.unembedded(model="m", after=None)
+
+    assert "embeddings" in tables(path)
+    assert user_version(path) == load_migrations()[-1].version
+    assert [(row.kind, row.row_id, row.text) for row in pending] == [
+        ("summary", pushed.id, "[Memory of 2026-03-05] 旧的一天")
+    ]
+    assert position is None
