@@ -22,7 +22,7 @@ from loguru import logger
 
 from bot.config import Config
 from bot.errors import BadLLMReply, LLMUnavailable
-from bot.memory import Memory, Persona
+from bot.memory import Memory
 from bot.memory_tool import SEARCH_MEMORY, follow_up, tool_results
 from bot.models import (
     Batch,
@@ -85,7 +85,6 @@ class _Prompt:
     """One batch's request and what went into it."""
 
     messages: list[ChatMessage]
-    persona: Persona
     recalled: Recalled
 
 
@@ -183,7 +182,7 @@ class Answerer:
             history=history,
             unsaid=unsaid,
         )
-        return _Prompt(build_prompt(spec), persona, recalled)
+        return _Prompt(build_prompt(spec), recalled)
 
     async def answer(self, batch: Batch, *, text_limit: int, chat_title: str | None) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome."""
@@ -233,7 +232,6 @@ class Answerer:
                 self._memory,
                 batch.chat,
                 completion.tool_calls,
-                persona=prompt.persona,
                 may_embed=not prompt.recalled.embedded,
             )
             messages = follow_up(messages, completion, results)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from bot.memory import Memory, Persona
+from bot.memory import Memory
 from bot.models import ChatKey, ChatMessage, Completion, ToolCall, ToolSpec
 from bot.prompt import clip
 
@@ -79,13 +79,13 @@ async def tool_results(
     chat: ChatKey,
     calls: Sequence[ToolCall],
     *,
-    persona: Persona,
     may_embed: bool,
 ) -> list[ChatMessage]:
     """Answer each of the model's tool calls with a ``tool`` message, in order.
 
-    Only the first query may be embedded, and only if ``may_embed`` (the batch has not
-    spent its one embeddings request on the prompt's own recall).
+    Days already in the persona are found too: the model asked, and "nothing" would read
+    as forgetting. Only the first query may be embedded, and only if ``may_embed`` (the
+    batch has not spent its one embeddings request on the prompt's own recall).
     """
     answers = []
     for position, call in enumerate(calls):
@@ -99,7 +99,7 @@ async def tool_results(
                 text = f"bad arguments: {asked}"
             else:
                 texts = [asked.query] + ([asked.day.isoformat()] if asked.day else [])
-                recalled = await memory.recall(chat, texts, persona=persona, by_meaning=may_embed)
+                recalled = await memory.recall(chat, texts, by_meaning=may_embed)
                 may_embed = may_embed and not recalled.embedded
                 text = recalled.render() or NOTHING_FOUND
         answers.append(ChatMessage("tool", text, tool_call_id=call.id))
