@@ -255,7 +255,9 @@ class FakeLLMServer:
                 return web.Response(status=step.status, text=step.body, headers=step.headers)
             return web.json_response(step.body, status=step.status, headers=step.headers)
         content = self.default if step.use_default else step.content
-        return web.json_response(self._completion(body, content, step))
+        return web.json_response(
+            self._completion(body, content, step.finish_reason, tool_calls=step.tool_calls)
+        )
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -293,7 +295,12 @@ class FakeLLMServer:
         )
 
     def _completion(
-        self, request: dict[str, Any], content: str | None, step: _Step
+        self,
+        request: dict[str, Any],
+        content: str | None,
+        finish_reason: str,
+        *,
+        tool_calls: tuple[dict[str, Any], ...] = (),
     ) -> dict[str, Any]:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
         prompt_tokens = max(1, prompt_chars // 4)
@@ -311,10 +318,10 @@ class FakeLLMServer:
                         "role": "assistant",
                         "content": content,
                         "refusal": None,
-                        **({"tool_calls": list(step.tool_calls)} if step.tool_calls else {}),
+                        **({"tool_calls": list(tool_calls)} if tool_calls else {}),
                     },
                     "logprobs": None,
-                    "finish_reason": step.finish_reason,
+                    "finish_reason": finish_reason,
                 }
             ],
             "usage": {
