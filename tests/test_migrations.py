@@ -143,7 +143,7 @@ async def test_existing_memory_gets_the_vector_table_and_waits_to_be_embedded(
 ) -> None:
     """A database from before semantic recall upgrades on open; its summaries are pending."""
     path = tmp_path / "old.sqlite3"
-    before_vectors = [m for m in load_migrations() if m.name < "0003"]
+    before_vectors = [m for m in load_migrations() if m.name < "0006"]
     async with aiosqlite.connect(path, isolation_level=None) as old:
         await migrate(old, before_vectors)
     chat = ChatKey("telegram", ChatKind.PRIVATE, "1")
