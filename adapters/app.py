@@ -60,6 +60,7 @@ from bot.models import ChatKey
 from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
+from bot.semantic import SemanticMemory
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler
@@ -101,7 +102,7 @@ class Parts:
 
 @contextlib.asynccontextmanager
 async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]:
-    """Open the store and the LLM client; close them on exit."""
+    """Open the store and the LLM client (and the embeddings client, if on); close on exit."""
     from adapters.openai_llm import OpenAILLM
 
     persona = read_persona(config)
@@ -110,7 +111,14 @@ async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]
         stack.push_async_callback(store.close)
         llm = OpenAILLM.from_config(config.llm, api_key=secrets.llm_api_key)
         stack.push_async_callback(llm.aclose)
-        memory = Memory(config, store, llm, initial_persona=persona, now=utc_now)
+        semantic = None
+        if secrets.embeddings_api_key is not None:  # read only when [memory.embeddings] is on
+            from adapters.openai_embeddings import OpenAIEmbedder
+
+            embedder = OpenAIEmbedder.from_config(config, api_key=secrets.embeddings_api_key)
+            stack.push_async_callback(embedder.aclose)
+            semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=utc_now)
+        memory = Memory(config, store, llm, initial_persona=persona, now=utc_now, semantic=semantic)
         yield Parts(store, llm, memory)
 
 
@@ -168,6 +176,13 @@ async def running_core(
                 failure="catching up on missed summaries failed; the nightly run retries",
             )
             stack.push_async_callback(_cancel, catch_up)
+        elif parts.memory.semantic is not None:  # the nightly catch-up embeds after it runs
+            embedding = start_task(
+                parts.memory.embed_pending(),
+                name="memory:embed",
+                failure="embedding memory rows failed; the nightly run retries",
+            )
+            stack.push_async_callback(_cancel, embedding)
         yield pipeline
 
 
@@ -362,6 +377,7 @@ async def _summarize(
                 on_purpose=on_purpose,
                 progress=advance,
             )
+        await memory.embed_pending()
     for pushed_chat, pushed_day in report.pushed:
         print(f"summarised {pushed_chat} {pushed_day}")
     for failed_chat, failed_day in report.failed:

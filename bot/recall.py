@@ -2,9 +2,10 @@
 
 A question that names a date ("昨天发生了什么", "what did we talk about last Friday")
 recalls the summaries of exactly those chat days. Otherwise, or when those days have no
-summary (today's, say), the best keyword matches among older summaries come back.
-Summaries already in the persona are not repeated, and what comes back fits its share of
-the prompt: the newest of the days asked about, or the best of the matches.
+summary (today's, say), the best keyword matches among older summaries come back; with
+semantic memory on, the summaries nearest the question's meaning too, both lists fused by
+reciprocal rank. Summaries already in the persona are not repeated, and what comes back
+fits its share of the prompt: the newest of the days asked about, or the best matches.
 """
 
 from __future__ import annotations
@@ -17,17 +18,27 @@ from bot.dates import referred_days
 from bot.models import ChatKey, SummaryRecord
 from bot.ports import MemoryStore
 from bot.prompt import clip, estimate_tokens
+from bot.semantic import SemanticMemory
 
 RECALL_DAYS_MAX = 31  # a question about "the last 3 months" recalls its newest month
+RRF_K = 60  # reciprocal-rank fusion damping (Cormack et al. 2009): rank r scores 1/(60+r)
 
 
 @dataclass(frozen=True, slots=True)
 class Recalled:
-    """What recall found for a question, and how."""
+    """What recall found for a question, and how.
 
-    how: str  # "dates", "keywords" or "nothing"
+    ``keyword_hits`` and ``vector_hits`` are the two ranked lists before fusion (both
+    empty for recall by dates); ``embedded`` says whether the question was sent to the
+    embeddings endpoint (whatever came of it).
+    """
+
+    how: str  # "dates", "keywords", "hybrid" or "nothing"
     days: tuple[date, ...]
     records: tuple[SummaryRecord, ...]
+    keyword_hits: tuple[SummaryRecord, ...] = ()
+    vector_hits: tuple[SummaryRecord, ...] = ()
+    embedded: bool = False
 
     def render(self) -> str:
         """Return the recalled summaries as prompt text."""
@@ -37,7 +48,8 @@ class Recalled:
         """Say where recall looked: the chat days the question named, or its keywords."""
         if self.days:
             return "searched the dates the question names: " + ", ".join(map(str, self.days))
-        return "no date in the question: searched by keyword"
+        how = "keyword and meaning" if self.embedded else "keyword"
+        return f"no date in the question: searched by {how}"
 
 
 def _within(records: Sequence[SummaryRecord], budget_tokens: int) -> tuple[SummaryRecord, ...]:
@@ -58,6 +70,21 @@ def _within(records: Sequence[SummaryRecord], budget_tokens: int) -> tuple[Summa
     return tuple(kept)
 
 
+def fuse(*rankings: Sequence[SummaryRecord], k: int = RRF_K) -> list[SummaryRecord]:
+    """Merge ranked lists by reciprocal rank: a record scores the sum of ``1/(k + rank)``.
+
+    Ties keep the order in which records first appear (the first list wins).
+    """
+    scores: dict[int, float] = {}
+    records: dict[int, SummaryRecord] = {}
+    for ranking in rankings:
+        for rank, record in enumerate(ranking, start=1):
+            scores[record.id] = scores.get(record.id, 0.0) + 1 / (k + rank)
+            records.setdefault(record.id, record)
+    order = sorted(records, key=lambda record_id: -scores[record_id])  # stable on ties
+    return [records[record_id] for record_id in order]
+
+
 async def recall(
     store: MemoryStore,
     chat: ChatKey,
@@ -67,11 +94,13 @@ async def recall(
     hits: int,
     budget_tokens: int,
     in_persona: Collection[int] = (),
+    semantic: SemanticMemory | None = None,
 ) -> Recalled:
-    """Find the summaries ``texts`` ask about: by the dates they name, else by keywords.
+    """Find the summaries ``texts`` ask about: by the dates they name, else by meaning.
 
     At most ``budget_tokens`` of summaries come back: the newest of the days asked about
-    (in date order), or the best keyword matches (best first).
+    (in date order), or the best matches (best first): keyword matches, fused with the
+    nearest by meaning when ``semantic`` is given (one embeddings request).
     """
     days: list[date] = []
     for text in texts:
@@ -85,6 +114,20 @@ async def recall(
     if hits <= 0:
         return Recalled("nothing", newest, ())
     query = "\n".join(texts)
-    found = await store.search_summaries(chat, query, limit=hits + len(in_persona))
-    records = _within([r for r in found if r.id not in in_persona][:hits], budget_tokens)
-    return Recalled("keywords" if records else "nothing", newest, records)
+    pool = hits + len(in_persona)
+    found = await store.search_summaries(chat, query, limit=pool)
+    keyword = [r for r in found if r.id not in in_persona]
+    vector: list[SummaryRecord] = []
+    if semantic is not None:
+        nearest = await semantic.similar(chat, query, limit=pool)
+        vector = [r for r in nearest if r.id not in in_persona]
+    records = _within(fuse(keyword, vector)[:hits], budget_tokens)
+    how = ("hybrid" if vector else "keywords") if records else "nothing"
+    return Recalled(
+        how,
+        newest,
+        records,
+        keyword_hits=tuple(keyword),
+        vector_hits=tuple(vector),
+        embedded=semantic is not None and bool(query.strip()),
+    )
