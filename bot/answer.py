@@ -282,6 +282,8 @@ class Answerer:
                     completion.tool_calls,
                     may_embed=not prompt.recalled.embedded,
                 )
+                for call, result in zip(completion.tool_calls, results, strict=True):
+                    notes.tool(call, result.content)
                 messages = follow_up(messages, completion, results)
                 completion = await self._ask(
                     self._llm,

@@ -85,6 +85,8 @@ class FakeLLMServer:
         self.refuse_json_mode = refuse_json_mode
         """Answer 400 to every request that sets ``response_format``."""
         self.requests: list[dict[str, Any]] = []
+        self.completions: list[dict[str, Any]] = []
+        """The chat completions answered, in order (scripted errors are not among them)."""
         self.request_headers: list[dict[str, str]] = []
         self.embedding_dims = embedding_dims
         self.embedding_requests: list[dict[str, Any]] = []
@@ -274,9 +276,9 @@ class FakeLLMServer:
                 return web.Response(status=step.status, text=step.body, headers=step.headers)
             return web.json_response(step.body, status=step.status, headers=step.headers)
         content = self.default if step.use_default else step.content
-        return web.json_response(
-            self._completion(body, content, step.finish_reason, tool_calls=step.tool_calls)
-        )
+        completion = self._completion(body, content, step.finish_reason, tool_calls=step.tool_calls)
+        self.completions.append(completion)
+        return web.json_response(completion)
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,33 @@ async def test_a_search_is_answered_and_asked_once_more(tmp_path: Path, llm: Fak
     assert second["messages"][-2]["tool_calls"][0]["function"]["name"] == "search_memory"
     assert "火锅店太辣" in tool_messages(second)[0]["content"]
     assert h.platform.texts() == ["那家太辣了，换一家吧"]
+
+
+async def test_the_trace_shows_each_call_and_the_search_between(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The trace lists the reply call, the search and its result, then the second call."""
+    await seed(tmp_path / "data" / "pacebot.sqlite3")
+    llm.call_tool("search_memory", {"query": "火锅店"})
+    llm.reply_json(replies_json("那家太辣了"))
+    async with harness(tmp_path, llm, llm=TOOL_ON, bot={"admins": ["test:7"]}) as h:
+        await h.say("上次说的那家店叫啥")
+        await h.settle()
+        shown = await h.command("/trace", sender_id="7")
+        async with await SqliteStore.open(h.config.database_path) as store:
+            [kept] = await store.recent_traces(PRIVATE, count=1)
+
+    calls = shown.split("LLM calls:\n")[1].splitlines()[:3]
+    assert calls[0].startswith("- reply · gpt-4o-mini · ")
+    usage = llm.completions[0]["usage"]
+    assert calls[0].endswith(
+        f" · finish tool_calls, tokens {usage['prompt_tokens']}→{usage['completion_tokens']}"
+    )
+    asked = json.dumps({"query": "火锅店"})  # as the model wrote it: \u-escaped
+    assert calls[1].startswith(f"- tool search_memory {asked} → [Memory of 2026-11-01 ")
+    assert calls[2].startswith("- reply+memory · gpt-4o-mini · ")
+    assert [(s.name, s.after_call) for s in kept.trace.tool_steps] == [("search_memory", 0)]
+    assert "火锅店太辣" in kept.trace.tool_steps[0].result
 
 
 async def test_never_a_third_call(tmp_path: Path, llm: FakeLLMServer) -> None:

@@ -101,7 +101,10 @@ async def test_off_by_default_no_embeddings_call_is_ever_made(
 async def test_hybrid_recall_finds_by_meaning_what_keywords_miss(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """Rows are embedded at start-up; "hotpot" then recalls the 火锅 day, never another chat's."""
+    """Rows are embedded at start-up; "hotpot" then recalls the 火锅 day, never another chat's.
+
+    The batch's trace keeps the vector hits apart from the (empty) keyword hits.
+    """
     llm.synonyms("火锅", "hotpot")
     await seed(tmp_path / "data" / "pacebot.sqlite3")
     async with harness(tmp_path, llm, memory={"embeddings": EMBEDDINGS, **SMALL_BUDGET}) as h:
@@ -109,6 +112,8 @@ async def test_hybrid_recall_finds_by_meaning_what_keywords_miss(
         await h.say("do you remember that hotpot place?")
         await h.say("what was it like")
         await h.settle()
+        async with await SqliteStore.open(h.config.database_path) as store:
+            [shown] = await store.recent_traces(CHAT, count=1)
 
     assert len(llm.embedding_requests) == 2  # the back-fill, then one for the whole batch
     assert llm.embedding_requests[1]["input"] == [
@@ -118,6 +123,9 @@ async def test_hybrid_recall_finds_by_meaning_what_keywords_miss(
     assert "火锅店太辣" in recalled  # no keyword of the question is in it
     assert "公园跑步" not in recalled  # out of the prompt too, but shares nothing with it
     assert "CANARY-OTHER" not in str(llm.requests[0])
+    found = shown.trace.recall
+    assert (found.how, found.keyword_hits) == ("hybrid", ())
+    assert found.vector_hits[0] == date(2026, 11, 1)
 
 
 async def test_failed_question_embedding_falls_back_to_keywords(
