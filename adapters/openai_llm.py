@@ -133,6 +133,11 @@ class OpenAILLM(SdkClient):
     def model(self) -> str:
         return self._model
 
+    @property
+    def tools_refused(self) -> bool:
+        """Whether this provider answered 400 to a request with tools (they are off since)."""
+        return self._tools_refused
+
     async def complete(
         self,
         messages: Sequence[ChatMessage],
