@@ -110,6 +110,7 @@ def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
         date_hits=days if recalled.how == "dates" else (),
         keyword_hits=tuple(record.day for record in recalled.keyword_hits),
         vector_hits=tuple(record.day for record in recalled.vector_hits),
+        fact_hits=tuple(fact.id for fact in recalled.facts),
         in_prompt=tuple(record.day for record in persona.kept),
     )
 

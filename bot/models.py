@@ -278,7 +278,7 @@ class DaySummary:
 class EmbeddingSource:
     """A stored row whose text is to be embedded: what it is, which row, whose, what it says.
 
-    ``kind`` names the table the row lives in (``summary``; facts become one more kind).
+    ``kind`` names the table the row lives in: ``summary`` or ``fact``.
     """
 
     kind: str

@@ -423,3 +423,9 @@ class VectorStore(Protocol):
     ) -> list[SummaryRecord]:
         """Return the chat's live summaries nearest ``vector`` (cosine), nearest first."""
         ...
+
+    async def similar_facts(
+        self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
+    ) -> list[Fact]:
+        """Return the chat's live facts about people nearest ``vector``, nearest first."""
+        ...

@@ -4,8 +4,9 @@ A question that names a date ("昨天发生了什么", "what did we talk about l
 recalls the summaries of exactly those chat days. Otherwise, or when those days have no
 summary (today's, say), the best keyword matches among older summaries come back; with
 semantic memory on, the summaries nearest the question's meaning too, both lists fused by
-reciprocal rank. Summaries already in the persona are not repeated, and what comes back
-fits its share of the prompt: the newest of the days asked about, or the best matches.
+reciprocal rank, and the facts about people nearest it. Summaries already in the persona
+are not repeated, and what comes back fits its share of the prompt: the newest of the days
+asked about, or the best matches (summaries first, then facts).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from bot.dates import referred_days
-from bot.models import ChatKey, SummaryRecord
+from bot.models import ChatKey, Fact, SummaryRecord
 from bot.ports import MemoryStore
 from bot.prompt import clip, estimate_tokens
 from bot.semantic import SemanticMemory
@@ -39,10 +40,14 @@ class Recalled:
     keyword_hits: tuple[SummaryRecord, ...] = ()
     vector_hits: tuple[SummaryRecord, ...] = ()
     embedded: bool = False
+    facts: tuple[Fact, ...] = ()  # facts about people found by meaning, nearest first
 
     def render(self) -> str:
-        """Return the recalled summaries as prompt text."""
-        return "\n\n".join(r.added_prompt for r in self.records)
+        """Return the recalled summaries, then the recalled facts, as prompt text."""
+        parts = [r.added_prompt for r in self.records]
+        if self.facts:
+            parts.append("About people:\n" + "\n".join(map(fact_line, self.facts)))
+        return "\n\n".join(parts)
 
     def searched(self) -> str:
         """Say where recall looked: the chat days the question named, or its keywords."""
@@ -50,6 +55,22 @@ class Recalled:
             return "searched the dates the question names: " + ", ".join(map(str, self.days))
         how = "keyword and meaning" if self.embedded else "keyword"
         return f"no date in the question: searched by {how}"
+
+
+def fact_line(fact: Fact) -> str:
+    """Return one recalled fact as a prompt line: who (name and platform id), and what."""
+    return f"- {fact.user_name} ({fact.user_id}): {fact.text}"
+
+
+def _facts_within(facts: Sequence[Fact], budget_tokens: int) -> tuple[Fact, ...]:
+    """Keep the leading ``facts`` whose lines fit ``budget_tokens`` together."""
+    kept: list[Fact] = []
+    for fact in facts:
+        budget_tokens -= estimate_tokens(fact_line(fact)) + 1
+        if budget_tokens < 0:
+            break
+        kept.append(fact)
+    return tuple(kept)
 
 
 def _within(records: Sequence[SummaryRecord], budget_tokens: int) -> tuple[SummaryRecord, ...]:
@@ -118,11 +139,15 @@ async def recall(
     found = await store.search_summaries(chat, query, limit=pool)
     keyword = [r for r in found if r.id not in in_persona]
     vector: list[SummaryRecord] = []
+    near_facts: Sequence[Fact] = ()
     if semantic is not None:
         nearest = await semantic.similar(chat, query, limit=pool)
-        vector = [r for r in nearest if r.id not in in_persona]
+        vector = [r for r in nearest.summaries if r.id not in in_persona]
+        near_facts = nearest.facts[:hits]
     records = _within(fuse(keyword, vector)[:hits], budget_tokens)
-    how = ("hybrid" if vector else "keywords") if records else "nothing"
+    spent = sum(estimate_tokens(r.added_prompt) + 1 for r in records)
+    facts = _facts_within(near_facts, budget_tokens - spent)
+    how = ("hybrid" if vector or facts else "keywords") if records or facts else "nothing"
     return Recalled(
         how,
         newest,
@@ -130,4 +155,5 @@ async def recall(
         keyword_hits=tuple(keyword),
         vector_hits=tuple(vector),
         embedded=semantic is not None and bool(query.strip()),
+        facts=facts,
     )

@@ -1,7 +1,7 @@
 """Semantic memory: embed what the bot remembers, and find what is near a question.
 
-Only built when ``[memory.embeddings] model`` is set. Every memory row (a summary; facts
-are one more kind in the store) is embedded after it is written, in batches of
+Only built when ``[memory.embeddings] model`` is set. Every memory row (a day summary or a
+fact about a person) is embedded after it is written, in batches of
 ``EMBED_BATCH`` texts per request; rows written while the endpoint was down are picked up
 by :meth:`SemanticMemory.backfill` at start-up and after each nightly run. A question is
 embedded with one request, bounded by ``llm.timeout_s``: on any failure recall goes on by
@@ -12,17 +12,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from loguru import logger
 
 from bot.errors import LLMError, StorageError
-from bot.models import ChatKey, EmbeddingSource, SummaryRecord
+from bot.models import ChatKey, EmbeddingSource, Fact, SummaryRecord
 from bot.ports import Embedder, VectorStore
 from bot.prompt import clip
 
 EMBED_BATCH = 64  # texts per embeddings request when back-filling
 EMBED_CHARS_MAX = 4000  # of one text: a long summary's head says what it is about
+
+
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """A chat's memory rows nearest a question, nearest first, of each kind."""
+
+    summaries: tuple[SummaryRecord, ...] = ()
+    facts: tuple[Fact, ...] = ()
 
 
 class SemanticMemory:
@@ -46,26 +55,29 @@ class SemanticMemory:
     def model(self) -> str:
         return self._embedder.model
 
-    async def similar(self, chat: ChatKey, question: str, *, limit: int) -> list[SummaryRecord]:
-        """Return the chat's summaries nearest ``question``, or ``[]`` if that cannot be had.
+    async def similar(self, chat: ChatKey, question: str, *, limit: int) -> Nearest:
+        """Return up to ``limit`` summaries and facts of the chat nearest ``question``.
 
-        One embeddings request, bounded by ``llm.timeout_s``; its failure is logged and
-        leaves recall to the keywords.
+        One embeddings request, bounded by ``llm.timeout_s``, serves both kinds; its
+        failure is logged and leaves recall to the keywords (nothing is near then).
         """
         log = logger.bind(chat=str(chat))
         text = clip(question.strip(), EMBED_CHARS_MAX)
         if not text or limit < 1:
-            return []
+            return Nearest()
         try:
             async with asyncio.timeout(self._timeout_s):
                 vectors = await self._embedder.embed([text])
         except TimeoutError:
             log.warning("embeddings timed out after {} s; recalling by keywords", self._timeout_s)
-            return []
+            return Nearest()
         except LLMError as exc:
             log.warning("embeddings failed, recalling by keywords: {}", exc)
-            return []
-        return await self._store.similar_summaries(chat, vectors[0], model=self.model, limit=limit)
+            return Nearest()
+        store, model = self._store, self.model
+        summaries = await store.similar_summaries(chat, vectors[0], model=model, limit=limit)
+        facts = await store.similar_facts(chat, vectors[0], model=model, limit=limit)
+        return Nearest(tuple(summaries), tuple(facts))
 
     async def backfill(self) -> int:
         """Embed every live row that has no vector of this model yet; return how many.

@@ -65,7 +65,8 @@ class RecallFound:
     asked_dates: tuple[date, ...] = ()  # the chat days the batch asked about
     date_hits: tuple[date, ...] = ()  # summaries recalled by those dates
     keyword_hits: tuple[date, ...] = ()  # summaries recalled by keywords
-    vector_hits: tuple[date, ...] = ()  # summaries or facts recalled by meaning
+    vector_hits: tuple[date, ...] = ()  # summaries recalled by meaning
+    fact_hits: tuple[int, ...] = ()  # ids of facts recalled by meaning (as /facts shows them)
     in_prompt: tuple[date, ...] = ()  # days whose summaries the persona already holds
 
 
@@ -224,6 +225,7 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo) -> str:
         f"recall ({found.how}): dates asked {_days(found.asked_dates)}; "
         f"date hits {_days(found.date_hits)}; keyword hits {_days(found.keyword_hits)}; "
         f"vector hits {_days(found.vector_hits)}; already in the prompt {_days(found.in_prompt)}"
+        + (f"; fact hits {', '.join(f'#{i}' for i in found.fact_hits)}" if found.fact_hits else "")
     )
     lines.append("LLM calls:" if trace.llm_calls else "LLM calls: none")
     for position, call in enumerate(trace.llm_calls):

@@ -1,8 +1,9 @@
 """Keep the vectors of memory rows in SQLite and find a chat's nearest ones with numpy.
 
 A row to embed is (kind, row id, chat, text); :data:`SOURCES` names, per kind, the table
-that holds it, the column with its text and what makes it live. Adding a kind (facts) is
-one entry there. Vectors are BLOBs of float32 scaled to unit length; a search reads the
+that holds it, the column with its text and what makes it live: day summaries and facts
+about people (a fact is embedded with the name of its person, so "who likes cats" finds
+it). Vectors are BLOBs of float32 scaled to unit length; a search reads the
 one chat's vectors (a few hundred a year) and ranks them by dot product. That plain scan
 was measured against ``sqlite-vec`` on a year × 1,000 chats (docs/benchmarks.md) and is
 as fast, with no SQLite extension to load.
@@ -17,8 +18,9 @@ from datetime import datetime
 import aiosqlite
 import numpy as np
 
-from bot.models import ChatKey, EmbeddingSource, SummaryRecord
+from bot.models import ChatKey, EmbeddingSource, Fact, SummaryRecord
 from storage.database import Database
+from storage.people import facts_by_id
 from storage.summaries import records_by_id
 from storage.values import unix
 
@@ -36,6 +38,7 @@ class Source:
 
 SOURCES: dict[str, Source] = {
     "summary": Source("prompt_history", "added_prompt", "is_deleted = 0"),
+    "fact": Source("person_facts", "s.user_name || ': ' || s.fact", "is_deleted = 0"),
 }
 """Every kind of row that is embedded, in the order back-fill walks them."""
 
@@ -132,22 +135,43 @@ class SqliteVectors(Database):
         self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
     ) -> list[SummaryRecord]:
         """Return the chat's live summaries nearest ``vector`` (cosine), nearest first."""
-        if limit < 1 or not vector:
-            return []
-        source = SOURCES["summary"]
         async with self._connection() as db:
-            rows = list(
-                await db.execute_fetchall(
-                    f"SELECT e.row_id, e.vector FROM embeddings AS e"
-                    f" JOIN {source.table} AS s ON s.id = e.row_id"
-                    " WHERE e.chat_key = ? AND e.kind = 'summary' AND e.model = ? AND e.dims = ?"
-                    f" AND s.{source.live}",
-                    (str(chat), model, len(vector)),
-                )
-            )
-            if not rows:
-                return []
-            ids = nearest(
-                [row[0] for row in rows], [row[1] for row in rows], unit_blob(vector), limit=limit
-            )
-            return await records_by_id(db, chat, ids)
+            ids = await _nearest_of(db, "summary", chat, vector, model=model, limit=limit)
+            return await records_by_id(db, chat, ids) if ids else []
+
+    async def similar_facts(
+        self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
+    ) -> list[Fact]:
+        """Return the chat's live facts nearest ``vector`` (cosine), nearest first."""
+        async with self._connection() as db:
+            ids = await _nearest_of(db, "fact", chat, vector, model=model, limit=limit)
+            return await facts_by_id(db, chat, ids) if ids else []
+
+
+async def _nearest_of(
+    db: aiosqlite.Connection,
+    kind: str,
+    chat: ChatKey,
+    vector: Sequence[float],
+    *,
+    model: str,
+    limit: int,
+) -> list[int]:
+    """Return the ids of the chat's live rows of ``kind`` nearest ``vector``, nearest first."""
+    if limit < 1 or not vector:
+        return []
+    source = SOURCES[kind]
+    rows = list(
+        await db.execute_fetchall(
+            f"SELECT e.row_id, e.vector FROM embeddings AS e"
+            f" JOIN {source.table} AS s ON s.id = e.row_id"
+            " WHERE e.chat_key = ? AND e.kind = ? AND e.model = ? AND e.dims = ?"
+            f" AND s.{source.live}",
+            (str(chat), kind, model, len(vector)),
+        )
+    )
+    if not rows:
+        return []
+    return nearest(
+        [row[0] for row in rows], [row[1] for row in rows], unit_blob(vector), limit=limit
+    )

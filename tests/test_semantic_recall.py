@@ -14,7 +14,7 @@ import pytest
 from adapters.openai_embeddings import OpenAIEmbedder
 from bot.config import parse_config, read_secrets
 from bot.errors import ConfigError
-from bot.models import ChatKey, ChatKind, DaySummary, SummaryRecord
+from bot.models import ChatKey, ChatKind, DaySummary, PersonNote, SummaryRecord
 from bot.recall import fuse
 from bot.semantic import SemanticMemory
 from fakes.harness import TEST_KEY, harness, push_day_summary, wait_until
@@ -200,9 +200,9 @@ async def test_popped_summaries_and_other_chats_are_never_found(
         await store.restore_summary(CHAT, now=now())
         after_restore = await semantic.similar(CHAT, "hotpot", limit=5)
 
-    assert [r.content.summary for r in found] == [HOTPOT_DAY]
-    assert after_pop == []
-    assert [r.content.summary for r in after_restore] == [HOTPOT_DAY]
+    assert [r.content.summary for r in found.summaries] == [HOTPOT_DAY]
+    assert after_pop.summaries == ()
+    assert [r.content.summary for r in after_restore.summaries] == [HOTPOT_DAY]
 
 
 async def test_a_new_model_embeds_everything_again(db_path: Path, llm: FakeLLMServer) -> None:
@@ -262,3 +262,51 @@ def test_unknown_embeddings_key_is_an_error(tmp_path: Path) -> None:
     """A misspelt key under [memory.embeddings] is named."""
     with pytest.raises(ConfigError, match=r"memory\.embeddings\.modle: unknown key"):
         parse_config({"memory": {"embeddings": {"modle": "x"}}}, base_dir=tmp_path)
+
+
+async def seed_facts(path: Path) -> None:
+    """Teach CHAT and OTHER a fact each about someone who is not in the conversation."""
+    async with await SqliteStore.open(path) as store:
+        for chat, fact in ((CHAT, "对花生过敏"), (OTHER, "CANARY-FACT 也对花生过敏")):
+            note = PersonNote("9", "小红", (fact,))
+            await store.add_facts(chat, date(2026, 11, 1), [note], keep=20, now=now())
+
+
+async def test_facts_are_embedded_and_recalled_by_meaning(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A fact about someone absent is embedded at start-up and recalled by a question's meaning."""
+    llm.synonyms("花生", "peanut")
+    path = tmp_path / "data" / "pacebot.sqlite3"
+    await seed(path)
+    await seed_facts(path)
+    async with harness(tmp_path, llm, memory={"embeddings": EMBEDDINGS, **SMALL_BUDGET}) as h:
+        await wait_until(lambda: len(vector_rows(path)) == FILLERS + 5)
+        await h.say("can I bring peanut cookies to the party?")
+        await h.settle()
+        async with await SqliteStore.open(path) as store:
+            [shown] = await store.recent_traces(CHAT, count=1)
+
+    assert [(kind, key) for kind, _, key, _ in vector_rows(path) if kind == "fact"] == [
+        ("fact", str(CHAT)),
+        ("fact", str(OTHER)),
+    ]
+    recalled = recalled_part(llm.requests[0])
+    assert "About people:\n- 小红 (9): 对花生过敏" in recalled
+    assert "CANARY-FACT" not in str(llm.requests[0])
+    assert (shown.trace.recall.how, shown.trace.recall.fact_hits) == ("hybrid", (1,))
+
+
+async def test_a_forgotten_fact_is_never_found(db_path: Path, llm: FakeLLMServer) -> None:
+    """Vector search reads only live facts: /forget hides a fact from recall by meaning."""
+    llm.synonyms("花生", "peanut")
+    await seed_facts(db_path)
+    async with await SqliteStore.open(db_path) as store, embedder(llm) as client:
+        semantic = SemanticMemory(store, client, timeout_s=2.0, now=now)
+        await semantic.backfill()
+        found = await semantic.similar(CHAT, "peanut", limit=5)
+        await store.forget_fact(CHAT, found.facts[0].id, by="test", now=now())
+        after = await semantic.similar(CHAT, "peanut", limit=5)
+
+    assert [(f.user_name, f.text) for f in found.facts] == [("小红", "对花生过敏")]
+    assert after.facts == ()
