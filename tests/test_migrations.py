@@ -210,10 +210,11 @@ async def test_existing_memory_gets_the_vector_table_and_waits_to_be_embedded(
             now=datetime.now(UTC),
         )
         pending, position = await store.unembedded(model="m", after=None)
+        facts, end = await store.unembedded(model="m", after=position)
 
     assert "embeddings" in tables(path)
     assert user_version(path) == load_migrations()[-1].version
     assert [(row.kind, row.row_id, row.text) for row in pending] == [
         ("summary", pushed.id, "[Memory of 2026-03-05] 旧的一天")
     ]
-    assert position is None
+    assert (position, facts, end) == (("fact", 0), [], None)  # summaries, then facts
