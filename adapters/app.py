@@ -63,6 +63,7 @@ from bot.models import ChatKey
 from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
+from bot.semantic import SemanticMemory
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler
@@ -116,14 +117,22 @@ def _splitter_llm(config: Config, secrets: Secrets) -> OpenAILLM:
 
 @contextlib.asynccontextmanager
 async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]:
-    """Open the store and the LLM client (built on its first call); close them on exit."""
+    """Open the store, the LLM client (built on its first call) and, if on, the embeddings
+    client; close them on exit."""
     persona = read_persona(config)
     async with contextlib.AsyncExitStack() as stack:
         store = await SqliteStore.open(config.database_path)
         stack.push_async_callback(store.close)
         llm = DeferredLLM(functools.partial(_main_llm, config, secrets))
         stack.push_async_callback(llm.aclose)
-        memory = Memory(config, store, llm, initial_persona=persona, now=utc_now)
+        semantic = None
+        if secrets.embeddings_api_key is not None:  # read only when [memory.embeddings] is on
+            from adapters.openai_embeddings import OpenAIEmbedder
+
+            embedder = OpenAIEmbedder.from_config(config, api_key=secrets.embeddings_api_key)
+            stack.push_async_callback(embedder.aclose)
+            semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=utc_now)
+        memory = Memory(config, store, llm, initial_persona=persona, now=utc_now, semantic=semantic)
         yield Parts(store, llm, memory)
 
 
@@ -179,6 +188,13 @@ async def running_core(
                 failure="catching up on missed summaries failed; the nightly run retries",
             )
             stack.push_async_callback(_cancel, catch_up)
+        elif parts.memory.semantic is not None:  # the nightly catch-up embeds after it runs
+            embedding = start_task(
+                parts.memory.embed_pending(),
+                name="memory:embed",
+                failure="embedding memory rows failed; the nightly run retries",
+            )
+            stack.push_async_callback(_cancel, embedding)
         yield pipeline
 
 
@@ -373,6 +389,7 @@ async def _summarize(
                 on_purpose=on_purpose,
                 progress=advance,
             )
+        await memory.embed_pending()
     for pushed_chat, pushed_day in report.pushed:
         print(f"summarised {pushed_chat} {pushed_day}")
     for failed_chat, failed_day in report.failed:

@@ -3,8 +3,9 @@
 Offline, nothing leaves the machine: the config is read, the persona and every secret an
 enabled platform needs are looked up. ``--online`` then makes the fewest requests that
 tell whether a run would work: one tiny chat completion (reachable, key accepted, JSON
-mode accepted) and Telegram's ``getMe`` (the token is valid). No secret is printed: a
-finding names the environment variable, never its value.
+mode accepted; with ``llm.memory_tool`` on, one more offering the tool), one embedding of
+one word when ``[memory.embeddings]`` is on, and Telegram's ``getMe`` (the token is
+valid). No secret is printed: a finding names the environment variable, never its value.
 
 The LLM SDK and the platform libraries are imported only for ``--online``.
 """
@@ -15,11 +16,15 @@ import asyncio
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.config import Config, Secrets, enabled_platforms, load_config, read_persona, read_secrets
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
+
+if TYPE_CHECKING:
+    from adapters.openai_llm import OpenAILLM
 
 NOTHING_ENABLED = (
     "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
@@ -94,6 +99,8 @@ def check(path: Path, *, online: bool = False) -> int:
 async def online_findings(config: Config, secrets: Secrets) -> list[Finding]:
     """Contact the LLM and every enabled platform that can be contacted; say what was found."""
     findings = [await check_llm(config, secrets.llm_api_key)]
+    if secrets.embeddings_api_key is not None:  # read only when [memory.embeddings] is on
+        findings.append(await check_embeddings(config, secrets.embeddings_api_key))
     if secrets.telegram_token is not None:
         findings.append(await check_telegram(config, secrets.telegram_token))
     if config.qq.enabled:
@@ -129,6 +136,8 @@ async def check_llm(config: Config, api_key: str) -> Finding:
             failure = exc
         else:
             mode = "JSON mode accepted" if llm_config.json_mode else "JSON mode off"
+            if llm_config.memory_tool:
+                return await _check_memory_tool(llm, where, json_mode=llm_config.json_mode)
             return Finding(ok=True, text=f"{where}: reachable, key accepted, {mode}")
         if not llm_config.json_mode:
             return Finding(ok=False, text=str(failure))
@@ -141,6 +150,44 @@ async def check_llm(config: Config, api_key: str) -> Finding:
         text=f"{where}: reachable and key accepted, but JSON mode (response_format) is "
         f"refused: set llm.json_mode = false ({failure})",
     )
+
+
+async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool) -> Finding:
+    """Offer the memory tool once: a provider that refuses tools would cost every batch."""
+    from bot.memory_tool import SEARCH_MEMORY
+
+    try:
+        await llm.complete(_PING, json_mode=json_mode, tools=(SEARCH_MEMORY,))
+    except LLMError as exc:
+        return Finding(ok=False, text=f"{where}: refused a request offering the memory tool: {exc}")
+    if llm.tools_refused:
+        return Finding(
+            ok=False,
+            text=f"{where}: reachable and key accepted, but tools are refused (HTTP 400): "
+            "set llm.memory_tool = false",
+        )
+    return Finding(ok=True, text=f"{where}: reachable, key accepted, the memory tool accepted")
+
+
+async def check_embeddings(config: Config, api_key: str) -> Finding:
+    """Embed one word: the endpoint is reachable, the key accepted, a vector comes back."""
+    from adapters.openai_embeddings import OpenAIEmbedder
+
+    embeddings = config.memory.embeddings
+    base_url = embeddings.base_url or config.llm.base_url
+    where = f"embeddings {embeddings.model} at {base_url or 'the OpenAI default endpoint'}"
+    embedder = OpenAIEmbedder(
+        base_url=base_url,
+        api_key=api_key,
+        model=embeddings.model,
+        timeout_s=min(config.llm.timeout_s, ONLINE_TIMEOUT_S),
+        max_retries=0,  # a check reports what it found instead of waiting it out
+    )
+    async with embedder:
+        problem = await embedder.answers()
+    if problem is not None:
+        return Finding(ok=False, text=problem)
+    return Finding(ok=True, text=f"{where}: reachable, key accepted, vectors returned")
 
 
 async def check_telegram(config: Config, token: str) -> Finding:

@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from bot.models import ChatMessage, Completion
+from bot.models import ChatMessage, Completion, ToolSpec
 
 if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM
@@ -35,10 +35,19 @@ class DeferredLLM:
         """Whether the SDK client exists yet."""
         return self._llm is not None
 
-    async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_mode: bool,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: str = "auto",
+    ) -> Completion:
         """Build the client if this is the first call, then ask it."""
         llm = self._llm or await self._built()
-        return await llm.complete(messages, json_mode=json_mode)
+        return await llm.complete(
+            messages, json_mode=json_mode, tools=tools, tool_choice=tool_choice
+        )
 
     async def _built(self) -> OpenAILLM:
         async with self._building:

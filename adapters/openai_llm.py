@@ -9,8 +9,10 @@ line carries the API key.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 from urllib.parse import urlsplit
@@ -21,12 +23,14 @@ from loguru import logger
 from openai.types.chat import (
     ChatCompletion,
     ChatCompletionContentPartParam,
+    ChatCompletionMessage,
     ChatCompletionMessageParam,
+    ChatCompletionToolParam,
 )
 
 from bot.config import LLMConfig
 from bot.errors import BadLLMReply, ConfigError, ImagesRefused, LLMError, LLMUnavailable
-from bot.models import ChatMessage, Completion
+from bot.models import ChatMessage, Completion, ToolCall, ToolSpec
 from bot.replies import strip_reasoning
 
 SPLITTER_TEMPERATURE = 0.2
@@ -36,7 +40,28 @@ _DETAIL_CHARS = 200
 _KEYISH_RE = re.compile(r"\b(?:sk|pk|rk|key)-[A-Za-z0-9_*.\-]{6,}|(?i:bearer)\s+\S+")
 
 
-class OpenAILLM:
+class SdkClient:
+    """Own one ``openai.AsyncOpenAI`` client: close it on ``aclose`` or leaving ``async with``."""
+
+    _client: openai.AsyncOpenAI
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class OpenAILLM(SdkClient):
     """An OpenAI-compatible chat model behind the real ``openai.AsyncOpenAI`` client."""
 
     def __init__(
@@ -61,7 +86,10 @@ class OpenAILLM:
         # Most OpenAI-compatible servers know only max_tokens; OpenAI's reasoning models
         # reject it and want max_completion_tokens. Start with the former, switch once.
         self._tokens_param = "max_tokens"
-        self._endpoint = _endpoint(base_url)
+        # A provider that answers 400 to a request with tools is asked again without them;
+        # from then on they are never offered to it (and that is logged once).
+        self._tools_refused = False
+        self._endpoint = endpoint_name(base_url)
         self._client = openai.AsyncOpenAI(
             base_url=base_url or None,
             api_key=api_key,
@@ -105,13 +133,27 @@ class OpenAILLM:
     def model(self) -> str:
         return self._model
 
-    async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
+    @property
+    def tools_refused(self) -> bool:
+        """Whether this provider answered 400 to a request with tools (they are off since)."""
+        return self._tools_refused
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_mode: bool,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: str = "auto",
+    ) -> Completion:
         """Return the model's answer; raise ``LLMUnavailable`` or ``BadLLMReply``."""
         params = [_message_param(message) for message in messages]
         with_images = any(message.images for message in messages)
         loop = asyncio.get_running_loop()
         started = loop.time()
-        response = await self._call(params, json_mode=json_mode, with_images=with_images)
+        tool_params = [_tool_param(tool) for tool in tools]
+        request = _Request(params, json_mode, tool_params, tool_choice, with_images=with_images)
+        response = await self._call(request)
         latency_ms = (loop.time() - started) * 1000
         # Compatible servers send odd bodies; the SDK does not validate them.
         choices = response.choices if isinstance(response, ChatCompletion) else None
@@ -128,29 +170,40 @@ class OpenAILLM:
             usage.prompt_tokens if usage else "?",
             usage.completion_tokens if usage else "?",
         )
-        content = choice.message.content if choice.message is not None else None
+        message = choice.message
+        content = message.content if message is not None else None
         text = strip_reasoning(content) if isinstance(content, str) else ""
-        return Completion(text=text, finish_reason=choice.finish_reason)
+        return Completion(
+            text=text,
+            finish_reason=choice.finish_reason,
+            tool_calls=_tool_calls(message) if request.tools else (),
+            model=self._model,
+            latency_ms=latency_ms,
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+        )
 
-    async def _call(
-        self, params: list[ChatCompletionMessageParam], *, json_mode: bool, with_images: bool
-    ) -> object:
+    async def _call(self, request: _Request) -> object:
         """Send the request, again if the model refused a parameter we can drop.
 
         A 400 to a request with pictures is ``ImagesRefused``: many models and compatible
-        servers answer image input that way. Errors are raised outside the ``except``
-        blocks so that no chained SDK error, whose text may echo the key, rides along.
+        servers answer image input that way, and the caller asks again without them
+        (tools are dropped only when a request without pictures is refused). Errors are
+        raised outside the ``except`` blocks so that no chained SDK error, whose text may
+        echo the key, rides along.
         """
         failure: LLMError | None = None
-        for _ in range(3):  # as configured, then at most one change per refused parameter
+        for _ in range(4):  # as configured, then at most one change per refused parameter
             try:
-                return await self._create(params, json_mode=json_mode)
+                return await self._create(request)
             except openai.BadRequestError as exc:
                 if self._adapt_to(exc):
                     continue
                 failure = self._unavailable(exc)
-                if with_images:
+                if request.with_images:
                     failure = ImagesRefused(str(failure))
+                elif self._drop_tools(request):
+                    continue
             except openai.OpenAIError as exc:
                 failure = self._translate(exc)
             break
@@ -159,16 +212,31 @@ class OpenAILLM:
             failure = LLMUnavailable(msg)
         raise failure
 
-    async def _create(self, params: list[ChatCompletionMessageParam], *, json_mode: bool) -> object:
+    async def _create(self, request: _Request) -> object:
         extra: dict[str, Any] = {self._tokens_param: self._max_output_tokens}
         if self._temperature is not None:
             extra["temperature"] = self._temperature
-        if json_mode:
+        if request.json_mode:
             extra["response_format"] = {"type": "json_object"}
+        if request.tools and not self._tools_refused:
+            extra["tools"] = request.tools
+            extra["tool_choice"] = request.tool_choice
         response: object = await self._client.chat.completions.create(
-            model=self._model, messages=params, **extra
+            model=self._model, messages=request.messages, **extra
         )
         return response
+
+    def _drop_tools(self, request: _Request) -> bool:
+        """After a 400 to a request with tools, stop offering them; tell whether to retry."""
+        if not request.tools or self._tools_refused:
+            return False
+        self._tools_refused = True
+        logger.warning(
+            "llm {} refused a request with tools (HTTP 400); asking again without them, and"
+            " the memory tool stays off for this model (set llm.memory_tool = false)",
+            self._model,
+        )
+        return True
 
     def _adapt_to(self, exc: openai.BadRequestError) -> bool:
         """Drop a parameter this model refuses (once each); tell whether to try again."""
@@ -192,42 +260,80 @@ class OpenAILLM:
         return self._unavailable(exc)
 
     def _unavailable(self, exc: openai.OpenAIError) -> LLMUnavailable:
-        where = f"LLM {self._model} at {self._endpoint}"
-        if isinstance(exc, openai.APITimeoutError):
-            msg = f"{where}: request timed out"
-        elif isinstance(exc, openai.APIConnectionError):
-            cause = exc.__cause__
-            reason = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
-            msg = f"{where}: connection failed{self._redact(reason)}"
-        elif isinstance(exc, openai.APIStatusError):
-            kind = _status_kind(exc.status_code)
-            msg = f"{where}: HTTP {exc.status_code} {kind}: {self._redact(_detail(exc))}"
-        else:
-            msg = f"{where}: {type(exc).__name__}: {self._redact(str(exc))}"
-        return LLMUnavailable(msg)
+        return unavailable(
+            exc, where=f"LLM {self._model} at {self._endpoint}", secret=self._api_key
+        )
 
-    def _redact(self, text: str) -> str:
-        if len(self._api_key) >= 4:
-            text = text.replace(self._api_key, "***")
-        text = _KEYISH_RE.sub("***", text)
-        if len(text) > _DETAIL_CHARS:
-            text = text[:_DETAIL_CHARS] + "…"
-        return text
 
-    async def aclose(self) -> None:
-        """Close the HTTP connections."""
-        await self._client.close()
+def unavailable(exc: openai.OpenAIError, *, where: str, secret: str) -> LLMUnavailable:
+    """Say what went wrong with a request to ``where``, never echoing ``secret``."""
+    if isinstance(exc, openai.APITimeoutError):
+        msg = f"{where}: request timed out"
+    elif isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        reason = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        msg = f"{where}: connection failed{redact(reason, secret)}"
+    elif isinstance(exc, openai.APIStatusError):
+        kind = _status_kind(exc.status_code)
+        msg = f"{where}: HTTP {exc.status_code} {kind}: {redact(_detail(exc), secret)}"
+    else:
+        msg = f"{where}: {type(exc).__name__}: {redact(str(exc), secret)}"
+    return LLMUnavailable(msg)
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+def redact(text: str, secret: str) -> str:
+    """Blank ``secret`` and anything shaped like a key out of ``text``, and keep it short."""
+    if len(secret) >= 4:
+        text = text.replace(secret, "***")
+    text = _KEYISH_RE.sub("***", text)
+    if len(text) > _DETAIL_CHARS:
+        text = text[:_DETAIL_CHARS] + "…"
+    return text
+
+
+def endpoint_name(base_url: str) -> str:
+    """Name the server without any credentials a URL might carry."""
+    if not base_url:
+        return "the default endpoint"
+    parts = urlsplit(base_url)
+    host = parts.hostname or "?"
+    return f"{parts.scheme}://{host}:{parts.port}" if parts.port else f"{parts.scheme}://{host}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """One chat-completion request before the parameters this model refuses are dropped."""
+
+    messages: list[ChatCompletionMessageParam]
+    json_mode: bool
+    tools: list[ChatCompletionToolParam]
+    tool_choice: str
+    with_images: bool = False
+
+
+def _tool_param(tool: ToolSpec) -> ChatCompletionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": json.loads(tool.parameters),
+        },
+    }
+
+
+def _tool_calls(message: ChatCompletionMessage | None) -> tuple[ToolCall, ...]:
+    """Return the function calls of an answer; other kinds of tool call are skipped."""
+    calls = message.tool_calls if message is not None else None
+    if not isinstance(calls, list):
+        return ()
+    found = []
+    for call in calls:
+        function = getattr(call, "function", None)
+        if function is not None and isinstance(function.name, str):
+            arguments = function.arguments if isinstance(function.arguments, str) else "{}"
+            found.append(ToolCall(str(call.id), function.name, arguments))
+    return tuple(found)
 
 
 def _message_param(message: ChatMessage) -> ChatCompletionMessageParam:
@@ -241,19 +347,25 @@ def _message_param(message: ChatMessage) -> ChatCompletionMessageParam:
         return {"role": "user", "content": parts}
     if message.role == "user":
         return {"role": "user", "content": message.content}
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content or None,
+            "tool_calls": [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in message.tool_calls
+            ],
+        }
     if message.role == "assistant":
         return {"role": "assistant", "content": message.content}
-    msg = f"unknown chat message role {message.role!r}; use system, user or assistant"
+    if message.role == "tool" and message.tool_call_id is not None:
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    msg = f"unknown chat message role {message.role!r}; use system, user, assistant or tool"
     raise ValueError(msg)
-
-
-def _endpoint(base_url: str) -> str:
-    """Name the server without any credentials a URL might carry."""
-    if not base_url:
-        return "the default endpoint"
-    parts = urlsplit(base_url)
-    host = parts.hostname or "?"
-    return f"{parts.scheme}://{host}:{parts.port}" if parts.port else f"{parts.scheme}://{host}"
 
 
 def _status_kind(status: int) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from bot.models import ChatMessage, Completion
+from bot.models import ChatMessage, Completion, ToolSpec
 
 Step: TypeAlias = Completion | str | BaseException
 """One scripted answer: a completion, its text (finish reason ``stop``), or an error."""
@@ -35,6 +35,7 @@ class LLMCall:
 
     messages: tuple[ChatMessage, ...]
     json_mode: bool
+    tools: tuple[str, ...] = ()  # the names of the functions offered
 
 
 class ScriptedLLM:
@@ -59,9 +60,17 @@ class ScriptedLLM:
         """Count the scripted steps not yet played."""
         return len(self._steps)
 
-    async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_mode: bool,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: str = "auto",
+    ) -> Completion:
         """Record the call, then return or raise the next scripted step."""
-        self._calls.append(LLMCall(tuple(messages), json_mode))
+        offered = tuple(tool.name for tool in tools) if tool_choice != "none" else ()
+        self._calls.append(LLMCall(tuple(messages), json_mode, offered))
         if not self._steps:
             last = messages[-1].content[:_SHOWN_CHARS] if messages else ""
             msg = (

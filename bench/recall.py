@@ -8,7 +8,13 @@ and shared by the runs. Each run opens it with the real ``SqliteStore`` and asks
   the date parser, then the summaries of those days;
 - **keyword**: questions about a topic ("那家火锅店", "concert tickets", a word no summary
   holds): jieba in a worker thread, then FTS5 ranked by bm25, with the substring
-  fallback when a term is short or matches nothing.
+  fallback when a term is short or matches nothing;
+- **hybrid**: the same keyword questions with semantic recall on (SPEC §14): keyword hits
+  fused with the chat's nearest summary vectors, plus the nearest facts. Every summary has
+  a random unit vector of ``VECTOR_DIMS`` dimensions, written through the real back-fill;
+  the question's vector comes from :class:`RandomEmbedder` at once, because the
+  embeddings request is the provider's time (bounded by ``llm.timeout_s``) and is not
+  what the target counts.
 
 The persona a batch builds from the same stack (``Memory.persona``: every live summary of
 the chat, newest kept within budget) is timed too, since it reads the whole stack.
@@ -18,9 +24,12 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+import numpy as np
 
 from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_most, spread_figures
@@ -29,9 +38,26 @@ from bench.stats import Spread
 from bot.config import parse_config
 from bot.memory import Memory
 from bot.models import ChatKey
+from bot.semantic import SemanticMemory
 from storage.sqlite import SqliteStore
 
 RECALL_P99_TARGET_MS = 20.0
+HYBRID_P99_TARGET_MS = 30.0  # SPEC §11: with vectors, not counting the embeddings request
+VECTOR_DIMS = 1536  # text-embedding-3-small
+
+
+class RandomEmbedder:
+    """An embeddings model that answers at once with random vectors (no request is made)."""
+
+    model = "bench-random"
+
+    def __init__(self, *, dims: int, seed: int) -> None:
+        self._dims = dims
+        self._rng = np.random.default_rng(seed)
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors: list[list[float]] = self._rng.standard_normal((len(texts), self._dims)).tolist()
+        return vectors
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +94,7 @@ KEYWORD_QUESTIONS = (
 
 
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
-    """Time date recall, keyword recall and the persona over a year of summaries."""
+    """Time date, keyword and hybrid recall and the persona over a year of summaries."""
     scale = QUICK if quick else FULL
     path = workdir / f"recall-{scale.chats}x{scale.days}.sqlite3"
     figures = []
@@ -98,6 +124,16 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
         keywords = await _time_recall(
             memory, rng, chats, KEYWORD_QUESTIONS, scale.queries, expect=None
         )
+        embedder = RandomEmbedder(dims=VECTOR_DIMS, seed=365)
+        memory.semantic = SemanticMemory(
+            store, embedder, timeout_s=45.0, now=lambda: datetime.now(UTC)
+        )
+        started = time.perf_counter()
+        embedded = await memory.embed_pending()  # 0 when an earlier run embedded them
+        embedding_s = time.perf_counter() - started
+        hybrid = await _time_recall(
+            memory, rng, chats, KEYWORD_QUESTIONS, scale.queries, expect="hybrid"
+        )
         personas = []
         for _ in range(scale.queries // 4):
             started = time.perf_counter()
@@ -118,8 +154,17 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             p99_target=at_most(RECALL_P99_TARGET_MS),
             limit_prefix="limits.roundtrip",
         ),
+        *spread_figures(
+            "recall.hybrid",
+            hybrid.scaled(1000),
+            "ms",
+            p99_target=at_most(HYBRID_P99_TARGET_MS),
+            limit_prefix="limits.roundtrip",
+        ),
         *spread_figures("recall.persona", Spread.of(personas).scaled(1000), "ms"),
     ]
+    if embedded:
+        figures.append(Figure("recall.vectors.build.seconds", embedding_s, "s"))
     return figures
 
 

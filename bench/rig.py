@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.dataset import CHAT_LINES
-from bot.models import ChatKey, ChatMessage, Completion, IncomingMessage
+from bot.models import ChatKey, ChatMessage, Completion, IncomingMessage, ToolSpec
 
 
 def fresh_path(workdir: Path, name: str) -> Path:
@@ -83,7 +83,14 @@ class StallWatch:
 class NoLLM:
     """An LLM for benchmarks that must not call one: it fails loudly if they do."""
 
-    async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_mode: bool,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: str = "auto",
+    ) -> Completion:
         msg = "this benchmark must not call the LLM"
         raise AssertionError(msg)
 

@@ -3,6 +3,11 @@
 The reply contract's fallback chain lives here: parse the JSON; if that fails, ask the
 splitter to turn the raw text into JSON; if that fails too, split the text by hand with
 typing-speed delays. Every fallback that fires is logged with the chat key and batch id.
+
+With ``llm.memory_tool`` on, the reply call also offers ``search_memory``
+(``bot/memory_tool.py``): if the model calls it, the batch is asked once more with the
+results, and that second answer goes down the same chain. Never a third call: the nudge
+for a missing answer is skipped then. Every call made is noted in the batch's trace.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from loguru import logger
 from bot.config import Config
 from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
 from bot.memory import Memory, Persona
+from bot.memory_tool import SEARCH_MEMORY, follow_up, tool_results
 from bot.models import (
     Batch,
     BatchOutcome,
@@ -28,6 +34,7 @@ from bot.models import (
     ImageInput,
     PlannedReply,
     Reply,
+    ToolSpec,
 )
 from bot.ports import LLM, MessageLog, PictureSource
 from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
@@ -83,14 +90,27 @@ class Answer:
     trace: Trace | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Prompt:
+    """One batch's request and what recall put into it."""
+
+    messages: list[ChatMessage]
+    recalled: Recalled
+
+
 def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
-    """Say what recall found, and which days the persona already holds, for a trace."""
+    """Say what recall found, and which days the persona already holds, for a trace.
+
+    Keyword and vector hits are the two ranked lists before fusion, as recall saw them.
+    """
     days = tuple(record.day for record in recalled.records)
     return RecallFound(
         how=recalled.how,
         asked_dates=recalled.days,
         date_hits=days if recalled.how == "dates" else (),
-        keyword_hits=days if recalled.how == "keywords" else (),
+        keyword_hits=tuple(record.day for record in recalled.keyword_hits),
+        vector_hits=tuple(record.day for record in recalled.vector_hits),
+        fact_hits=tuple(fact.id for fact in recalled.facts),
         in_prompt=tuple(record.day for record in persona.kept),
     )
 
@@ -174,10 +194,24 @@ class Answerer:
         notes: TraceNotes | None = None,
     ) -> list[ChatMessage]:
         """Build the request for ``batch`` with its pictures (noting it in ``notes``)."""
+        prompt = await self._prompt(batch, chat_title=chat_title, images=images, notes=notes)
+        return prompt.messages
+
+    async def _prompt(
+        self,
+        batch: Batch,
+        *,
+        chat_title: str | None,
+        images: tuple[ImageInput, ...] = (),
+        notes: TraceNotes | None = None,
+        recalled: Recalled | None = None,
+    ) -> _Prompt:
+        """Build the request; ``recalled`` given, recall is not run again (nor embedded)."""
         chat = batch.chat
         persona = await self._memory.persona(chat)
-        asked = [m.text for m in batch.messages if not m.from_bot]
-        recalled = await self._memory.recall(chat, asked, persona=persona)
+        if recalled is None:
+            asked = [m.text for m in batch.messages if not m.from_bot]
+            recalled = await self._memory.recall(chat, asked, persona=persona)
         budget = self._config.memory.context_budget_tokens
         history = await self._store.recent_history(
             chat, exclude_batch=batch.id, limit=history_limit(budget)
@@ -209,7 +243,7 @@ class Answerer:
                 "batch": assembled.batch_tokens,
                 "contract": estimate_tokens(contract),
             }
-        return assembled.messages
+        return _Prompt(assembled.messages, recalled)
 
     async def answer(self, batch: Batch, *, text_limit: int, chat_title: str | None) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome."""
@@ -222,24 +256,49 @@ class Answerer:
         images: tuple[ImageInput, ...] = ()
         if self._config.llm.vision:
             images = await look_at(batch, self._pictures, max_images=self._config.llm.max_images)
-        messages = await self.prompt_for(batch, chat_title=chat_title, images=images, notes=notes)
+        prompt = await self._prompt(batch, chat_title=chat_title, images=images, notes=notes)
         model = self._config.llm.model
+        tools = (SEARCH_MEMORY,) if self._config.llm.memory_tool else ()
         try:
             try:
                 completion = await self._ask(
-                    self._llm, messages, kind="reply", model=model, notes=notes
+                    self._llm, prompt.messages, kind="reply", model=model, notes=notes, tools=tools
                 )
             except ImagesRefused as exc:
                 self._warn_vision_refused(exc)
                 images = ()
-                messages = await self.prompt_for(batch, chat_title=chat_title, notes=notes)
+                prompt = await self._prompt(
+                    batch, chat_title=chat_title, notes=notes, recalled=prompt.recalled
+                )
                 completion = await self._ask(
-                    self._llm, messages, kind="reply", model=model, notes=notes
+                    self._llm, prompt.messages, kind="reply", model=model, notes=notes, tools=tools
+                )
+            messages = prompt.messages
+            searched = bool(completion.tool_calls)
+            if searched:
+                log.info("the model searched memory {} time(s)", len(completion.tool_calls))
+                results = await tool_results(
+                    self._memory,
+                    batch.chat,
+                    completion.tool_calls,
+                    may_embed=not prompt.recalled.embedded,
+                )
+                for call, result in zip(completion.tool_calls, results, strict=True):
+                    notes.tool(call, result.content)
+                messages = follow_up(messages, completion, results)
+                completion = await self._ask(
+                    self._llm,
+                    messages,
+                    kind="reply+memory",
+                    model=model,
+                    notes=notes,
+                    tools=tools,
+                    tool_choice="none",
                 )
             if images:
                 await self._keep_image_notes(batch, completion, images, log)
             replies = await self._read(completion, log, notes)
-            if not replies and decision is Decision.ANSWER:
+            if not replies and decision is Decision.ANSWER and not searched:
                 log.info("fallback: empty reply where an answer is due; asking once more")
                 nudged = [*messages, ChatMessage("assistant", completion.text)]
                 nudged.append(ChatMessage("user", _NUDGE))
@@ -298,13 +357,23 @@ class Answerer:
         log.debug("{} image note(s) kept", kept)
 
     async def _ask(
-        self, llm: LLM, messages: list[ChatMessage], *, kind: str, model: str, notes: TraceNotes
+        self,
+        llm: LLM,
+        messages: list[ChatMessage],
+        *,
+        kind: str,
+        model: str,
+        notes: TraceNotes,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: str = "auto",
     ) -> Completion:
         """Make one LLM call and note it, how long it took and how it ended, in ``notes``."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            completion = await llm.complete(messages, json_mode=self._config.llm.json_mode)
+            completion = await llm.complete(
+                messages, json_mode=self._config.llm.json_mode, tools=tools, tool_choice=tool_choice
+            )
         except LLMError as exc:
             notes.call(kind, model, loop.time() - started, error=str(exc))
             raise

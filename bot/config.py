@@ -196,7 +196,22 @@ class LLMConfig(_Section):
     """Send the batch's pictures to the model (it must accept OpenAI image input)."""
     max_images: int = Field(default=4, ge=1, le=16)
     """The most pictures one batch sends, newest first."""
+    memory_tool: bool = False
+    """Offer the model a ``search_memory`` function (at most two calls per batch then)."""
     splitter: SplitterConfig = SplitterConfig()
+
+
+class MemoryEmbeddingsConfig(_Section):
+    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+    """OpenAI-compatible endpoint serving ``/embeddings``; "" = ``[llm] base_url``."""
+    api_key_env: EnvNameOrEmpty = ""
+    """Environment variable with its key; "" = ``[llm] api_key_env``."""
+    model: str = ""
+    """Embeddings model, e.g. ``text-embedding-3-small``; "" turns semantic recall off."""
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.model.strip())
 
 
 class MemoryConfig(_Section):
@@ -213,6 +228,7 @@ class MemoryConfig(_Section):
     """The part of ``context_budget_tokens`` the "people here" facts may fill."""
     trace_keep: int = Field(default=50, ge=1, le=10_000)
     """How many of each chat's newest batch traces are kept for /trace."""
+    embeddings: MemoryEmbeddingsConfig = MemoryEmbeddingsConfig()
 
     @property
     def day_boundary_time(self) -> time:
@@ -369,6 +385,7 @@ class Secrets:
     telegram_token: str | None = None
     onebot_access_token: str | None = None
     web_token: str | None = None
+    embeddings_api_key: str | None = None  # only when [memory.embeddings] is on
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -379,6 +396,7 @@ class Secrets:
             self.telegram_token,
             self.onebot_access_token,
             self.web_token,
+            self.embeddings_api_key,
         )
         return tuple(s for s in values if s)
 
@@ -397,6 +415,13 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
     llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
     splitter_env = config.llm.splitter.api_key_env
     splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
+    embeddings = config.memory.embeddings
+    embeddings_key = None
+    if embeddings.enabled:
+        embeddings_env = embeddings.api_key_env
+        embeddings_key = (
+            need(embeddings_env, "[memory.embeddings] api_key_env") if embeddings_env else llm_key
+        )
     telegram_token = onebot_token = None
     if config.telegram.enabled and not console:
         telegram_token = need(config.telegram.token_env, "[telegram] token_env")
@@ -419,7 +444,14 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
             )
     if problems:
         raise ConfigError("\n".join(problems))
-    return Secrets(llm_key, splitter_key, telegram_token, onebot_token, web_token)
+    return Secrets(
+        llm_key,
+        splitter_key,
+        telegram_token,
+        onebot_token,
+        web_token=web_token,
+        embeddings_api_key=embeddings_key,
+    )
 
 
 def enabled_platforms(config: Config) -> list[str]:

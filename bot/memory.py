@@ -31,6 +31,7 @@ from bot.ports import LLM, MemoryStore
 from bot.prompt import clip, estimate_tokens
 from bot.recall import Recalled, recall
 from bot.replies import find_json_object, json_body
+from bot.semantic import SemanticMemory
 
 FIRST_CHAT_DAY = date(1970, 1, 2)  # no message can belong to an earlier chat day
 PERSONA_SHARE = 0.4  # of memory.context_budget_tokens, for the persona and its summaries
@@ -196,6 +197,7 @@ class Memory:
         *,
         initial_persona: str,
         now: Callable[[], datetime],
+        semantic: SemanticMemory | None = None,
     ) -> None:
         self._config = config
         self._store = store
@@ -203,6 +205,8 @@ class Memory:
         self.initial_persona = initial_persona
         self._now = now
         self.people = People(config, store, now=now)
+        self.semantic = semantic
+        """Semantic recall, when ``[memory.embeddings]`` is on; ``None`` otherwise."""
 
     def today(self) -> date:
         """Return the current chat day."""
@@ -261,7 +265,13 @@ class Memory:
             await self.people.learn(chat, day, notes)
         except StorageError as exc:
             logger.bind(chat=str(chat)).error("facts of {} not stored: {}", day, exc)
+        if on_purpose:  # the nightly job embeds its whole run at once, after it
+            await self.embed_pending()
         return SummaryResult.PUSHED
+
+    async def embed_pending(self) -> int:
+        """Embed the memory rows that have no vector yet; 0 with semantic recall off."""
+        return await self.semantic.backfill() if self.semantic is not None else 0
 
     async def pop(self, chat: ChatKey, *, by: str) -> SummaryRecord | None:
         """Pop the newest live summary; ``None`` when only the initial persona is left."""
@@ -272,9 +282,17 @@ class Memory:
         return await self._store.restore_summary(chat, now=self._now())
 
     async def recall(
-        self, chat: ChatKey, texts: Sequence[str], *, persona: Persona | None = None
+        self,
+        chat: ChatKey,
+        texts: Sequence[str],
+        *,
+        persona: Persona | None = None,
+        by_meaning: bool = True,
     ) -> Recalled:
-        """Recall what ``texts`` ask about, leaving out what ``persona`` already holds."""
+        """Recall what ``texts`` ask about, leaving out what ``persona`` already holds.
+
+        With ``by_meaning=False`` no embeddings request is made (a batch makes one at most).
+        """
         return await recall(
             self._store,
             chat,
@@ -283,6 +301,7 @@ class Memory:
             hits=self._config.memory.recall_hits,
             budget_tokens=int(self._config.memory.context_budget_tokens * RECALL_SHARE),
             in_persona={r.id for r in persona.kept} if persona else (),
+            semantic=self.semantic if by_meaning else None,
         )
 
     async def stack(self, chat: ChatKey) -> list[SummaryRecord]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.errors import ConfigError
@@ -213,20 +213,55 @@ class ImageInput:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatMessage:
-    """One message of an LLM request; a user message may carry pictures after its text."""
+class ToolCall:
+    """The model asking to run one function, with its arguments as the JSON it wrote."""
 
-    role: str  # "system" | "user" | "assistant"
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of an LLM request.
+
+    A ``user`` message may carry pictures after its text; an ``assistant`` message may
+    carry the ``tool_calls`` the model made; a ``tool`` message answers one of them by its
+    ``tool_call_id``.
+    """
+
+    role: str  # "system" | "user" | "assistant" | "tool"
     content: str
     images: tuple[ImageInput, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A function the model may call: its name, what it does, its JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: str  # a JSON schema object, as JSON text: frozen values stay hashable
 
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """What an LLM returned: its text and why it stopped."""
+    """What an LLM returned: its text, why it stopped, and what the call cost.
+
+    ``model``, ``latency_ms`` and the token counts (``None`` when the provider does not
+    report them) let a trace show each call later; they describe the call, not the
+    answer, so two completions with the same answer compare equal.
+    """
 
     text: str
     finish_reason: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    model: str = field(default="", compare=False)
+    latency_ms: float = field(default=0.0, compare=False)
+    prompt_tokens: int | None = field(default=None, compare=False)
+    completion_tokens: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +272,19 @@ class DaySummary:
     topics: tuple[str, ...] = ()
     key_points: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingSource:
+    """A stored row whose text is to be embedded: what it is, which row, whose, what it says.
+
+    ``kind`` names the table the row lives in: ``summary`` or ``fact``.
+    """
+
+    kind: str
+    row_id: int
+    chat: ChatKey
+    text: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,10 @@
 """The small interfaces the core owns and the outside implements.
 
 Adapters implement :class:`Platform` (send text, show typing), :class:`PictureSource`
-(fetch a picture) and :class:`LLM` (complete); ``storage/`` implements
-:class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with ``close``, the
-:class:`Store`) and :class:`MemoryStore` (with its :class:`PeopleStore`).
+(fetch a picture), :class:`LLM` (complete) and :class:`Embedder`; ``storage/``
+implements :class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with
+``close``, the :class:`Store`), :class:`MemoryStore` (with its :class:`PeopleStore`),
+:class:`TraceLog` and :class:`VectorStore`.
 Adapters hand what they receive to a :class:`MessageSink`, which the pipeline implements.
 """
 
@@ -22,6 +23,7 @@ from bot.models import (
     ChatMessage,
     Completion,
     DaySummary,
+    EmbeddingSource,
     Fact,
     IncomingMessage,
     Jpeg,
@@ -32,6 +34,7 @@ from bot.models import (
     PlannedReply,
     StoredMessage,
     SummaryRecord,
+    ToolSpec,
 )
 from bot.trace import ShownTrace, Trace
 
@@ -95,8 +98,36 @@ class PictureSource(Protocol):
 class LLM(Protocol):
     """An OpenAI-compatible chat model."""
 
-    async def complete(self, messages: Sequence[ChatMessage], *, json_mode: bool) -> Completion:
-        """Return the model's answer; raise ``LLMUnavailable`` when it cannot be reached."""
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_mode: bool,
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: str = "auto",
+    ) -> Completion:
+        """Return the model's answer; raise ``LLMUnavailable`` when it cannot be reached.
+
+        ``tools`` are offered to the model (``tool_choice`` ``"auto"`` or ``"none"``); a
+        model that refuses them is asked again without, and its answer has no tool calls.
+        """
+        ...
+
+
+class Embedder(Protocol):
+    """An OpenAI-compatible embeddings endpoint."""
+
+    @property
+    def model(self) -> str:
+        """The embeddings model; vectors of different models are never compared."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Return one vector per text, in order, from one request.
+
+        Raise ``LLMUnavailable`` when the endpoint cannot be reached, ``BadLLMReply`` when
+        its answer holds no usable vectors.
+        """
         ...
 
 
@@ -357,4 +388,44 @@ class MemoryStore(PeopleStore, Protocol):
         self, chat: ChatKey, query: str, *, limit: int
     ) -> list[SummaryRecord]:
         """Return the live summaries that best match ``query``'s keywords, best first."""
+        ...
+
+
+class VectorStore(Protocol):
+    """Durable vectors of memory rows, searched within one chat.
+
+    A row to embed is an :class:`EmbeddingSource`: (kind, row id, chat, text). Vectors are
+    kept per embeddings model; a row without a vector of the current model is pending.
+    """
+
+    async def unembedded(
+        self, *, model: str, after: tuple[str, int] | None
+    ) -> tuple[list[EmbeddingSource], tuple[str, int] | None]:
+        """Return live rows with no ``model`` vector from a bounded stretch after ``after``.
+
+        ``after`` is the position a previous call returned (``None``: from the start); the
+        position returned is ``None`` once every kind of row has been read to its end.
+        """
+        ...
+
+    async def add_vectors(
+        self,
+        model: str,
+        rows: Sequence[tuple[EmbeddingSource, Sequence[float]]],
+        *,
+        now: datetime,
+    ) -> None:
+        """Store one vector per row (replacing an older one of the same model)."""
+        ...
+
+    async def similar_summaries(
+        self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
+    ) -> list[SummaryRecord]:
+        """Return the chat's live summaries nearest ``vector`` (cosine), nearest first."""
+        ...
+
+    async def similar_facts(
+        self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
+    ) -> list[Fact]:
+        """Return the chat's live facts about people nearest ``vector``, nearest first."""
         ...

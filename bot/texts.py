@@ -116,6 +116,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_prompt": "prompt ~{total} tokens: {parts}",
         "trace_recall": "recall ({how}): dates asked {asked}; date hits {date_hits}; "
         "keyword hits {keyword_hits}; vector hits {vector_hits}; already in the prompt {in_prompt}",
+        "trace_fact_hits": "; fact hits {ids}",
+        "trace_tool": "- tool {name} {arguments} → {result}",
         "trace_nothing": "none",
         "trace_calls": "LLM calls:",
         "trace_no_calls": "LLM calls: none",
@@ -220,6 +222,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_prompt": "提示词约 {total} token：{parts}",
         "trace_recall": "回忆（{how}）：问到的日期 {asked}；按日期找到 {date_hits}；"
         "按关键词找到 {keyword_hits}；按语义找到 {vector_hits}；已在提示词里 {in_prompt}",
+        "trace_fact_hits": "；找到的事实 {ids}",
+        "trace_tool": "- 工具 {name} {arguments} → {result}",
         "trace_nothing": "无",
         "trace_calls": "LLM 调用：",
         "trace_no_calls": "LLM 调用：无",

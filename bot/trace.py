@@ -1,11 +1,13 @@
 """Why the bot said what it said: one trace per batch, for admins (SPEC §15).
 
 A :class:`TraceNotes` collects along the answer path what the batch held, what the
-prompt was made of, what recall found, each LLM call and which tier of the reply
-fallback chain produced the replies; it freezes into a :class:`Trace` that the store
-keeps (the newest ``memory.trace_keep`` per chat). Each reply's fate is read from the
-outbox when a trace is shown. A trace holds no secret: no key, token or endpoint URL,
-only the model's name and what the model saw and wrote.
+prompt was made of, what recall found, each LLM call (with the model's name, latency
+and tokens its :class:`~bot.models.Completion` reports), each memory-tool call and its
+result, and which tier of the reply fallback chain produced the replies; it freezes
+into a :class:`Trace` that the store keeps (the newest ``memory.trace_keep`` per chat).
+Each reply's fate is read from the outbox when a trace is shown. A trace holds no
+secret: no key, token or endpoint URL, only the model's name and what the model saw
+and wrote.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from zoneinfo import ZoneInfo
 
 from pydantic import TypeAdapter
 
-from bot.models import Batch, BatchOutcome, ChatKey, Completion
+from bot.models import Batch, BatchOutcome, ChatKey, Completion, ToolCall
 from bot.prompt import clip
 from bot.texts import Texts
 
 RAW_CHARS_MAX = 1500  # of the model's raw output kept in a trace
 FATE_CHARS_MAX = 80  # of each reply shown beside its fate
+TOOL_CHARS_MAX = 300  # of a tool call's arguments, and of its result, kept in a trace
 PROMPT_PARTS = ("persona", "summaries", "people", "recalled", "history", "batch", "contract")
 WHY = {
     BatchOutcome.ANSWERED: "answered",
@@ -37,13 +40,23 @@ WHY = {
 class LLMCall:
     """One call to a model while answering a batch."""
 
-    kind: str  # "reply", "nudge" (asked again for a due answer) or "splitter"
+    kind: str  # "reply", "reply+memory" (after a tool call), "nudge" or "splitter"
     model: str
     latency_ms: float
     finish_reason: str | None = None
     prompt_tokens: int | None = None  # only when the provider reports usage
     completion_tokens: int | None = None
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """A function the model called while answering, and what pacebot answered it."""
+
+    name: str
+    arguments: str  # the model's JSON, trimmed to TOOL_CHARS_MAX
+    result: str  # trimmed to TOOL_CHARS_MAX
+    after_call: int  # the position in ``llm_calls`` of the call that asked for it
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +67,8 @@ class RecallFound:
     asked_dates: tuple[date, ...] = ()  # the chat days the batch asked about
     date_hits: tuple[date, ...] = ()  # summaries recalled by those dates
     keyword_hits: tuple[date, ...] = ()  # summaries recalled by keywords
-    vector_hits: tuple[date, ...] = ()  # summaries or facts recalled by meaning
+    vector_hits: tuple[date, ...] = ()  # summaries recalled by meaning
+    fact_hits: tuple[int, ...] = ()  # ids of facts recalled by meaning (as /facts shows them)
     in_prompt: tuple[date, ...] = ()  # days whose summaries the persona already holds
 
 
@@ -70,6 +84,7 @@ class Trace:
     prompt_tokens: tuple[tuple[str, int], ...] = ()  # by part, in PROMPT_PARTS order
     recall: RecallFound = RecallFound()
     llm_calls: tuple[LLMCall, ...] = ()
+    tool_steps: tuple[ToolStep, ...] = ()
     raw_output: str = ""  # the last reply call's text, trimmed to RAW_CHARS_MAX
     tier: str | None = None  # "json", "fenced", "splitter" or "text-split"
     error: str | None = None
@@ -120,6 +135,7 @@ class TraceNotes:
     prompt_tokens: dict[str, int] = field(default_factory=dict)
     recall: RecallFound = RecallFound()
     calls: list[LLMCall] = field(default_factory=list)
+    tool_steps: list[ToolStep] = field(default_factory=list)
     raw_output: str = ""
     tier: str | None = None
 
@@ -132,12 +148,38 @@ class TraceNotes:
         *,
         error: str | None = None,
     ) -> None:
-        """Note one LLM call; a reply call's text becomes the raw output."""
-        finish = completion.finish_reason if completion else None
-        self.calls.append(LLMCall(kind, model, round(latency_s * 1000, 1), finish, error=error))
-        if completion is not None and kind != "splitter":
+        """Note one LLM call; a reply call's text becomes the raw output.
+
+        The model's name and the token counts come from ``completion`` where it has them.
+        """
+        latency_ms = round(latency_s * 1000, 1)
+        if completion is None:
+            self.calls.append(LLMCall(kind, model, latency_ms, error=error))
+            return
+        self.calls.append(
+            LLMCall(
+                kind,
+                completion.model or model,
+                latency_ms,
+                completion.finish_reason,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+            )
+        )
+        if kind != "splitter":
             text = completion.text
             self.raw_output = clip(text, RAW_CHARS_MAX)
+
+    def tool(self, call: ToolCall, result: str) -> None:
+        """Note a function the last LLM call asked for, and its result."""
+        self.tool_steps.append(
+            ToolStep(
+                call.name,
+                clip(call.arguments, TOOL_CHARS_MAX),
+                clip(result, TOOL_CHARS_MAX),
+                after_call=len(self.calls) - 1,
+            )
+        )
 
     def freeze(self, outcome: BatchOutcome, *, error: str | None = None) -> Trace:
         """Return the trace of the batch as it ended."""
@@ -152,6 +194,7 @@ class TraceNotes:
             ),
             recall=self.recall,
             llm_calls=tuple(self.calls),
+            tool_steps=tuple(self.tool_steps),
             raw_output=self.raw_output,
             tier=self.tier,
             error=error,
@@ -217,9 +260,20 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
             vector_hits=_days(say, found.vector_hits),
             in_prompt=_days(say, found.in_prompt),
         )
+        + (
+            say("trace_fact_hits", ids=", ".join(f"#{i}" for i in found.fact_hits))
+            if found.fact_hits
+            else ""
+        )
     )
     lines.append(say("trace_calls") if trace.llm_calls else say("trace_no_calls"))
-    lines.extend(_call_line(say, call) for call in trace.llm_calls)
+    for position, call in enumerate(trace.llm_calls):
+        lines.append(_call_line(say, call))
+        lines.extend(
+            say("trace_tool", name=step.name, arguments=step.arguments, result=step.result)
+            for step in trace.tool_steps
+            if step.after_call == position
+        )
     if trace.tier:
         lines.append(say("trace_tier", tier=trace.tier))
     lines.extend(

@@ -165,7 +165,10 @@ async def harness(
     config = config or make_config(tmp_path, llm_server.base_url, **sections)
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
-    secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY)
+    embeddings_key = TEST_KEY if config.memory.embeddings.enabled else None
+    secrets = Secrets(
+        llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, embeddings_api_key=embeddings_key
+    )
     async with running_core(config, secrets, platforms, nightly=False, retries=retries) as pipeline:
         yield Harness(config, pipeline, platform, llm_server)
 

@@ -13,17 +13,30 @@
 Each request to ``POST /v1/chat/completions`` takes the next scripted step (FIFO); once
 the script is empty it is answered with ``default``. Every request body is recorded in
 ``requests`` (headers in ``request_headers``), whatever the answer. With ``api_key`` set,
-a request carrying another key gets 401, as OpenAI answers; with ``refuse_json_mode``,
-a request with ``response_format`` gets 400, as providers without JSON mode answer.
+a request carrying another key gets 401, as OpenAI answers (on both endpoints); with
+``refuse_json_mode``, a request with ``response_format`` gets 400, as providers without
+JSON mode answer. A step may be a call of a tool (``call_tool``); ``refuse_tools`` makes
+every request that offers tools a 400.
+
+``POST /v1/embeddings`` has a script of its own (``embeddings_fail``,
+``embeddings_hang``) and records its bodies in ``embedding_requests``. Unscripted, it
+embeds each text deterministically: every word (a run of Latin letters, or one Han
+character; numbers, as in the dates every summary holds, are left out) counts on one of
+``embedding_dims`` axes, picked by a stable hash; the words of a ``synonyms`` group
+(found anywhere in the text) share one axis — so "hotpot" can mean 火锅 in a test.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
+import re
+import struct
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -48,6 +61,7 @@ class _Step:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
     use_default: bool = False
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
 
 class FakeLLMServer:
@@ -60,6 +74,7 @@ class FakeLLMServer:
         model: str | None = None,
         api_key: str | None = None,
         refuse_json_mode: bool = False,
+        embedding_dims: int = 2048,
     ) -> None:
         self.default = default
         """Content of the answer when the script is empty."""
@@ -70,8 +85,16 @@ class FakeLLMServer:
         self.refuse_json_mode = refuse_json_mode
         """Answer 400 to every request that sets ``response_format``."""
         self.requests: list[dict[str, Any]] = []
+        self.completions: list[dict[str, Any]] = []
+        """The chat completions answered, in order (scripted errors are not among them)."""
         self.request_headers: list[dict[str, str]] = []
+        self.embedding_dims = embedding_dims
+        self.embedding_requests: list[dict[str, Any]] = []
+        self.tools_refused = False
+        """Answer 400 to every chat request that offers tools."""
+        self._axes: dict[str, int] = {}
         self._script: deque[_Step] = deque()
+        self._embedding_script: deque[_Step] = deque()
         self._ids = itertools.count(1)
         self._arrived = asyncio.Condition()
         self._closing = asyncio.Event()
@@ -130,6 +153,49 @@ class FakeLLMServer:
                     urls.append(part["image_url"]["url"])
         return urls
 
+    def call_tool(self, name: str, arguments: Any, *, content: str | None = None) -> None:
+        """Answer the next request with one call of ``name`` (``arguments`` as JSON)."""
+        call = {
+            "id": f"call_{len(self._script)}_{name}",
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+            },
+        }
+        self._script.append(_Step(content=content, finish_reason="tool_calls", tool_calls=(call,)))
+
+    def refuse_tools(self) -> None:
+        """Answer 400 to every chat request that offers ``tools`` from now on."""
+        self.tools_refused = True
+
+    def synonyms(self, *words: str) -> None:
+        """Make these words count on one axis of the fake embeddings."""
+        axis = zlib.crc32(words[0].lower().encode()) % self.embedding_dims
+        for word in words:
+            self._axes[word.lower()] = axis
+
+    def embeddings_fail(self, status: int) -> None:
+        """Answer the next embeddings request with an HTTP error."""
+        body = {"error": {"message": f"fake error {status}", "type": "server_error"}}
+        self._embedding_script.append(_Step(status=status, body=body))
+
+    def embeddings_hang(self, seconds: float) -> None:
+        """Wait ``seconds`` before answering the next embeddings request."""
+        self._embedding_script.append(_Step(delay_s=seconds, use_default=True))
+
+    def embed(self, text: str) -> list[float]:
+        """Return the fake vector of ``text``."""
+        vector = [0.0] * self.embedding_dims
+        text = text.lower()
+        for word, axis in self._axes.items():  # a synonym counts wherever it stands
+            vector[axis] += text.count(word)
+            text = text.replace(word, " ")
+        for word in re.findall(r"[a-z]+|[\u4e00-\u9fff]", text):
+            axis = self._axes.get(word, zlib.crc32(word.encode()) % self.embedding_dims)
+            vector[axis] += 1.0
+        return vector
+
     @property
     def pending(self) -> int:
         """How many scripted answers have not been used yet."""
@@ -149,6 +215,7 @@ class FakeLLMServer:
         self._closing = asyncio.Event()
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", port, reuse_address=True)
@@ -199,9 +266,7 @@ class FakeLLMServer:
             self._arrived.notify_all()
         refusal = self._refusal(body, request.headers.get("Authorization", ""))
         if refusal is not None:
-            status, message = refusal
-            error = {"message": message, "type": "invalid_request_error", "param": None}
-            return web.json_response({"error": error}, status=status)
+            return refusal
         step = self._script.popleft() if self._script else _Step(use_default=True)
         if step.delay_s > 0:
             with contextlib.suppress(TimeoutError):
@@ -211,17 +276,68 @@ class FakeLLMServer:
                 return web.Response(status=step.status, text=step.body, headers=step.headers)
             return web.json_response(step.body, status=step.status, headers=step.headers)
         content = self.default if step.use_default else step.content
-        return web.json_response(self._completion(body, content, step.finish_reason))
+        completion = self._completion(body, content, step.finish_reason, tool_calls=step.tool_calls)
+        self.completions.append(completion)
+        return web.json_response(completion)
 
-    def _refusal(self, body: dict[str, Any], authorization: str) -> tuple[int, str] | None:
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        async with self._arrived:
+            self.embedding_requests.append(body)
+            self._arrived.notify_all()
+        refusal = self._refusal(body, request.headers.get("Authorization", ""))
+        if refusal is not None:
+            return refusal
+        step = self._embedding_script.popleft() if self._embedding_script else _Step()
+        if step.delay_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), step.delay_s)
+        if step.body is not None:
+            return web.json_response(step.body, status=step.status)
+        texts = body.get("input", [])
+        texts = [texts] if isinstance(texts, str) else texts
+        as_base64 = body.get("encoding_format") == "base64"
+        data = []
+        for index, text in enumerate(texts):
+            vector = self.embed(str(text))
+            packed = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            data.append(
+                {
+                    "object": "embedding",
+                    "index": index,
+                    "embedding": packed if as_base64 else vector,
+                }
+            )
+        tokens = sum(len(str(text)) for text in texts) // 4
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "fake-embeddings"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    def _refusal(self, body: dict[str, Any], authorization: str) -> web.Response | None:
+        """Answer as a provider refuses a bad key, JSON mode or tools; ``None`` if it would not."""
         if self.api_key is not None and authorization != f"Bearer {self.api_key}":
-            return 401, "Incorrect API key provided."
-        if self.refuse_json_mode and "response_format" in body:
-            return 400, "response_format is not supported by this model"
-        return None
+            status, message, param = 401, "Incorrect API key provided.", None
+        elif self.refuse_json_mode and "response_format" in body:
+            status, message, param = 400, "response_format is not supported by this model", None
+        elif self.tools_refused and body.get("tools"):
+            status, message, param = 400, "tools are not supported", "tools"
+        else:
+            return None
+        error = {"message": message, "type": "invalid_request_error", "param": param}
+        return web.json_response({"error": error}, status=status)
 
     def _completion(
-        self, request: dict[str, Any], content: str | None, finish_reason: str
+        self,
+        request: dict[str, Any],
+        content: str | None,
+        finish_reason: str,
+        *,
+        tool_calls: tuple[dict[str, Any], ...] = (),
     ) -> dict[str, Any]:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
         prompt_tokens = max(1, prompt_chars // 4)
@@ -235,7 +351,12 @@ class FakeLLMServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "message": {
+                        "role": "assistant",
+                        "content": content,
+                        "refusal": None,
+                        **({"tool_calls": list(tool_calls)} if tool_calls else {}),
+                    },
                     "logprobs": None,
                     "finish_reason": finish_reason,
                 }

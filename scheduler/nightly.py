@@ -104,6 +104,8 @@ async def run_nightly(memory: Memory, store: MemoryStore, config: Config) -> Nig
     days = days_to_summarise(memory.today(), catch_up_days=config.memory.catch_up_days)
     work = await pending_work(store, config, days)
     report = await summarise_days(memory, work, concurrency=config.memory.summary_concurrency)
+    # Also what an earlier run or a down endpoint left without a vector.
+    await memory.embed_pending()
     if work:
         logger.info(
             "nightly summaries: {} pushed, {} skipped, {} failed",

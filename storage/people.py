@@ -40,6 +40,17 @@ def _fact(row: sqlite3.Row, chat: ChatKey) -> Fact:
     )
 
 
+async def facts_by_id(db: aiosqlite.Connection, chat: ChatKey, ids: Sequence[int]) -> list[Fact]:
+    """Return the chat's live facts with these ids, in the order of ``ids``."""
+    rows = await db.execute_fetchall(
+        f"SELECT {_COLUMNS} FROM person_facts WHERE chat_key = ? AND is_deleted = 0"
+        " AND id IN (SELECT value FROM json_each(?))",
+        (str(chat), json.dumps(list(ids))),
+    )
+    found = {fact.id: fact for fact in (_fact(row, chat) for row in rows)}
+    return [found[fact_id] for fact_id in ids if fact_id in found]
+
+
 async def _audit(
     db: aiosqlite.Connection,
     chat: ChatKey,

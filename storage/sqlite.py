@@ -8,7 +8,8 @@ datetimes; naive datetimes are a programming error and raise ``ValueError``.
 of each port lives beside it, one mixin per concept over the shared connection
 (``storage/database.py``): ``messages.py``, ``batches.py``, ``outbox.py`` and
 ``summaries.py`` (the prompt stack and its knowledge index, with its word cutting in
-``search.py``), ``people.py`` (facts about people, per chat) and ``traces.py``.
+``search.py``), ``people.py`` (facts about people, per chat), ``traces.py`` and
+``vectors.py`` (the vectors of semantic recall).
 """
 
 from __future__ import annotations
@@ -30,15 +31,22 @@ from storage.outbox import SqliteOutbox
 from storage.people import SqlitePeople
 from storage.summaries import SqliteSummaries
 from storage.traces import SqliteTraces
+from storage.vectors import SqliteVectors
 
 _BUSY_TIMEOUT_MS = 5000  # another process holding the write lock: wait, then fail
 
 
 class SqliteStore(
-    SqliteMessageLog, SqliteBatches, SqliteOutbox, SqliteSummaries, SqlitePeople, SqliteTraces
+    SqliteMessageLog,
+    SqliteBatches,
+    SqliteOutbox,
+    SqliteSummaries,
+    SqlitePeople,
+    SqliteTraces,
+    SqliteVectors,
 ):
-    """The :class:`bot.ports.Store`, :class:`bot.ports.MemoryStore` and
-    :class:`bot.ports.TraceLog` on one SQLite file."""
+    """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog`` and ``VectorStore``
+    on one SQLite file."""
 
     @classmethod
     async def open(cls, path: Path) -> SqliteStore:

@@ -230,6 +230,20 @@ async def _search_summaries(
     return found + [_summary_record(row, chat) for row in rows]
 
 
+async def records_by_id(
+    db: aiosqlite.Connection, chat: ChatKey, history_ids: Sequence[int]
+) -> list[SummaryRecord]:
+    """Return the chat's live summaries with these ids, in the order of ``history_ids``."""
+    rows = await db.execute_fetchall(
+        f"SELECT {_RECORD_COLUMNS} FROM {_JOIN}"
+        " WHERE p.chat_key = ? AND p.is_deleted = 0"
+        " AND p.id IN (SELECT value FROM json_each(?))",
+        (str(chat), json.dumps(list(history_ids))),
+    )
+    found = {record.id: record for record in (_summary_record(row, chat) for row in rows)}
+    return [found[history_id] for history_id in history_ids if history_id in found]
+
+
 async def _record(db: aiosqlite.Connection, chat: ChatKey, history_id: int) -> SummaryRecord:
     rows = list(
         await db.execute_fetchall(

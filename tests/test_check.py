@@ -18,19 +18,28 @@ KEY = "sk-check-online-key-123456"
 
 
 def write_config(
-    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI | None = None, *, json_mode: bool = True
+    tmp_path: Path,
+    llm: FakeLLMServer,
+    api: FakeBotAPI | None = None,
+    *,
+    json_mode: bool = True,
+    more: str = "",
 ) -> Path:
+    """Write a config for the fakes; ``more`` is TOML for further tables."""
     telegram = f'[telegram]\nenabled = true\napi_base_url = "{api.base_url}"\n' if api else ""
     path = tmp_path / "config.toml"
     path.write_text(
-        f'[llm]\nbase_url = "{llm.base_url}"\njson_mode = {str(json_mode).lower()}\n{telegram}',
+        f'[llm]\nbase_url = "{llm.base_url}"\njson_mode = {str(json_mode).lower()}\n'
+        f"{telegram}{more}",
         encoding="utf-8",
     )
     return path
 
 
-async def check_online(config: Path, *, key: str = KEY, token: str = "") -> tuple[int, str, str]:
-    env = {**os.environ, "PACEBOT_LLM_API_KEY": key, "TELEGRAM_BOT_TOKEN": token}
+async def check_online(
+    config: Path, *, key: str = KEY, token: str = "", env: dict[str, str] | None = None
+) -> tuple[int, str, str]:
+    env = {**os.environ, "PACEBOT_LLM_API_KEY": key, "TELEGRAM_BOT_TOKEN": token, **(env or {})}
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -126,3 +135,61 @@ async def test_an_unreachable_llm_fails(tmp_path: Path) -> None:
     code, _, err = await check_online(path)
     assert code == 1
     assert "connection failed" in err
+
+
+EMBEDDINGS_ON = '[memory.embeddings]\nmodel = "fake-embed"\n'
+
+
+async def test_online_check_embeds_one_word_when_embeddings_are_on(tmp_path: Path) -> None:
+    """With [memory.embeddings] on, --online makes one tiny embeddings request and says so."""
+    async with FakeLLMServer(api_key=KEY) as llm:
+        code, out, err = await check_online(write_config(tmp_path, llm, more=EMBEDDINGS_ON))
+    assert (code, err) == (0, "")
+    assert (
+        f"✓ embeddings fake-embed at {llm.base_url}: reachable, key accepted, vectors returned"
+        in out.splitlines()
+    )
+    assert [(r["model"], r["input"]) for r in llm.embedding_requests] == [
+        ("fake-embed", ["pacebot"])
+    ]
+
+
+async def test_a_failing_embeddings_endpoint_fails_the_check_without_its_key(
+    tmp_path: Path,
+) -> None:
+    """An embeddings key the provider refuses, or a 500, exits 1 with one clear line each."""
+    wrong = "sk-wrong-embeddings-key-987654"
+    more = EMBEDDINGS_ON + 'api_key_env = "PACEBOT_EMBEDDINGS_KEY"\n'
+    async with FakeLLMServer(api_key=KEY) as llm:
+        config = write_config(tmp_path, llm, more=more)
+        refused = await check_online(config, env={"PACEBOT_EMBEDDINGS_KEY": wrong})
+        llm.embeddings_fail(500)
+        failed = await check_online(config, env={"PACEBOT_EMBEDDINGS_KEY": KEY})
+    assert (refused[0], failed[0]) == (1, 1)
+    assert refused[2].splitlines() == [
+        f"✗ embeddings fake-embed at {llm.base_url.rsplit('/', 1)[0]}: HTTP 401 unauthorized"
+        " (check the API key): Incorrect API key provided."
+    ]
+    assert "embeddings fake-embed at " in failed[2]
+    assert "HTTP 500" in failed[2]
+    assert (wrong in refused[1] + refused[2], KEY in failed[1] + failed[2]) == (False, False)
+    assert "reachable, key accepted, JSON mode accepted" in refused[1]  # the LLM itself is fine
+
+
+async def test_online_check_says_when_the_provider_refuses_the_memory_tool(
+    tmp_path: Path,
+) -> None:
+    """With llm.memory_tool on, a provider answering 400 to tools is named, with the fix."""
+    async with FakeLLMServer() as llm:
+        path = write_config(tmp_path, llm)
+        path.write_text(path.read_text().replace("[llm]\n", "[llm]\nmemory_tool = true\n"))
+        accepted = await check_online(path)
+        llm.refuse_tools()
+        refused = await check_online(path)
+    assert (accepted[0], accepted[2]) == (0, "")
+    assert "reachable, key accepted, the memory tool accepted" in accepted[1]
+    assert refused[0] == 1
+    assert refused[2].splitlines()[-1] == (
+        f"✗ LLM gpt-4o-mini at {llm.base_url}: reachable and key accepted, but tools are"
+        " refused (HTTP 400): set llm.memory_tool = false"
+    )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from adapters.deferred_llm import DeferredLLM
 from adapters.openai_llm import OpenAILLM
-from bot.models import ChatMessage, Completion
+from bot.models import ChatMessage, Completion, ToolSpec
 from fakes.openai_api import FakeLLMServer
 
 MESSAGES = [ChatMessage("system", "你是小满。"), ChatMessage("user", "在吗？")]
@@ -56,3 +57,20 @@ async def test_concurrent_first_calls_build_one_client(llm: FakeLLMServer) -> No
     assert sorted(answer.text for answer in answers) == ["一", "二"]
     assert answers[0] == Completion(text=answers[0].text, finish_reason="stop")
     assert (deferred.loaded, len(built), len(llm.requests)) == (True, 1, 2)
+
+
+async def test_tools_reach_the_model_through_the_deferred_client(llm: FakeLLMServer) -> None:
+    """The memory tool offered through the deferred LLM is sent, and the model's call read."""
+    llm.call_tool("search_memory", {"query": "火锅"})
+    tool = ToolSpec("search_memory", "Search this chat's memory.", '{"type": "object"}')
+    deferred = builder(llm, [])
+
+    answer = await deferred.complete(MESSAGES, json_mode=True, tools=[tool], tool_choice="auto")
+    await deferred.aclose()
+
+    [request] = llm.requests
+    assert [offered["function"]["name"] for offered in request["tools"]] == ["search_memory"]
+    assert request["tool_choice"] == "auto"
+    assert [(call.name, json.loads(call.arguments)) for call in answer.tool_calls] == [
+        ("search_memory", {"query": "火锅"})
+    ]

@@ -13,7 +13,7 @@ import aiosqlite
 import pytest
 
 from bot.errors import StorageError
-from bot.models import ChatKey, ChatKind, PersonNote
+from bot.models import ChatKey, ChatKind, DaySummary, PersonNote
 from storage import search
 from storage.migrate import Migration, load_migrations, migrate, split_statements
 from storage.sqlite import SqliteStore
@@ -250,3 +250,34 @@ async def test_a_jieba_indexed_database_is_searched_as_it_is(db_path: Path) -> N
         "大刘考研怎么样了": ["2026-03-02"],
         "自动喂食器买了吗": ["2026-03-03"],
     }
+
+
+async def test_existing_memory_gets_the_vector_table_and_waits_to_be_embedded(
+    tmp_path: Path,
+) -> None:
+    """A database from before semantic recall upgrades on open; its summaries are pending."""
+    path = tmp_path / "old.sqlite3"
+    before_vectors = [m for m in load_migrations() if m.name < "0006"]
+    async with aiosqlite.connect(path, isolation_level=None) as old:
+        await migrate(old, before_vectors)
+    chat = ChatKey("telegram", ChatKind.PRIVATE, "1")
+    async with await SqliteStore.open(path) as store:
+        pushed = await store.push_summary(
+            chat,
+            date(2026, 3, 5),
+            DaySummary(summary="旧的一天"),
+            added_prompt="[Memory of 2026-03-05] 旧的一天",
+            full_prompt_before="",
+            full_prompt_after="",
+            message_count=1,
+            now=datetime.now(UTC),
+        )
+        pending, position = await store.unembedded(model="m", after=None)
+        facts, end = await store.unembedded(model="m", after=position)
+
+    assert "embeddings" in tables(path)
+    assert user_version(path) == load_migrations()[-1].version
+    assert [(row.kind, row.row_id, row.text) for row in pending] == [
+        ("summary", pushed.id, "[Memory of 2026-03-05] 旧的一天")
+    ]
+    assert (position, facts, end) == (("fact", 0), [], None)  # summaries, then facts

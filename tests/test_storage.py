@@ -43,6 +43,7 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
 
     assert tables == [
         ("batches",),
+        ("embeddings",),
         ("fact_audit",),
         ("knowledge_fts",),
         ("knowledge_index",),

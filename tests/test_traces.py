@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -16,6 +17,12 @@ from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
 ADMIN = {"bot": {"admins": ["test:7"]}}
+
+
+def reported(llm: FakeLLMServer, index: int) -> str:
+    """Return "prompt→completion", the tokens the fake server reported for one call."""
+    usage = llm.completions[index]["usage"]
+    return f"{usage['prompt_tokens']}→{usage['completion_tokens']}"
 
 
 async def command(bot: Harness, text: str, *, sender_id: str = "7") -> str:
@@ -49,7 +56,7 @@ async def test_trace_shows_the_whole_path_of_an_answer(tmp_path: Path, llm: Fake
     )
     assert lines[4] == "LLM calls:"
     assert lines[5].startswith("- reply · gpt-4o-mini · ")
-    assert lines[5].endswith("finish stop, tokens not reported")
+    assert lines[5].endswith(f"finish stop, tokens {reported(llm, 0)}")
     assert lines[6] == "replies read by: fenced"
     assert lines[7] == "reply 1: sent · CANARY-REPLY 好的"
     assert "raw output:" in shown
@@ -128,7 +135,7 @@ def test_a_trace_survives_its_json() -> None:
     """What the store keeps reads back equal."""
     from datetime import UTC, date, datetime
 
-    from bot.trace import LLMCall, RecallFound
+    from bot.trace import LLMCall, RecallFound, ToolStep
 
     trace = Trace(
         chat=PRIVATE,
@@ -138,7 +145,11 @@ def test_a_trace_survives_its_json() -> None:
         message_ids=("1", "2"),
         prompt_tokens=(("persona", 10), ("batch", 3)),
         recall=RecallFound("dates", (date(2026, 11, 21),), (date(2026, 11, 21),)),
-        llm_calls=(LLMCall("reply", "m", 12.5, "stop"),),
+        llm_calls=(
+            LLMCall("reply", "m", 12.5, "tool_calls", 40, 2),
+            LLMCall("reply+memory", "m", 9),
+        ),
+        tool_steps=(ToolStep("search_memory", '{"query": "山"}', "爬山", after_call=0),),
         raw_output="{}",
         tier="json",
     )
@@ -210,7 +221,7 @@ async def test_trace_answers_in_chinese(tmp_path: Path, llm: FakeLLMServer) -> N
     )
     assert lines[4] == "LLM 调用："
     assert lines[5].startswith("- reply · gpt-4o-mini · ")
-    assert lines[5].endswith(" 毫秒 · 结束原因 stop，服务商未报告 token 数")
+    assert re.search(r" 毫秒 · 结束原因 stop，token \d+→\d+$", lines[5])
     assert lines[6:8] == ["回复解析方式：json", "第 1 条回复：sent · 好的"]
     assert lines[8] == "原始输出："
     assert usage == "用法：/trace [N]，N = 1 表示最新的一批，最多 50"
