@@ -65,13 +65,19 @@ class Web:
 
 
 @pytest.fixture
-async def web(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[Web]:
-    """Run the core with a long debounce (tests answer by draining) and the dashboard."""
+async def web(
+    tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
+) -> AsyncIterator[Web]:
+    """Run the core with a long debounce (tests answer by draining) and the dashboard.
+
+    An indirect parameter, if any, is the ``[llm]`` settings to add.
+    """
     config = make_config(
         tmp_path,
         llm.base_url,
         pacing={"debounce_min_s": 30.0, "debounce_max_s": 30.0, "max_wait_s": 60.0},
         web={"enabled": True, "port": free_port()},
+        llm=getattr(request, "param", {}),
     )
     secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
     platform = RecordingPlatform()
@@ -410,6 +416,31 @@ async def test_a_failed_batch_shows_its_error_in_the_api_and_the_page(web: Web) 
     assert 'class="trace failed"' in page
     assert "HTTP 500" in page
     assert TEST_KEY not in page
+
+
+@pytest.mark.parametrize("web", [{"memory_tool": True}], indirect=True)
+async def test_a_memory_search_shows_in_the_trace_json_and_page(web: Web) -> None:
+    """The memory tool's search is a step of the trace after the call that asked for it."""
+    await push_day_summary(web.store, ALICE, date(2026, 3, 5), "大家去了海底捞火锅店。")
+    web.bot.llm.call_tool("search_memory", {"query": "火锅店"})
+    web.bot.llm.reply_json(replies_json("记得，是海底捞"))
+    await web.bot.say("上次那家火锅店叫什么", message_id="m1")
+    await web.bot.settle()
+    await web.login()
+
+    [trace] = (await web.client.get(f"{ALICE_PATH}/traces", headers=BEARER)).json()["traces"]
+    page = (await web.client.get("/chats/test:private:42")).text
+
+    assert [call["kind"] for call in trace["llm_calls"]] == ["reply", "reply+memory"]
+    [step] = trace["tool_steps"]
+    assert (step["name"], step["after_call"]) == ("search_memory", 0)
+    assert "海底捞" in step["result"]
+    first_call, tool, second_call = (
+        page.index("reply · gpt-4o-mini"),
+        page.index('<div class="tool">search_memory'),
+        page.index("reply+memory · gpt-4o-mini"),
+    )
+    assert first_call < tool < second_call
 
 
 @pytest.mark.parametrize("n", ["0", "-1", "abc", "201", "9" * 5000, "1.5"])

@@ -108,6 +108,7 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "prompt_tokens": dict(trace.prompt_tokens),
         "recall": to_jsonable_python(trace.recall),
         "llm_calls": to_jsonable_python(trace.llm_calls),
+        "tool_steps": to_jsonable_python(trace.tool_steps),
         "tier": trace.tier,
         "raw_output": trace.raw_output,
         "replies": to_jsonable_python(shown.fates),
