@@ -18,6 +18,7 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.config import Config
+from bot.dates import chat_day
 from bot.errors import BadLLMReply
 from bot.models import ChatKey, Fact, KnownPerson, PersonNote, StoredMessage
 from bot.ports import PeopleStore
@@ -200,5 +201,13 @@ class People:
         return await self._store.forget_fact(chat, fact_id, by=by, now=self._now())
 
     async def forget_person(self, chat: ChatKey, user_id: str, *, by: str) -> int:
-        """Forget every live fact about a person in this chat; return how many."""
-        return await self._store.forget_person(chat, user_id, by=by, now=self._now())
+        """Forget every live fact about a person in this chat; return how many.
+
+        Tonight's summary of today still reads what they wrote before: nothing is learned
+        about them from today or earlier days again.
+        """
+        now = self._now()
+        today = chat_day(
+            now, zone=self._config.bot.zone, boundary=self._config.memory.day_boundary_time
+        )
+        return await self._store.forget_person(chat, user_id, by=by, now=now, through=today)

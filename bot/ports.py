@@ -328,8 +328,14 @@ class PeopleStore(Protocol):
         """Soft-delete one live fact of ``chat``; ``None`` if it has no such live fact."""
         ...
 
-    async def forget_person(self, chat: ChatKey, user_id: str, *, by: str, now: datetime) -> int:
-        """Soft-delete every live fact about a person in ``chat``; return how many."""
+    async def forget_person(
+        self, chat: ChatKey, user_id: str, *, by: str, now: datetime, through: date
+    ) -> int:
+        """Soft-delete every live fact about a person in ``chat``; return how many.
+
+        Nothing about them is learned in ``chat`` from chat days up to ``through`` after,
+        and a fact forgotten on request is not learned again in the same words.
+        """
         ...
 
 

@@ -104,9 +104,10 @@ EN: Mapping[str, str] = MappingProxyType(
         "forget_unknown": "There is no fact #{fact_id} in {chat}: it was forgotten already, "
         "or never was here.",
         "forget_done": "Forgot fact #{fact_id} about {name} (id {user_id}): {text}",
-        "forgetme_none": "Nothing is remembered about you in this chat.",
-        "forgetme_done": "Forgot {count} fact(s) about you in this chat. They are no longer shown "
-        "to the bot; day summaries are kept (an admin can /pop them).",
+        "forgetme_none": "Nothing is remembered about you in this chat, and nothing you wrote "
+        "up to today will be.",
+        "forgetme_done": "Forgot {count} fact(s) about you in this chat; nothing you wrote up to "
+        "today will teach them again. Day summaries are kept (an admin can /pop them).",
         # /trace and `pacebot trace`; the words the SPEC names (answered, sent, json…) stay
         "trace_usage": "usage: /trace [N], N = 1 for the newest batch, up to {keep}",
         "trace_none": "No batch of {chat} has a trace yet.",
@@ -211,9 +212,9 @@ ZH: Mapping[str, str] = MappingProxyType(
         "forget_unknown": "{chat} 里没有编号为 #{fact_id} 的事实："
         "可能已经删掉了，或者不属于这个聊天。",
         "forget_done": "已忘掉关于 {name}（ID {user_id}）的事实 #{fact_id}：{text}",
-        "forgetme_none": "这个聊天里没有记住关于你的事。",
-        "forgetme_done": "已忘掉这个聊天里关于你的 {count} 条事实，机器人不会再看到它们；"
-        "每日摘要仍会保留（管理员可以用 /pop 撤下）。",
+        "forgetme_none": "这个聊天里没有记住关于你的事，今天及以前你说过的话也不会被记下。",
+        "forgetme_done": "已忘掉这个聊天里关于你的 {count} 条事实，今天及以前你说过的话不会再"
+        "被记成事实；每日摘要仍会保留（管理员可以用 /pop 撤下）。",
         "trace_usage": "用法：/trace [N]，N = 1 表示最新的一批，最多 {keep}",
         "trace_none": "{chat} 还没有任何一批消息的处理记录。",
         "trace_too_far": "{chat} 保留了 {kept} 条处理记录：N 请在 1（最新）到 {kept} 之间选择。",

@@ -3,6 +3,8 @@
 A fact is a ``person_facts`` row; forgetting it (an admin's ``/forget``, the person's own
 ``/forgetme``, or a newer fact crowding it out) is a soft delete that records who and
 when, and every change leaves a ``fact_audit`` row, as summary pops do in their rows.
+What was forgotten on request is not learned again (``forgotten_people``, and a forgotten
+fact's words).
 """
 
 from __future__ import annotations
@@ -71,21 +73,31 @@ async def _insert(
 ) -> list[Fact]:
     stored: list[Fact] = []
     for text in note.facts:
+        fact = clean(text)
         rows = await db.execute_fetchall(
             "INSERT INTO person_facts (chat_key, user_id, user_name, fact, normalised,"
-            " source_day, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " source_day, created_at)"
+            " SELECT :chat, :user, :name, :fact, :normalised, :day, :at"
+            # What was forgotten on request is not learned again: the person from any day
+            # up to their request, a fact in the same words ever.
+            " WHERE NOT EXISTS (SELECT 1 FROM forgotten_people"
+            "  WHERE chat_key = :chat AND user_id = :user AND through_day >= :day)"
+            " AND NOT EXISTS (SELECT 1 FROM person_facts"
+            "  WHERE chat_key = :chat AND user_id = :user AND normalised = :normalised"
+            "  AND is_deleted = 1 AND deleted_by <> :nightly)"
             # The partial unique index decides: the same live fact once per person.
             " ON CONFLICT (chat_key, user_id, normalised) WHERE is_deleted = 0 DO NOTHING"
             f" RETURNING {_COLUMNS}",
-            (
-                str(chat),
-                note.user_id,
-                clean(note.name),
-                clean(text),
-                normalise_fact(clean(text)),
-                day.isoformat(),
-                at,
-            ),
+            {
+                "chat": str(chat),
+                "user": note.user_id,
+                "name": clean(note.name),
+                "fact": fact,
+                "normalised": normalise_fact(fact),
+                "day": day.isoformat(),
+                "at": at,
+                "nightly": NIGHTLY,
+            },
         )
         stored.extend(_fact(row, chat) for row in rows)
     return stored
@@ -170,8 +182,13 @@ class SqlitePeople(Database):
             await _audit(db, chat, [row["id"] for row in rows], "forgotten", by, at)
         return _fact(rows[0], chat) if rows else None
 
-    async def forget_person(self, chat: ChatKey, user_id: str, *, by: str, now: datetime) -> int:
-        """Soft-delete every live fact about a person in ``chat``; return how many."""
+    async def forget_person(
+        self, chat: ChatKey, user_id: str, *, by: str, now: datetime, through: date
+    ) -> int:
+        """Soft-delete every live fact about a person in ``chat``; return how many.
+
+        Nothing about them is learned in ``chat`` from chat days up to ``through`` after.
+        """
         at = unix(now, "now")
         async with self._transaction() as db:
             rows = await db.execute_fetchall(
@@ -181,4 +198,18 @@ class SqlitePeople(Database):
             )
             forgotten = [int(row[0]) for row in rows]
             await _audit(db, chat, forgotten, "forgotten", by, at)
+            await db.execute(
+                "INSERT INTO forgotten_people (chat_key, user_id, through_day, forgotten_at,"
+                " forgotten_by) VALUES (:chat, :user, :day, :at, :by)"
+                " ON CONFLICT (chat_key, user_id) DO UPDATE SET"
+                "  through_day = max(through_day, excluded.through_day),"
+                "  forgotten_at = excluded.forgotten_at, forgotten_by = excluded.forgotten_by",
+                {
+                    "chat": str(chat),
+                    "user": user_id,
+                    "day": through.isoformat(),
+                    "at": at,
+                    "by": by,
+                },
+            )
         return len(forgotten)

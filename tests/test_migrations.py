@@ -281,3 +281,28 @@ async def test_existing_memory_gets_the_vector_table_and_waits_to_be_embedded(
         ("summary", pushed.id, "[Memory of 2026-03-05] 旧的一天")
     ]
     assert (position, facts, end) == (("fact", 0), [], None)  # summaries, then facts
+
+
+async def test_a_people_database_gains_the_record_of_who_was_forgotten(db_path: Path) -> None:
+    """A version-6 file keeps its facts; a person forgotten after the upgrade stays forgotten."""
+    db_path.parent.mkdir(parents=True)
+    chat = ChatKey.parse("test:private:1")
+    day = date(2026, 3, 5)
+    async with aiosqlite.connect(db_path, isolation_level=None) as old:
+        await migrate(old, [m for m in load_migrations() if m.name < "0007"])
+        await old.execute(
+            "INSERT INTO person_facts (chat_key, user_id, user_name, fact, normalised,"
+            " source_day, created_at) VALUES (?, '8', 'Alice', '喜欢猫', '喜欢猫', ?, 0)",
+            (str(chat), day.isoformat()),
+        )
+
+    async with await SqliteStore.open(db_path) as store:
+        kept = await store.live_facts(chat, ["8"])
+        forgotten = await store.forget_person(chat, "8", by="test:8", now=NOW, through=day)
+        relearned = await store.add_facts(
+            chat, day, [PersonNote("8", "Alice", ("喜欢狗",))], keep=5, now=NOW
+        )
+
+    assert user_version(db_path) == load_migrations()[-1].version
+    assert [f.text for f in kept["8"]] == ["喜欢猫"]
+    assert (forgotten, relearned) == (1, [])

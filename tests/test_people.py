@@ -148,8 +148,8 @@ async def test_forgetting_is_per_chat_and_audited(store: SqliteStore, db_path: P
     assert await store.forget_fact(GROUP, 10**15, by="test:1", now=NOW) is None
     forgotten = await store.forget_fact(GROUP, fact.id, by="test:1", now=NOW)
     assert await store.forget_fact(GROUP, fact.id, by="test:1", now=NOW) is None
-    assert await store.forget_person(PRIVATE, "7", by="test:7", now=NOW) == 1
-    assert await store.forget_person(PRIVATE, "nobody", by="test:7", now=NOW) == 0
+    assert await store.forget_person(PRIVATE, "7", by="test:7", now=NOW, through=DAY) == 1
+    assert await store.forget_person(PRIVATE, "nobody", by="test:7", now=NOW, through=DAY) == 0
 
     assert forgotten is not None
     assert forgotten.text == "喜欢猫"
@@ -162,6 +162,60 @@ async def test_forgetting_is_per_chat_and_audited(store: SqliteStore, db_path: P
         rows = db.execute("SELECT count(*) FROM person_facts").fetchone()
     assert audit == [("forgotten", "test:1"), ("forgotten", "test:7")]
     assert rows == (3,)
+
+
+async def test_a_forgotten_person_is_not_learned_again_from_days_up_to_the_request(
+    store: SqliteStore,
+) -> None:
+    """After /forgetme on DAY, that day's (and older) summaries teach nothing about them.
+
+    Other people of the same day, the same person in another chat, and later days still
+    learn; a second request moves the line later, never earlier.
+    """
+    later = date(2026, 11, 22)
+    await store.add_facts(PRIVATE, DAY, [note("7", "喜欢猫")], keep=20, now=NOW)
+    await store.forget_person(PRIVATE, "7", by="test:7", now=NOW, through=DAY)
+    await store.forget_person(PRIVATE, "8", by="test:8", now=NOW, through=later)
+    await store.forget_person(PRIVATE, "8", by="test:8", now=NOW, through=DAY)
+
+    same_day = await store.add_facts(
+        PRIVATE, DAY, [note("7", "喜欢猫", "住在杭州"), note("9", "喜欢狗")], keep=20, now=NOW
+    )
+    older_day = await store.add_facts(
+        PRIVATE, date(2026, 11, 1), [note("7", "考研")], keep=20, now=NOW
+    )
+    elsewhere = await store.add_facts(GROUP, DAY, [note("7", "住在杭州")], keep=20, now=NOW)
+    next_day = await store.add_facts(
+        PRIVATE, later, [note("7", "养了一只狗"), note("8", "在学日语")], keep=20, now=NOW
+    )
+
+    assert [(f.user_id, f.text) for f in same_day] == [("9", "喜欢狗")]
+    assert older_day == []
+    assert [f.text for f in elsewhere] == ["住在杭州"]
+    assert [(f.user_id, f.text) for f in next_day] == [("7", "养了一只狗")]
+
+
+async def test_a_forgotten_fact_is_not_learned_again_but_a_crowded_out_one_is(
+    store: SqliteStore,
+) -> None:
+    """/forget of one fact holds on later days; a fact that only gave way may come back."""
+    [cats, home] = await store.add_facts(
+        PRIVATE, DAY, [note("7", "喜欢猫", "住在杭州")], keep=20, now=NOW
+    )
+    await store.forget_fact(PRIVATE, home.id, by="test:1", now=NOW)
+    await store.add_facts(PRIVATE, DAY, [note("7", "养了一只狗")], keep=1, now=NOW)
+
+    later = date(2026, 11, 23)
+    again = await store.add_facts(
+        PRIVATE, later, [note("7", " 住在 杭州 ", "喜欢猫")], keep=20, now=NOW
+    )
+
+    assert cats.text == "喜欢猫"
+    assert [f.text for f in again] == ["喜欢猫"]  # it was crowded out, not forgotten
+    assert [f.text for f in (await store.live_facts(PRIVATE, ["7"]))["7"]] == [
+        "喜欢猫",
+        "养了一只狗",
+    ]
 
 
 # -- through the running bot ------------------------------------------------------------
@@ -317,3 +371,30 @@ async def test_a_chats_fact_never_shows_in_another_chat(tmp_path: Path, llm: Fak
     )
     assert f"#{fact.id} · learned from " in home
     assert home.splitlines()[1].endswith("CANARY-A 对花生过敏")
+
+
+async def test_tonights_summary_learns_nothing_about_someone_who_said_forgetme_today(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """/forgetme in the afternoon: the night's summary of that day still reads their morning
+    messages, and stores facts about the others only."""
+    llm.reply_json(replies_json("好"))
+    async with harness(tmp_path, llm, groups={"reply_mode": "always"}) as bot:
+        await bot.say("我对花生过敏", chat=GROUP, sender_id="7")
+        await bot.say("我在学日语", chat=GROUP, sender_id="8")
+        await bot.settle()
+        forgot = await bot.command("/forgetme", chat=GROUP, sender_id="8")
+        pushed = await summarise_today(
+            bot,
+            GROUP,
+            [
+                {"user_id": "7", "facts": ["对花生过敏"]},
+                {"user_id": "8", "facts": ["在学日语"]},
+            ],
+        )
+        people = bot.pipeline.commands.memory.people
+        kept = {uid: [f.text for f in await people.facts(GROUP, uid)] for uid in ("7", "8")}
+
+    assert forgot.startswith("Nothing is remembered about you in this chat")
+    assert pushed is SummaryResult.PUSHED
+    assert kept == {"7": ["对花生过敏"], "8": []}

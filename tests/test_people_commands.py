@@ -96,8 +96,10 @@ async def test_forgetme_works_for_anyone_and_only_for_them_here(
         private = await command(bot, f"/facts 8 {PRIVATE}", chat=PRIVATE)
 
     assert refused == "Sorry, only admins can use that command."
-    assert forgot.startswith("Forgot 2 fact(s) about you in this chat.")
-    assert again == "Nothing is remembered about you in this chat."
+    assert forgot.startswith("Forgot 2 fact(s) about you in this chat;")
+    assert again == (
+        "Nothing is remembered about you in this chat, and nothing you wrote up to today will be."
+    )
     assert "Alice" not in people
     assert "- Bob (id 9): 1 fact(s)" in people
     assert "私聊里说的事" in private
@@ -143,7 +145,7 @@ async def test_people_commands_answer_in_chinese(tmp_path: Path, llm: FakeLLMSer
         f"{GROUP} 里没有记住关于 ID 404 的事。",
         f"{PRIVATE} 里还没有记住关于任何人的事。",
         "用法：/people（在聊天里直接用，或在私聊里带上聊天的键）",
-        "已忘掉这个聊天里关于你的 1 条事实，机器人不会再看到它们；"
+        "已忘掉这个聊天里关于你的 1 条事实，今天及以前你说过的话不会再被记成事实；"
         "每日摘要仍会保留（管理员可以用 /pop 撤下）。",
-        "这个聊天里没有记住关于你的事。",
+        "这个聊天里没有记住关于你的事，今天及以前你说过的话也不会被记下。",
     ]

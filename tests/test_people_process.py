@@ -267,7 +267,7 @@ async def test_people_and_traces_in_the_console(tmp_path: Path, llm: FakeLLMServ
     assert f"batch 2 of {CONSOLE}" in trace
     assert "reply 1: sent · 吃面吧" in trace
     assert re.search(r"people [1-9]", trace)
-    assert forgot_me.startswith("小满: Forgot 1 fact(s) about you in this chat.")
+    assert forgot_me.startswith("小满: Forgot 1 fact(s) about you in this chat;")
     assert live_facts(config) == []
     assert len(llm.requests) == 2
     assert KEY not in str(llm.requests)

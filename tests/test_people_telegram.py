@@ -46,6 +46,6 @@ async def test_forgetme_from_a_member_then_only_the_others_facts_reach_the_promp
 
     answer = api.sent_messages(GROUP_ID)[0]["text"]
     system = str(llm.requests[0]["messages"][0]["content"])
-    assert answer.startswith("Forgot 2 fact(s) about you in this chat.")
+    assert answer.startswith("Forgot 2 fact(s) about you in this chat;")
     assert f"- Alice (id {ALICE}): CANARY-ALICE 对花生过敏" in system
     assert "CANARY-BOB" not in system

@@ -45,6 +45,7 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
         ("batches",),
         ("embeddings",),
         ("fact_audit",),
+        ("forgotten_people",),
         ("knowledge_fts",),
         ("knowledge_index",),
         ("messages",),
