@@ -163,11 +163,13 @@ async def _nearest_of(
     source = SOURCES[kind]
     rows = list(
         await db.execute_fetchall(
-            f"SELECT e.row_id, e.vector FROM embeddings AS e"
-            f" JOIN {source.table} AS s ON s.id = e.row_id"
-            " WHERE e.chat_key = ? AND e.kind = ? AND e.model = ? AND e.dims = ?"
-            f" AND s.{source.live}",
-            (str(chat), kind, model, len(vector)),
+            "SELECT row_id, vector FROM embeddings"
+            " WHERE chat_key = :chat AND kind = :kind AND model = :model AND dims = :dims"
+            # The chat's live ids come from the partial index alone; a join would read each
+            # row, and a summary's row holds the whole prompt before and after it.
+            f" AND row_id IN (SELECT id FROM {source.table}"
+            f"  WHERE chat_key = :chat AND {source.live})",
+            {"chat": str(chat), "kind": kind, "model": model, "dims": len(vector)},
         )
     )
     if not rows:
