@@ -48,8 +48,11 @@ class Database:
     async def _transaction(self, *, urgent: bool = False) -> AsyncIterator[aiosqlite.Connection]:
         """Run the body in one write transaction (``urgent``: next); roll back if it raises."""
         async with self._connection(urgent=urgent) as db:
-            await db.execute("BEGIN IMMEDIATE")
             try:
+                # Inside the try: a cancel while BEGIN is on its way would otherwise
+                # hand the next holder an open transaction ("cannot start a transaction
+                # within a transaction" for every write after it).
+                await db.execute("BEGIN IMMEDIATE")
                 yield db
             except BaseException:
                 # aiosqlite queues the call before the await can be cancelled, so the

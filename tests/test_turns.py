@@ -89,3 +89,25 @@ async def test_storing_a_page_goes_ahead_of_queued_reads(tmp_path: Path) -> None
         await asyncio.sleep(0)  # every read is queued for the connection
         await asyncio.gather(write(), *reads)
     assert done.index("page") <= 1  # after the read holding the connection, if any
+
+
+async def test_a_write_cancelled_as_its_transaction_begins_leaves_none_open(
+    tmp_path: Path,
+) -> None:
+    """A writer cancelled while BEGIN is on its way rolls back: the next write succeeds."""
+    chat = ChatKey("telegram", ChatKind.PRIVATE, "1")
+
+    def page(first: int) -> list[IncomingMessage]:  # over 500 rows: written in a transaction
+        return [
+            IncomingMessage(chat, str(n), "1", "Alice", "hi", datetime.now(UTC))
+            for n in range(first, first + 600)
+        ]
+
+    async with await SqliteStore.open(tmp_path / "pacebot.db") as store:
+        cancelled = asyncio.create_task(store.add_messages(page(0), received_at=datetime.now(UTC)))
+        await asyncio.sleep(0)  # it holds the connection and waits for BEGIN
+        cancelled.cancel()
+        await asyncio.gather(cancelled, return_exceptions=True)
+        stored = await store.add_messages(page(1000), received_at=datetime.now(UTC))
+        waiting = await store.waiting_counts()
+    assert (cancelled.cancelled(), sum(stored), waiting) == (True, 600, {chat: 600})
