@@ -149,11 +149,13 @@ def _child(name: str, *, quick: bool, workdir: Path, out: Path) -> int:
     """Run one benchmark once in this (fresh) process and write its figures to ``out``."""
     from bot.log import setup_logging
 
-    # As in production: INFO and up to a file, only warnings on the terminal.
-    setup_logging(level="INFO", log_dir=workdir / "logs", stderr_level="WARNING")
     benchmark = _BY_NAME[name]
     budget = benchmark.quick_budget_s if quick else benchmark.budget_s
+    # Imported first, as pacebot's composition root does: importing nonebot (bench.wire)
+    # replaces loguru's sinks with its own INFO sink on stdout.
     measure = benchmark.measure()
+    # As in production: INFO and up to a file, only warnings on the terminal.
+    setup_logging(level="INFO", log_dir=workdir / "logs", stderr_level="WARNING")
 
     async def bounded() -> list[Figure]:
         async with asyncio.timeout(budget):

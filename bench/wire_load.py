@@ -6,6 +6,7 @@ when each message became available to the bot (``time.monotonic``, which every p
 on the machine shares). The bot's process (:mod:`bench.wire`) sends orders over a pipe:
 
 - ``{"do": "connect_qq", "url": ...}`` → ``"connected"``
+- ``{"do": "disconnect_qq"}`` → ``"disconnected"``
 - ``{"do": "bursts", "wire": "telegram" | "qq", "chats": [...], "starts": [...],
   "size": 5, "gap_s": 0.1}`` → ``{chat id: [push times]}``
 - ``{"do": "stop"}``
@@ -43,6 +44,11 @@ async def _serve(conn: Connection) -> None:
                     onebot = FakeOneBot(order["url"], self_id=BOT_QQ_ID)
                     await onebot.connect()
                     conn.send("connected")
+                elif order["do"] == "disconnect_qq":
+                    if onebot is not None:
+                        await onebot.close()
+                        onebot = None
+                    conn.send("disconnected")
                 elif order["do"] == "bursts":
                     conn.send(await _bursts(api, onebot, order))
                 else:

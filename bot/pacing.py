@@ -4,6 +4,10 @@ A send first reserves a slot, then waits for it. Reservations are taken at once,
 concurrent senders queue behind each other instead of all waking together. A slot that
 was not used after all (the sender was woken before it, or the send never reached the
 platform) is given back, so it does not hold up the sends after it.
+
+The typing indicator is only a hint, so it never waits: a :class:`Budget` lets it through
+while there is room and skips it otherwise. However many chats wait for a send slot,
+their "typing…" costs the platform no more requests a second than the sends do.
 """
 
 from __future__ import annotations
@@ -56,6 +60,31 @@ class SlidingWindow:
         drop = bisect.bisect_right(self._times, now - self._size_s)
         if drop:
             del self._times[:drop]
+
+
+class Budget:
+    """Let at most ``per_s`` events a second through, in bursts of one second's worth.
+
+    A token bucket: it refills at ``per_s`` tokens a second up to ``max(1, per_s)``, and
+    each event taken spends one. An event with no token left is refused, not delayed.
+    """
+
+    def __init__(self, *, per_s: float, clock: Callable[[], float]) -> None:
+        self._per_s = per_s
+        self._capacity = max(1.0, per_s)
+        self._clock = clock
+        self._tokens = self._capacity
+        self._at = clock()
+
+    def take(self) -> bool:
+        """Spend one token if there is one; tell whether the event may go ahead."""
+        now = self._clock()
+        self._tokens = min(self._capacity, self._tokens + (now - self._at) * self._per_s)
+        self._at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
 
 
 class Pacer:

@@ -22,7 +22,7 @@ from loguru import logger
 from bot.config import PacingConfig
 from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, OutboxItem
-from bot.pacing import Pacer
+from bot.pacing import Budget, Pacer
 from bot.ports import Outbox, Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
@@ -68,6 +68,7 @@ class Sender:
         self._bot_name = bot_name
         self._now = now
         self._pacers: dict[str, Pacer] = {}
+        self._typing_budgets: dict[str, Budget] = {}
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._wakes: dict[ChatKey, asyncio.Event] = {}
         self._backing_off: set[ChatKey] = set()  # their task sleeps in a back-off
@@ -151,6 +152,15 @@ class Sender:
             pacer = Pacer(platform.limits, clock=loop.time)
             self._pacers[platform.name] = pacer
         return pacer
+
+    def _typing_budget(self, platform: Platform) -> Budget:
+        """Return the platform's typing budget: as many a second as it allows sends."""
+        budget = self._typing_budgets.get(platform.name)
+        if budget is None:
+            loop = asyncio.get_running_loop()
+            budget = Budget(per_s=platform.limits.overall_per_s, clock=loop.time)
+            self._typing_budgets[platform.name] = budget
+        return budget
 
     async def _deliver(self, chat: ChatKey) -> None:
         platform = self._platforms.get(chat.platform)
@@ -308,6 +318,13 @@ class Sender:
             await asyncio.wait({task})
 
     async def _show_typing(self, chat: ChatKey, platform: Platform, *, timeout_s: float) -> None:
+        """Show typing in ``chat`` if the platform's typing budget has room; never wait for it.
+
+        Under load thousands of chats may wait for a send slot at once, each refreshing its
+        indicator: unbounded, those requests would crowd out the sends and the polling.
+        """
+        if not self._typing_budget(platform).take():
+            return
         try:
             async with asyncio.timeout(timeout_s):
                 await platform.show_typing(chat)

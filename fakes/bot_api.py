@@ -23,6 +23,7 @@ whole server can go away and come back on the same port
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import copy
 import json
@@ -279,6 +280,7 @@ class FakeBotAPI:
         self.file_sizes: dict[str, int] = {}  # a file_size getFile announces instead of the real
         self.downloads: list[str] = []  # file paths fetched from /file/bot<token>/
         self._updates: list[dict[str, Any]] = []
+        self._updates_in_order = True  # ids rise along _updates: confirming cuts a prefix
         self._chats: dict[int, dict[str, Any]] = {}
         self._blocked: dict[int, tuple[int, str]] = {}
         self._failures: dict[str, deque[_Failure]] = {}
@@ -438,6 +440,8 @@ class FakeBotAPI:
         """Queue a raw update (``update_id`` is assigned if missing); return its id."""
         update = dict(update)
         update.setdefault("update_id", self._next_update_id)
+        if self._updates and update["update_id"] < self._updates[-1]["update_id"]:
+            self._updates_in_order = False
         self._next_update_id = max(self._next_update_id, update["update_id"]) + 1
         self._updates.append(update)
         self._wake_pollers()
@@ -617,22 +621,47 @@ class FakeBotAPI:
         offset = int(params.get("offset") or 0)
         if offset > 0:  # confirms every update below the offset
             self.confirmed_offset = max(self.confirmed_offset, offset)
-            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+            self._confirm_below(offset)
         limit = int(params.get("limit") or 100)
         allowed = params.get("allowed_updates") or None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + float(params.get("timeout") or 0)
         while True:
-            if allowed and self.honour_allowed_updates:  # Telegram drops unasked kinds
-                self.dropped_updates += [u for u in self._updates if not _is_allowed(u, allowed)]
-                self._updates = [u for u in self._updates if _is_allowed(u, allowed)]
-            ready = self._updates[:limit]
+            ready = self._page(limit, allowed if self.honour_allowed_updates else None)
             remaining = deadline - loop.time()
             if ready or remaining <= 0 or not self.listening:
                 return ready
             event = self._new_update
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), remaining)
+
+    def _confirm_below(self, offset: int) -> None:
+        """Forget the updates below ``offset``: a prefix while ids rise (a backlog of tens
+        of thousands costs a bisect per poll, not a pass over all of it)."""
+        if self._updates_in_order:
+            del self._updates[: bisect.bisect_left(self._updates, offset, key=_update_id)]
+        else:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+
+    def _page(self, limit: int, allowed: Iterable[str] | None) -> list[dict[str, Any]]:
+        """Return the next ``limit`` updates of the ``allowed`` kinds.
+
+        As Telegram does, the unasked kinds met on the way are dropped for good; those
+        behind the page wait until a poll reaches them.
+        """
+        if not allowed:
+            return self._updates[:limit]
+        page: list[dict[str, Any]] = []
+        dropped: list[dict[str, Any]] = []
+        for update in self._updates:
+            if len(page) == limit:
+                break
+            (page if _is_allowed(update, allowed) else dropped).append(update)
+        if dropped:
+            self.dropped_updates += dropped
+            gone = {id(update) for update in dropped}
+            self._updates = [u for u in self._updates if id(u) not in gone]
+        return page
 
     async def _send_message(self, params: dict[str, Any]) -> Any:
         chat_id = self._target_chat(params)
@@ -759,6 +788,10 @@ def _error(
     if parameters:
         body["parameters"] = parameters
     return web.json_response(body, status=status)
+
+
+def _update_id(update: dict[str, Any]) -> int:
+    return int(update["update_id"])
 
 
 def _is_allowed(update: dict[str, Any], allowed: Iterable[str] | None) -> bool:

@@ -89,7 +89,7 @@ class SqliteStore(
 
     async def close(self) -> None:
         """Close the database; calling it again does nothing."""
-        async with self._lock:
+        async with self._turns.turn():
             if self._closed:
                 return
             self._closed = True

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.models import ChatKey, ChatKind
-from bot.pacing import Pacer, SlidingWindow
+from bot.pacing import Budget, Pacer, SlidingWindow
 from bot.ports import PacingLimits
 
 TELEGRAM = PacingLimits(chat_interval_s=1.0, group_per_minute=20, overall_per_s=25.0)
@@ -107,3 +107,15 @@ def test_giving_back_a_slot_twice_forgets_nothing_else() -> None:
     pacer.give_back(private(2), given)
     assert kept == 1000.0
     assert pacer.reserve(private(3)) == 1001.0  # private(1)'s send still fills the second
+
+
+def test_budget_lets_a_second_through_then_refills_at_its_rate() -> None:
+    """A budget of 5/s takes a burst of 5, refuses the 6th, and has one more 0.2 s later."""
+    clock = Clock()
+    budget = Budget(per_s=5.0, clock=clock)
+    burst = [budget.take() for _ in range(6)]
+    clock.now += 0.2
+    later = [budget.take(), budget.take()]
+    clock.now += 10.0
+    refilled = sum(budget.take() for _ in range(7))
+    assert (burst, later, refilled) == ([True] * 5 + [False], [True, False], 5)

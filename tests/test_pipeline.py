@@ -15,8 +15,9 @@ import pytest
 
 from bot.conversation import Phase
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
-from bot.models import BatchOutcome, ChatKey, ChatMessage
+from bot.models import BatchOutcome, ChatKey, ChatKind, ChatMessage
 from bot.pipeline import Pipeline
+from bot.ports import PacingLimits
 from bot.prompt import estimate_prompt_tokens
 from bot.retries import Retries
 from fakes.harness import (
@@ -450,6 +451,25 @@ async def test_typing_stops_whenever_its_block_ends(
         shown = len(bot.platform.typing)
         await asyncio.sleep(5 * bot.platform.typing_refresh_s)
         assert (thinking in done, len(bot.platform.typing)) == (True, shown)
+
+
+async def test_typing_costs_the_platform_no_more_requests_than_its_send_rate(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Thirty chats typing at once show it at most ``overall_per_s`` times a second in all."""
+    limits = PacingLimits(chat_interval_s=0.0, group_per_minute=1000, overall_per_s=10.0)
+    platform = RecordingPlatform(typing_refresh_s=0.01, limits=limits)
+    chats = [ChatKey("test", ChatKind.PRIVATE, str(n)) for n in range(30)]
+    async with harness(tmp_path, llm, platform=platform) as bot:
+        loop = asyncio.get_running_loop()
+        async with contextlib.AsyncExitStack() as blocks:
+            started = loop.time()
+            for chat in chats:
+                await blocks.enter_async_context(bot.pipeline.sender.typing(chat, platform))
+            await asyncio.sleep(0.2)
+            elapsed_s = loop.time() - started
+    allowed = 10 + int(elapsed_s * 10.0)  # one second's burst, then the refill
+    assert 10 <= len(platform.typing) <= allowed, (len(platform.typing), allowed)
 
 
 async def test_cancelling_a_typing_block_cancels_its_task(

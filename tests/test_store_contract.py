@@ -251,21 +251,21 @@ async def test_duplicate_delivery_is_stored_once(store: Store) -> None:
 
 
 async def test_messages_added_together_say_which_are_new(store: Store) -> None:
-    """A page of 250 messages (three INSERTs in SQLite) is stored at once; a message stored
-    before, or repeated in the page, is not new; the page keeps its order."""
+    """A page of 1,100 messages (three INSERTs in SQLite) is stored at once; a message
+    stored before, or repeated in the page, is not new; the page keeps its order."""
     await store.add_message(incoming(ALICE, "3"), received_at=at(3))
-    page = [incoming(ALICE, str(n)) for n in range(1, 251)]
+    page = [incoming(ALICE, str(n)) for n in range(1, 1101)]
     page.insert(10, incoming(ALICE, "5"))  # the same message twice in one page
     page.append(incoming(GROUP, "1"))
 
     new = await store.add_messages(page, received_at=at(300))
 
     assert [m.message_id for m, is_new in zip(page, new, strict=True) if not is_new] == ["3", "5"]
-    assert sum(new) == 250
-    assert await store.waiting_counts() == {ALICE: 250, GROUP: 1}
-    batch = await store.open_batch(ALICE, limit=300, now=at(301))
+    assert sum(new) == 1100
+    assert await store.waiting_counts() == {ALICE: 1100, GROUP: 1}
+    batch = await store.open_batch(ALICE, limit=1200, now=at(301))
     assert batch is not None
-    in_page_order = [str(n) for n in range(1, 251) if n != 3]
+    in_page_order = [str(n) for n in range(1, 1101) if n != 3]
     assert [m.message_id for m in batch.messages] == ["3", *in_page_order]
 
 
