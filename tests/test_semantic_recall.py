@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sqlite3
 from contextlib import closing
 from datetime import UTC, date, datetime
@@ -17,7 +18,15 @@ from bot.errors import ConfigError
 from bot.models import ChatKey, ChatKind, DaySummary, PersonNote, SummaryRecord
 from bot.recall import fuse
 from bot.semantic import SemanticMemory
-from fakes.harness import TEST_KEY, harness, push_day_summary, wait_until
+from fakes.bot_api import FakeBotAPI
+from fakes.harness import (
+    TEST_KEY,
+    harness,
+    push_day_summary,
+    replies_json,
+    start_run,
+    wait_until,
+)
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -310,3 +319,58 @@ async def test_a_forgotten_fact_is_never_found(db_path: Path, llm: FakeLLMServer
 
     assert [(f.user_name, f.text) for f in found.facts] == [("小红", "对花生过敏")]
     assert after.facts == ()
+
+
+async def test_pacebot_run_on_telegram_recalls_by_meaning(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """`pacebot run` with [memory.embeddings]: back-fill at start, then "hotpot" finds 火锅."""
+    chat = ChatKey("telegram", ChatKind.PRIVATE, "1001")
+    llm.synonyms("火锅", "hotpot")
+    async with await SqliteStore.open(tmp_path / "data" / "pacebot.sqlite3") as store:
+        await push_day_summary(store, chat, date(2026, 11, 1), HOTPOT_DAY)
+        for n in range(FILLERS):
+            day = date(2026, 11, 3 + n)
+            await push_day_summary(store, chat, day, f"{day} 小明在家写作业。")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"""
+[bot]
+data_dir = "data"
+
+[pacing]
+debounce_min_s = 0.05
+debounce_max_s = 0.05
+
+[llm]
+base_url = "{llm.base_url}"
+max_retries = 0
+
+[memory]
+context_budget_tokens = 500
+
+[memory.embeddings]
+model = "fake-embed"
+
+[telegram]
+enabled = true
+api_base_url = "{api.base_url}"
+""",
+        encoding="utf-8",
+    )
+    llm.reply_json(replies_json("记得，太辣了"))
+    env = {"PACEBOT_LLM_API_KEY": TEST_KEY, "TELEGRAM_BOT_TOKEN": api.token}
+    process = await start_run(config, env)
+    try:
+        await api.wait_for("getUpdates", timeout=20)
+        await wait_until(lambda: len(vector_rows(tmp_path / "data" / "pacebot.sqlite3")) > FILLERS)
+        api.push_message(1001, "do you remember that hotpot place?")
+        await api.wait_for("sendMessage", timeout=10)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 20)
+
+    assert process.returncode == 0, err.decode()
+    assert "火锅店太辣" in recalled_part(llm.requests[0])
+    assert llm.embedding_requests[-1]["input"] == ["do you remember that hotpot place?"]
+    assert TEST_KEY not in err.decode()
