@@ -71,7 +71,11 @@ async def summarise_days(
     on_purpose: bool = False,
     progress: Callable[[ChatKey, date, SummaryResult | None], None] | None = None,
 ) -> NightlyReport:
-    """Summarise each (chat, day), at most ``concurrency`` at once; never raise for one."""
+    """Summarise each (chat, day), at most ``concurrency`` at once; never raise for one.
+
+    A chat's days go one after another, oldest first: each is pushed on top of the one
+    before, so its stack stays in day order. Chats run side by side.
+    """
     report = NightlyReport()
     gate = asyncio.Semaphore(concurrency)
 
@@ -95,7 +99,15 @@ async def summarise_days(
         if progress is not None:
             progress(chat, day, result)
 
-    await asyncio.gather(*(one(chat, day) for chat, day in work))
+    days_of: dict[ChatKey, list[date]] = {}
+    for chat, day in work:
+        days_of.setdefault(chat, []).append(day)
+
+    async def in_order(chat: ChatKey, days: list[date]) -> None:
+        for day in sorted(days):
+            await one(chat, day)
+
+    await asyncio.gather(*(in_order(chat, days) for chat, days in days_of.items()))
     return report
 
 
