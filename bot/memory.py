@@ -204,7 +204,7 @@ class Memory:
         self._llm = llm
         self.initial_persona = initial_persona
         self._now = now
-        self.people = People(config, store, now=now)
+        self.people = People(config, store, now=now, today=self.today)
         self.semantic = semantic
         """Semantic recall, when ``[memory.embeddings]`` is on; ``None`` otherwise."""
 

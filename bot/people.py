@@ -18,7 +18,6 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.config import Config
-from bot.dates import chat_day
 from bot.errors import BadLLMReply
 from bot.models import ChatKey, Fact, KnownPerson, PersonNote, StoredMessage
 from bot.ports import PeopleStore
@@ -160,10 +159,18 @@ def people_in_view(
 class People:
     """Each chat's people and their facts: learn at night, show in the prompt, forget."""
 
-    def __init__(self, config: Config, store: PeopleStore, *, now: Callable[[], datetime]):
+    def __init__(
+        self,
+        config: Config,
+        store: PeopleStore,
+        *,
+        now: Callable[[], datetime],
+        today: Callable[[], date],
+    ):
         self._config = config
         self._store = store
         self._now = now
+        self._today = today  # the current chat day
 
     async def learn(self, chat: ChatKey, day: date, notes: Sequence[PersonNote]) -> list[Fact]:
         """Store what a day's summary learned; return the facts that are new."""
@@ -206,8 +213,6 @@ class People:
         Tonight's summary of today still reads what they wrote before: nothing is learned
         about them from today or earlier days again.
         """
-        now = self._now()
-        today = chat_day(
-            now, zone=self._config.bot.zone, boundary=self._config.memory.day_boundary_time
+        return await self._store.forget_person(
+            chat, user_id, by=by, now=self._now(), through=self._today()
         )
-        return await self._store.forget_person(chat, user_id, by=by, now=now, through=today)

@@ -197,6 +197,14 @@ class FakeOneBot:
     def connected(self) -> bool:
         return self._ws is not None and self._ws.close_code is None
 
+    async def connect_when_listening(self, *, timeout_s: float = 20.0) -> None:
+        """Dial until the bot's port accepts: a ``pacebot run`` that is still starting."""
+        async with asyncio.timeout(timeout_s):
+            while not self.connected:
+                with contextlib.suppress(OSError):
+                    await self.connect()
+                await asyncio.sleep(0.05)
+
     async def connect(self) -> None:
         """Dial the bot; raise ``websockets.exceptions.InvalidStatus`` if it refuses."""
         if self.connected:

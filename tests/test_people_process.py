@@ -9,7 +9,6 @@ after that goes over the real wires: nonebot2 fed by the OneBot client, or piped
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import re
 import signal
@@ -98,11 +97,7 @@ def system_prompt(llm: FakeLLMServer, index: int) -> str:
 
 async def connected_onebot(port: int) -> FakeOneBot:
     onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=SELF_ID)
-    async with asyncio.timeout(20):
-        while not onebot.connected:  # the process is still starting
-            with contextlib.suppress(OSError):
-                await onebot.connect()
-            await asyncio.sleep(0.05)
+    await onebot.connect_when_listening()
     return onebot
 
 

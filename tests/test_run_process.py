@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import signal
 import socket
 from pathlib import Path
@@ -103,11 +102,7 @@ async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
     process = await start(config, api)
     await api.wait_for("getUpdates", timeout=20)
     onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
-    async with asyncio.timeout(20):
-        while not onebot.connected:  # the server is up once Telegram polls, but be patient
-            with contextlib.suppress(OSError):
-                await onebot.connect()
-            await asyncio.sleep(0.05)
+    await onebot.connect_when_listening()
     try:
         await onebot.send_private_message(42, "你好")
         await onebot.wait_for_call("send_private_msg", within_s=10)
@@ -191,11 +186,7 @@ async def test_run_answers_a_qq_picture_having_seen_it(
         url = host.serve("/cat.jpg", jpeg(3000, 2000))
         process = await start(config, api)
         onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
-        async with asyncio.timeout(20):
-            while not onebot.connected:
-                with contextlib.suppress(OSError):
-                    await onebot.connect()
-                await asyncio.sleep(0.05)
+        await onebot.connect_when_listening()
         try:
             message_id = await onebot.send_private_message(42, [text("看"), image(url=url)])
             llm.reply_json(vision_reply(message_id))

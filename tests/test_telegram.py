@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import stamina.instrumentation
 from loguru import logger
+from telegram import Update
 
 from adapters.telegram.platform import TelegramPlatform
 from bot.errors import ChatUnavailable, ConfigError, MessageRefused, RateLimited, SendFailed
@@ -318,6 +319,27 @@ async def test_an_update_ptb_cannot_read_is_skipped_not_refetched(
         [m.message_id for m in messages],
         ["cannot read" in line for line in logs.at("WARNING")],
     ) == ([str(after)], [True])
+
+
+async def test_a_readable_page_is_parsed_once(
+    tg: TelegramPlatform, api: FakeBotAPI, sink: RecordingSink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a page PTB failed to read is checked update by update: others are read once."""
+    parsed: list[object] = []
+    real = Update.de_json.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[Update], data: Any, bot: Any = None) -> Update:
+        parsed.append(data.get("update_id") if isinstance(data, dict) else data)
+        return real(cls, data, bot)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Update, "de_json", classmethod(counting))
+    for n in range(3):
+        api.push_message(PRIVATE_CHAT, f"message {n}")
+
+    await received(api, sink, count=3)
+    await settled(api)
+
+    assert len(parsed) == len(set(parsed)) == 3
 
 
 async def test_edited_message_goes_to_receive_edit_only(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 import socket
 from pathlib import Path
@@ -66,11 +65,7 @@ async def test_the_dashboard_runs_beside_telegram_and_qq_and_stops_on_sigterm(
     process = await start_run(config, environment(api))
     await api.wait_for("getUpdates", timeout=20)
     onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws", self_id=10001)
-    async with asyncio.timeout(20):
-        while not onebot.connected:
-            with contextlib.suppress(OSError):
-                await onebot.connect()
-            await asyncio.sleep(0.05)
+    await onebot.connect_when_listening()
     bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{web_port}") as client:

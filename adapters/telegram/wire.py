@@ -1,7 +1,7 @@
 """Build PTB's ``Bot`` for pacebot, and keep the bot token out of its logs.
 
 :func:`build_bot` configures the client the way pacebot runs it: explicit timeouts, and
-a getUpdates connection of its own that skips the updates PTB cannot read. pacebot polls
+a getUpdates that gets past a page with updates PTB cannot read. pacebot polls
 with it itself (:mod:`adapters.telegram.polling`); PTB's ``Application`` and
 ``Updater`` are not used, so ``telegram.ext`` is never imported.
 
@@ -137,19 +137,62 @@ def _readable_updates(payload: bytes) -> bytes:
 
 
 class _ReadableUpdatesRequest(HTTPXRequest):
-    """The getUpdates connection: skips the updates PTB cannot read.
+    """The getUpdates connection; while ``careful``, it skips the updates PTB cannot read."""
 
-    PTB fetches a page it cannot parse again and again without confirming it: the bot
-    turns deaf and logs a traceback per poll. A self-hosted Bot API server older than
-    PTB (one missing a field PTB now requires, e.g. in polls) is enough to cause that,
-    so unreadable updates are replaced by empty ones.
-    """
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.careful = False
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         code, payload = await super().do_request(*args, **kwargs)
-        if code != HTTPStatus.OK:
+        if code != HTTPStatus.OK or not self.careful:
             return code, payload
         return code, _readable_updates(payload)
+
+
+class _UnreadablePageFilter(logging.Filter):
+    """Drop PTB's CRITICAL "Error while parsing updates!" record, traceback and raw data.
+
+    :class:`_PollingBot` fetches that page again carefully and warns about the update it
+    skips; PTB's record would add a traceback and the page's raw messages to the log.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Error while parsing updates!")
+
+
+_UNREADABLE_PAGE_FILTER: Final = _UnreadablePageFilter()
+
+
+class _PollingBot(Bot):
+    """PTB's ``Bot``, whose getUpdates gets past a page PTB cannot read.
+
+    PTB reads a page whole: one update it cannot parse fails the page, which is fetched
+    again and again without being confirmed, and the bot turns deaf. A self-hosted Bot
+    API server older than PTB (one missing a field PTB now requires, e.g. in polls) is
+    enough. Checking every update before PTB reads it would parse each page twice, so
+    only a page that failed is fetched again, carefully: the updates PTB cannot read are
+    replaced by empty ones.
+    """
+
+    def __init__(self, token: str, *, polls: _ReadableUpdatesRequest, **kwargs: Any) -> None:
+        super().__init__(token, get_updates_request=polls, **kwargs)
+        self._polls = polls
+        ptb_logger = logging.getLogger("telegram.Bot")
+        if _UNREADABLE_PAGE_FILTER not in ptb_logger.filters:
+            ptb_logger.addFilter(_UNREADABLE_PAGE_FILTER)
+
+    async def get_updates(self, *args: Any, **kwargs: Any) -> tuple[Update, ...]:
+        try:
+            return await super().get_updates(*args, **kwargs)
+        except TelegramError:
+            raise
+        except Exception:  # PTB could not read the page: the careful fetch says which update
+            self._polls.careful = True
+        try:
+            return await super().get_updates(*args, **kwargs)
+        finally:
+            self._polls.careful = False
 
 
 # --- the client --------------------------------------------------------------------------
@@ -172,8 +215,8 @@ def build_bot(*, token: str, api_base_url: str, request_timeout_s: float) -> Bot
         write_timeout=request_timeout_s,
     )
     if api_base_url:
-        return Bot(token, base_url=api_base_url, request=sends, get_updates_request=polls)
-    return Bot(token, request=sends, get_updates_request=polls)
+        return _PollingBot(token, base_url=api_base_url, request=sends, polls=polls)
+    return _PollingBot(token, request=sends, polls=polls)
 
 
 async def bot_username(token: str, *, api_base_url: str, timeout_s: float = 10.0) -> str:
