@@ -11,9 +11,8 @@ and again once it has answered one message through the fake LLM and is quiet aga
 figure is what a bot that has talked holds.
 ``pacebot --help`` is timed from spawn to exit, the best of a few tries.
 
-pacebot's own modules are compiled to bytecode first, as ``pip install`` does: a
-checkout run with ``PYTHONDONTWRITEBYTECODE`` would compile some 70 modules from source
-at every start (0.2–0.4 s), which no installed bot does.
+pacebot's own modules are compiled to bytecode first, as ``pip install`` does
+(:func:`bench.rig.compile_bytecode`).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 from bench.report import Figure, at_most
+from bench.rig import REPO, compile_bytecode
 from bench.stats import median
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import free_port, replies_json, start_run
@@ -38,13 +38,11 @@ _MIB = 1024 * 1024
 _IDLE_S = 2.0  # quiet time after ready before RSS is read (the nightly catch-up ends)
 _HELP_TRIES = 5
 _CHATTER = 1001
-_PACKAGES = ("bot", "adapters", "storage", "scheduler")
-_REPO = Path(__file__).resolve().parent.parent
 
 
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     """Measure ``--help`` time, and ready time and idle RSS of a Telegram + QQ run."""
-    await _compile_bytecode()
+    await compile_bytecode()
     helps = [await _help_seconds() for _ in range(2 if quick else _HELP_TRIES)]
     async with FakeBotAPI() as api, FakeLLMServer() as llm:
         ready_s, telegram_s, qq_s, memory, talked = await _run_both(api, llm, workdir, quick=quick)
@@ -77,19 +75,6 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     ]
 
 
-async def _compile_bytecode() -> None:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "compileall",
-        "-q",
-        *_PACKAGES,
-        cwd=_REPO,
-        stdout=asyncio.subprocess.DEVNULL,
-    )
-    await process.wait()
-
-
 async def _help_seconds() -> float:
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
@@ -97,7 +82,7 @@ async def _help_seconds() -> float:
         "-m",
         "adapters.cli",
         "--help",
-        cwd=_REPO,
+        cwd=REPO,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )

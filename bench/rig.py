@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import itertools
 import random
+import sys
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,27 @@ from pathlib import Path
 
 from bench.dataset import CHAT_LINES
 from bot.models import ChatKey, ChatMessage, Completion, IncomingMessage, ToolSpec
+
+REPO = Path(__file__).resolve().parent.parent
+_PACKAGES = ("bot", "adapters", "storage", "scheduler")
+
+
+async def compile_bytecode(source: Path = REPO) -> None:
+    """Compile the bot's modules in ``source`` to bytecode, as ``pip install`` does.
+
+    A checkout run with ``PYTHONDONTWRITEBYTECODE`` would compile some 70 modules from
+    source at every start (0.2–0.4 s), which no installed bot does.
+    """
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "compileall",
+        "-q",
+        *_PACKAGES,
+        cwd=source,
+        stdout=asyncio.subprocess.DEVNULL,
+    )
+    await process.wait()
 
 
 def fresh_path(workdir: Path, name: str) -> Path:

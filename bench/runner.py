@@ -56,6 +56,13 @@ BENCHMARKS = (
         300,
         quick_budget_s=40.0,
     ),
+    Benchmark(
+        "qqwindow",
+        "bench.qq_window",
+        "QQ: events read but not yet committed; what a SIGKILL after a burst loses",
+        240,
+        quick_budget_s=40.0,
+    ),
     Benchmark("timers", "bench.timers", "10,000 and 100,000 chats with live debounce timers", 180),
     Benchmark("sender", "bench.sending", "extra delay of replies at 30 sends/s via PTB", 180),
     Benchmark(

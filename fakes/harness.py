@@ -238,8 +238,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-async def start_run(config: Path, env: Mapping[str, str]) -> asyncio.subprocess.Process:
-    """Start ``pacebot run -c config`` as a real process with ``env`` added to ours."""
+async def start_run(
+    config: Path, env: Mapping[str, str], *, cwd: Path | None = None
+) -> asyncio.subprocess.Process:
+    """Start ``pacebot run -c config`` as a real process with ``env`` added to ours.
+
+    ``cwd`` runs the pacebot found there (``python -m`` puts it first on the path).
+    """
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -247,6 +252,7 @@ async def start_run(config: Path, env: Mapping[str, str]) -> asyncio.subprocess.
         "run",
         "-c",
         str(config),
+        cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,

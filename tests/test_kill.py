@@ -70,8 +70,9 @@ KILL_PLAN = (
     + ["summary_command"]
     + ["startup"] * 2
     + ["random"] * 3
-    + ["burst_telegram", "burst_qq"]
+    + ["burst_telegram", "burst_qq", "burst_qq_late"]
 )
+QQ_LATE_KILL_S = 0.05  # how long after a QQ burst ``burst_qq_late`` kills
 
 
 # --- the LLM: scripted by markers in the chatters' words ---------------------------------
@@ -614,16 +615,23 @@ async def kill_after_telegram_burst(w: World) -> None:
     await w.kill("burst")
 
 
-async def kill_after_qq_burst(w: World) -> None:
-    """Kill just after 100 OneBot events were written to the socket at once."""
+async def kill_after_qq_burst(w: World, *, after_s: float = 0.0, kind: str = "burst_qq") -> None:
+    """Kill ``after_s`` after 100 OneBot events were written to the socket at once."""
     chat = w.rng.choice([c for c in w.chats if c.platform == "qq"])
     await asyncio.gather(*(w.say(chat, question=False) for _ in range(100)))
-    await w.kill("burst")
+    await asyncio.sleep(after_s)
+    await w.kill(kind)
+
+
+async def kill_late_after_qq_burst(w: World) -> None:
+    """Kill a little after a burst: storing event by event lost a third of it here."""
+    await kill_after_qq_burst(w, after_s=QQ_LATE_KILL_S, kind="burst_qq_late")
 
 
 KILLERS: dict[str, Callable[[World], Any]] = {
     "burst_telegram": kill_after_telegram_burst,
     "burst_qq": kill_after_qq_burst,
+    "burst_qq_late": kill_late_after_qq_burst,
     "debounce": kill_in_debounce,
     "llm": kill_during_llm_call,
     "between": kill_between_replies,
@@ -837,7 +845,7 @@ async def sigterm_while_sending(w: World) -> None:
 
 @pytest.mark.timeout(300)
 async def test_kill_suite(tmp_path: Path) -> None:
-    """Killed 31 times through 1,000+ messages in 22 chats: nothing lost, nothing sent twice."""
+    """Killed 32 times through 1,000+ messages in 22 chats: nothing lost, nothing sent twice."""
     async with world(tmp_path) as w:
         w.llm.hang_summaries = True
         await w.start()
