@@ -159,8 +159,9 @@ def test_a_qq_only_config_loads_no_telegram_library() -> None:
 
 
 def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) -> None:
-    """Opening the store and the LLMs and recovering the core loads neither the ``openai``
-    SDK nor the segmenter; the first keyword search loads the segmenter."""
+    """Opening the store and the LLMs and recovering the core (embeddings off, the default)
+    loads neither the ``openai`` SDK, the segmenter nor numpy; the first keyword search
+    loads the segmenter only."""
     loaded = loaded_after(
         "import asyncio, sys\n"
         "from pathlib import Path\n"
@@ -174,13 +175,13 @@ def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) ->
         "        opened_parts(config, secrets) as parts,\n"
         "        running_core(config, secrets, {}, nightly=False, parts=parts),\n"
         "    ):\n"
-        "        early = sorted({'openai', 'rjieba'} & set(sys.modules))\n"
+        "        early = sorted({'openai', 'rjieba', 'numpy'} & set(sys.modules))\n"
         "        assert early == [], early\n"
         "        chat = ChatKey.parse('telegram:private:1')\n"
         "        await parts.store.search_summaries(chat, '杭州旅游', limit=3)\n"
         "asyncio.run(start())\n"
     )
-    assert ("rjieba" in loaded, "openai" in loaded) == (True, False)
+    assert ("rjieba" in loaded, "openai" in loaded, "numpy" in loaded) == (True, False, False)
 
 
 def test_a_run_without_the_dashboard_loads_no_web_library() -> None:
