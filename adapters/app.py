@@ -37,7 +37,7 @@ from rich.progress import Progress
 from adapters import trace_cli
 from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
-from adapters.deferred_llm import DeferredLLM
+from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.picture_sources import opened_picture_sources
 from adapters.platforms import (
     GivesUp,
@@ -71,6 +71,7 @@ from scheduler.nightly import days_to_summarise, pending_work, run_nightly, summ
 from storage.sqlite import SqliteStore
 
 if TYPE_CHECKING:
+    from adapters.openai_embeddings import OpenAIEmbedder
     from adapters.openai_llm import OpenAILLM
 
 LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
@@ -115,10 +116,16 @@ def _splitter_llm(config: Config, secrets: Secrets) -> OpenAILLM:
     return OpenAILLM.splitter_from_config(config.llm, api_key=secrets.splitter_api_key)
 
 
+def _embedder(config: Config, api_key: str) -> OpenAIEmbedder:
+    from adapters.openai_embeddings import OpenAIEmbedder
+
+    return OpenAIEmbedder.from_config(config, api_key=api_key)
+
+
 @contextlib.asynccontextmanager
 async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]:
-    """Open the store, the LLM client (built on its first call) and, if on, the embeddings
-    client; close them on exit."""
+    """Open the store, the LLM client and, if on, the embeddings client (each built on its
+    first call); close them on exit."""
     persona = read_persona(config)
     async with contextlib.AsyncExitStack() as stack:
         store = await SqliteStore.open(config.database_path)
@@ -127,9 +134,10 @@ async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]
         stack.push_async_callback(llm.aclose)
         semantic = None
         if secrets.embeddings_api_key is not None:  # read only when [memory.embeddings] is on
-            from adapters.openai_embeddings import OpenAIEmbedder
-
-            embedder = OpenAIEmbedder.from_config(config, api_key=secrets.embeddings_api_key)
+            embedder = DeferredEmbedder(
+                config.memory.embeddings.model,
+                functools.partial(_embedder, config, secrets.embeddings_api_key),
+            )
             stack.push_async_callback(embedder.aclose)
             semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=utc_now)
         memory = Memory(config, store, llm, initial_persona=persona, now=utc_now, semantic=semantic)

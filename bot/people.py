@@ -203,6 +203,10 @@ class People:
         """Return one person's live facts in this chat, newest first."""
         return (await self._store.live_facts(chat, [user_id])).get(user_id, [])
 
+    async def seen(self, chat: ChatKey, user_id: str) -> bool:
+        """Whether a person ever wrote in this chat or was remembered (or forgotten) here."""
+        return await self._store.person_seen(chat, user_id)
+
     async def forget_fact(self, chat: ChatKey, fact_id: int, *, by: str) -> Fact | None:
         """Forget one live fact of this chat; ``None`` if there is no such fact here."""
         return await self._store.forget_fact(chat, fact_id, by=by, now=self._now())

@@ -338,6 +338,11 @@ class PeopleStore(Protocol):
         """
         ...
 
+    async def person_seen(self, chat: ChatKey, user_id: str) -> bool:
+        """Whether a person ever wrote in ``chat``, or a fact about them was kept or
+        forgotten there."""
+        ...
+
 
 class MemoryStore(PeopleStore, Protocol):
     """Durable memory: each chat's prompt stack of day summaries and their search index.

@@ -165,6 +165,22 @@ class SqlitePeople(Database):
             )
         return [KnownPerson(row["user_id"], row["user_name"], row["facts"]) for row in rows]
 
+    async def person_seen(self, chat: ChatKey, user_id: str) -> bool:
+        """Whether a person ever wrote in ``chat``, or a fact about them was kept or
+        forgotten there."""
+        async with self._connection() as db:
+            # The indexed lookups first: the messages one reads the chat's log by time.
+            rows = await db.execute_fetchall(
+                "SELECT EXISTS (SELECT 1 FROM person_facts WHERE chat_key = :chat"
+                "  AND user_id = :user)"
+                " OR EXISTS (SELECT 1 FROM forgotten_people WHERE chat_key = :chat"
+                "  AND user_id = :user)"
+                " OR EXISTS (SELECT 1 FROM messages WHERE chat_key = :chat"
+                "  AND sender_id = :user AND from_bot = 0)",
+                {"chat": str(chat), "user": user_id},
+            )
+        return bool(next(iter(rows))[0])
+
     async def forget_fact(
         self, chat: ChatKey, fact_id: int, *, by: str, now: datetime
     ) -> Fact | None:

@@ -7,16 +7,21 @@ it). Vectors are BLOBs of float32 scaled to unit length; a search reads the
 one chat's vectors (a few hundred a year) and ranks them by dot product. That plain scan
 was measured against ``sqlite-vec`` on a year × 1,000 chats (docs/benchmarks.md) and is
 as fast, with no SQLite extension to load.
+
+numpy (≈12 MiB, 0.1 s to import) loads when vectors are first stored or searched, in a
+worker thread: embeddings are off by default, and then ``pacebot run`` never loads it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import aiosqlite
-import numpy as np
 
 from bot.models import ChatKey, EmbeddingSource, Fact, SummaryRecord
 from storage.database import Database
@@ -45,6 +50,8 @@ SOURCES: dict[str, Source] = {
 
 def unit_blob(vector: Sequence[float]) -> bytes:
     """Return ``vector`` scaled to unit length as little-endian float32 bytes."""
+    import numpy as np
+
     array = np.asarray(vector, dtype="<f4")
     norm = float(np.linalg.norm(array))
     return (array / norm if norm > 0 else array).astype("<f4").tobytes()
@@ -56,11 +63,22 @@ def nearest(ids: Sequence[int], blobs: Sequence[bytes], query: bytes, *, limit: 
     A vector at a right angle to the question or beyond (cosine ≤ 0) shares nothing with
     it and is left out.
     """
+    import numpy as np
+
     dims = len(query) // 4
     matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dims)
     scores = matrix @ np.frombuffer(query, dtype="<f4")
     best = np.argsort(-scores, kind="stable")[:limit]
     return [ids[int(index)] for index in best if scores[index] > 0]
+
+
+async def _numpy_loaded() -> None:
+    """Import numpy in a worker thread if this is the first use of vectors.
+
+    The event loop keeps turning meanwhile; later calls find it in ``sys.modules``.
+    """
+    if "numpy" not in sys.modules:
+        await asyncio.to_thread(importlib.import_module, "numpy")
 
 
 async def _unembedded(
@@ -117,6 +135,7 @@ class SqliteVectors(Database):
         now: datetime,
     ) -> None:
         """Store one vector per row (replacing an older one of the same model)."""
+        await _numpy_loaded()
         created_at = unix(now, "now")
         values = [
             (row.kind, row.row_id, str(row.chat), model, len(vector), unit_blob(vector), created_at)
@@ -135,6 +154,7 @@ class SqliteVectors(Database):
         self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
     ) -> list[SummaryRecord]:
         """Return the chat's live summaries nearest ``vector`` (cosine), nearest first."""
+        await _numpy_loaded()  # before taking the connection: no one waits for it
         async with self._connection() as db:
             ids = await _nearest_of(db, "summary", chat, vector, model=model, limit=limit)
             return await records_by_id(db, chat, ids) if ids else []
@@ -143,6 +163,7 @@ class SqliteVectors(Database):
         self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
     ) -> list[Fact]:
         """Return the chat's live facts nearest ``vector`` (cosine), nearest first."""
+        await _numpy_loaded()  # before taking the connection: no one waits for it
         async with self._connection() as db:
             ids = await _nearest_of(db, "fact", chat, vector, model=model, limit=limit)
             return await facts_by_id(db, chat, ids) if ids else []

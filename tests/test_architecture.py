@@ -9,12 +9,15 @@ libraries load only when that platform is enabled.
 from __future__ import annotations
 
 import ast
+import asyncio
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from fakes.openai_api import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "bot"
@@ -159,8 +162,9 @@ def test_a_qq_only_config_loads_no_telegram_library() -> None:
 
 
 def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) -> None:
-    """Opening the store and the LLMs and recovering the core loads neither the ``openai``
-    SDK nor the segmenter; the first keyword search loads the segmenter."""
+    """Opening the store and the LLMs and recovering the core (embeddings off, the default)
+    loads neither the ``openai`` SDK, the segmenter nor numpy; the first keyword search
+    loads the segmenter only."""
     loaded = loaded_after(
         "import asyncio, sys\n"
         "from pathlib import Path\n"
@@ -174,13 +178,49 @@ def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) ->
         "        opened_parts(config, secrets) as parts,\n"
         "        running_core(config, secrets, {}, nightly=False, parts=parts),\n"
         "    ):\n"
-        "        early = sorted({'openai', 'rjieba'} & set(sys.modules))\n"
+        "        early = sorted({'openai', 'rjieba', 'numpy'} & set(sys.modules))\n"
         "        assert early == [], early\n"
         "        chat = ChatKey.parse('telegram:private:1')\n"
         "        await parts.store.search_summaries(chat, '杭州旅游', limit=3)\n"
         "asyncio.run(start())\n"
     )
-    assert ("rjieba" in loaded, "openai" in loaded) == (True, False)
+    assert ("rjieba" in loaded, "openai" in loaded, "numpy" in loaded) == (True, False, False)
+
+
+async def test_the_embeddings_client_waits_for_its_first_request(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With ``[memory.embeddings]`` on and nothing to embed, starting and back-filling load
+    neither the ``openai`` SDK nor numpy; the first recall by meaning loads both and asks
+    the endpoint through the real SDK."""
+    config = {
+        "bot": {"data_dir": str(tmp_path)},
+        "memory": {"embeddings": {"model": "test-embedding", "base_url": llm.base_url}},
+    }
+    code = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from adapters.app import opened_parts, running_core\n"
+        "from bot.config import Secrets, parse_config\n"
+        "from bot.models import ChatKey\n"
+        f"config = parse_config({config!r}, base_dir=Path('.'))\n"
+        "secrets = Secrets('k', 'k', embeddings_api_key='k')\n"
+        "async def start() -> None:\n"
+        "    async with (\n"
+        "        opened_parts(config, secrets) as parts,\n"
+        "        running_core(config, secrets, {}, nightly=False, parts=parts),\n"
+        "    ):\n"
+        "        assert await parts.memory.embed_pending() == 0\n"
+        "        early = sorted({'openai', 'numpy'} & set(sys.modules))\n"
+        "        assert early == [], early\n"
+        "        chat = ChatKey.parse('telegram:private:1')\n"
+        "        assert parts.memory.semantic is not None\n"
+        "        await parts.memory.semantic.similar(chat, '杭州旅游', limit=3)\n"
+        "asyncio.run(start())\n"
+    )
+    loaded = await asyncio.to_thread(loaded_after, code)
+    asked = [request["input"] for request in llm.embedding_requests]
+    assert ("openai" in loaded, "numpy" in loaded, asked) == (True, True, [["杭州旅游"]])
 
 
 def test_a_run_without_the_dashboard_loads_no_web_library() -> None:

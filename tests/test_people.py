@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.memory import SummaryResult
-from bot.models import ChatKey, ChatKind, Fact, PersonNote, StoredMessage
+from bot.models import ChatKey, ChatKind, Fact, IncomingMessage, PersonNote, StoredMessage
 from bot.people import FACT_CHARS_MAX, normalise_fact, people_in_view, read_people, render_people
 from fakes.harness import GROUP, PRIVATE, Harness, harness, replies_json
 from fakes.openai_api import FakeLLMServer
@@ -162,6 +162,25 @@ async def test_forgetting_is_per_chat_and_audited(store: SqliteStore, db_path: P
         rows = db.execute("SELECT count(*) FROM person_facts").fetchone()
     assert audit == [("forgotten", "test:1"), ("forgotten", "test:7")]
     assert rows == (3,)
+
+
+async def test_a_person_is_seen_in_a_chat_by_writing_being_remembered_or_forgotten(
+    store: SqliteStore,
+) -> None:
+    """Seen in a chat: wrote there, has a fact there (live or forgotten) or was forgotten
+    there; what happened in another chat does not count."""
+    said = IncomingMessage(PRIVATE, "m1", "5", "Eve", "hi", NOW)
+    await store.add_message(said, received_at=NOW)
+    [fact] = await store.add_facts(PRIVATE, DAY, [note("7", "喜欢猫")], keep=20, now=NOW)
+    await store.forget_fact(PRIVATE, fact.id, by="test:1", now=NOW)
+    await store.add_facts(PRIVATE, DAY, [note("8", "在学日语")], keep=20, now=NOW)
+    await store.forget_person(PRIVATE, "6", by="test:6", now=NOW, through=DAY)
+    await store.add_facts(GROUP, DAY, [note("9", "喜欢狗")], keep=20, now=NOW)
+
+    seen = {user: await store.person_seen(PRIVATE, user) for user in ("5", "6", "7", "8", "9")}
+
+    assert seen == {"5": True, "6": True, "7": True, "8": True, "9": False}
+    assert await store.person_seen(GROUP, "5") is False
 
 
 async def test_a_forgotten_person_is_not_learned_again_from_days_up_to_the_request(

@@ -222,6 +222,14 @@ def system_prompt(request: dict[str, object]) -> str:
     return str(messages[0]["content"])
 
 
+def forgotten_people(web: Web) -> list[tuple[str, str, str]]:
+    with sqlite3.connect(web.config.database_path) as db:
+        rows = db.execute(
+            "SELECT chat_key, user_id, forgotten_by FROM forgotten_people ORDER BY user_id"
+        ).fetchall()
+    return [tuple(row) for row in rows]
+
+
 def fact_audit(web: Web) -> list[tuple[int, str, str]]:
     with sqlite3.connect(web.config.database_path) as db:
         rows = db.execute("SELECT fact_id, action, done_by FROM fact_audit ORDER BY id").fetchall()
@@ -311,13 +319,52 @@ async def test_forgetting_a_person_forgets_all_their_facts_here_only(web: Web) -
     group = (await web.client.get(f"{group_path}/people", headers=BEARER)).json()["people"]
 
     assert forgotten.json() == {"chat": "test:private:42", "user_id": "7", "forgotten": 2}
-    assert nothing_left.status_code == 404
+    assert (nothing_left.status_code, nothing_left.json()["forgotten"]) == (200, 0)
     assert other_chats_fact.status_code == 404
     assert [p["user_id"] for p in people] == ["8"]
     assert [f["text"] for f in group[0]["facts"]] == ["群里说的事"]
     assert [row[1:] for row in fact_audit(web) if row[1] == "forgotten"] == [
         ("forgotten", "web")
     ] * 2
+
+
+async def test_forgetting_a_person_with_no_facts_is_recorded_like_forgetme(web: Web) -> None:
+    """A person who wrote here but has no live fact is forgotten as ``/forgetme`` would do
+    it: 200 with ``forgotten`` 0, and the forget recorded (as ``web``) all the same."""
+    await web.bot.say("hi", sender_id="9", sender_name="Carol")
+    forgetme = await web.bot.command("/forgetme", chat=ALICE, sender_id="8")
+
+    response = await web.client.post(f"{ALICE_PATH}/people/9/forget", headers=BEARER)
+
+    assert "Nothing is remembered about you" in forgetme
+    assert (response.status_code, response.json()) == (
+        200,
+        {"chat": "test:private:42", "user_id": "9", "forgotten": 0},
+    )
+    assert forgotten_people(web) == [
+        ("test:private:42", "8", "test:8"),
+        ("test:private:42", "9", "web"),
+    ]
+
+
+async def test_forgetting_a_person_never_seen_here_is_404_and_records_nothing(web: Web) -> None:
+    """A person who never wrote in the chat nor was remembered there (a mistyped id, one
+    seen only in another chat) is 404, and no forget is recorded."""
+    await web.bot.say("hi")
+    await web.bot.say("hey", chat=GROUP, sender_id="12", addresses_bot=False)
+    await learn(web, GROUP, PersonNote("13", "Dan", ("养狗",)))
+
+    responses = [
+        await web.client.post(f"{ALICE_PATH}/people/{user}/forget", headers=BEARER)
+        for user in ("11", "12", "13")
+    ]
+
+    assert [(r.status_code, r.json()) for r in responses] == [
+        (404, {"error": f"no person {user} was ever seen in test:private:42"})
+        for user in ("11", "12", "13")
+    ]
+    assert forgotten_people(web) == []
+    assert [f.text for f in (await web.store.live_facts(GROUP, ["13"]))["13"]] == ["养狗"]
 
 
 @pytest.mark.parametrize(
@@ -373,6 +420,25 @@ async def test_forgetting_needs_the_token_and_from_a_page_the_csrf_token(web: We
     assert "Forgot the fact (audited as web)" in after.text
     assert "对花生过敏" not in after.text
     assert "喜欢爬山" in after.text
+
+
+async def test_the_page_says_what_forgetting_a_person_did(web: Web) -> None:
+    """The page's "forget this person" comes back saying whether facts went, none were
+    there, or the person was never seen here."""
+    await web.bot.say("hi", sender_id="9", sender_name="Carol")
+    await learn(web, ALICE, PersonNote("7", "小明", ("喜欢爬山",)))
+    csrf = await web.login()
+
+    notices = [
+        (await web.client.post(f"/chats/test:private:42/people/{user}/forget", data={"csrf": csrf}))
+        .headers["location"]
+        .split("notice=")[1]
+        for user in ("7", "9", "11")
+    ]
+    page = await web.client.get("/chats/test:private:42?notice=unknown-person")
+
+    assert notices == ["forgot-person", "forgot-person-none", "unknown-person"]
+    assert "That person never wrote here: nothing was done." in page.text
 
 
 async def test_traces_are_newest_first_bounded_by_n_and_hold_no_secret(web: Web) -> None:

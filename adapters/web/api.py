@@ -2,8 +2,8 @@
 
 Times are ISO 8601 in UTC. Errors are ``{"error": "..."}`` with a fitting status: 400 for
 a malformed chat key, fact id, person id or ``n``, 401 without the token, 403 without the
-CSRF token, 404 for a chat pacebot never heard of or a fact or person with nothing live to
-forget, 409 when there is nothing to pop or restore.
+CSRF token, 404 for a chat pacebot never heard of, a fact that is not live there, or a
+person never seen there, 409 when there is nothing to pop or restore.
 """
 
 from __future__ import annotations
@@ -180,10 +180,16 @@ async def forget_fact(board: Board, chat: KnownChat, fact_id: FactId) -> dict[st
 
 @router.post("/chats/{chat}/people/{user_id}/forget")
 async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> dict[str, Any]:
-    """Forget every live fact about a person here (audited as ``web``); 404 if none is."""
+    """Forget a person here as their ``/forgetme`` would (audited as ``web``).
+
+    Every live fact about them goes, and nothing they wrote up to today is learned: this is
+    recorded even when no fact was live, so the answer is 200 with ``forgotten`` counting
+    the facts (possibly 0). 404, with nothing recorded, only for a person unknown here:
+    one who never wrote in the chat and was never remembered or forgotten in it.
+    """
     count = await board.forget_person(chat, user_id)
-    if count == 0:
-        raise HTTPException(404, f"no live fact about {user_id} in {chat}")
+    if count is None:
+        raise HTTPException(404, f"no person {user_id} was ever seen in {chat}")
     return {"chat": str(chat), "user_id": user_id, "forgotten": count}
 
 

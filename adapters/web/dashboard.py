@@ -209,9 +209,17 @@ class Dashboard:
             logger.bind(chat=str(chat)).info("fact {} forgotten by {}", fact_id, WHO)
         return forgotten
 
-    async def forget_person(self, chat: ChatKey, user_id: str) -> int:
-        """Forget every live fact about a person in the chat as ``web``; return how many."""
-        count = await self._memory.people.forget_person(chat, user_id, by=WHO)
+    async def forget_person(self, chat: ChatKey, user_id: str) -> int | None:
+        """Forget a person in the chat as ``web``, as their ``/forgetme`` would; return how
+        many live facts went (0 still records that nothing up to today is learned).
+
+        ``None``, with nothing recorded, for a person never seen in the chat: a mistyped id
+        should not leave a forgotten-people row behind.
+        """
+        people = self._memory.people
+        if not await people.seen(chat, user_id):
+            return None
+        count = await people.forget_person(chat, user_id, by=WHO)
         if count:
             logger.bind(chat=str(chat)).info(
                 "{} fact(s) about {} forgotten by {}", count, user_id, WHO

@@ -41,7 +41,10 @@ NOTICES = {
     "nothing-to-restore": "Nothing to restore: nothing was popped, or a newer summary came since.",
     "forgot-fact": f"Forgot the fact (audited as {WHO}). It no longer reaches the prompt.",
     "forgot-person": f"Forgot every fact about that person here (audited as {WHO}).",
+    "forgot-person-none": "Nothing was remembered about that person here; nothing they wrote "
+    "up to today will be learned.",
     "nothing-to-forget": "Nothing to forget: it was forgotten already.",
+    "unknown-person": "That person never wrote here: nothing was done.",
 }
 
 public = APIRouter()
@@ -174,8 +177,9 @@ async def forget_fact(board: Board, chat: KnownChat, fact_id: FactId) -> Respons
 
 @router.post("/chats/{chat}/people/{user_id}/forget")
 async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> Response:
-    """Forget every fact about a person here, then show the chat again."""
-    notice = "forgot-person" if await board.forget_person(chat, user_id) else "nothing-to-forget"
+    """Forget a person here as their ``/forgetme`` would, then show the chat again."""
+    count = await board.forget_person(chat, user_id)
+    notice = {None: "unknown-person", 0: "forgot-person-none"}.get(count, "forgot-person")
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
 
