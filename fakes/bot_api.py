@@ -33,6 +33,7 @@ from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from http import HTTPStatus
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
@@ -279,6 +280,7 @@ class FakeBotAPI:
         self.files: dict[str, bytes] = {}  # what getFile and the file endpoint serve, by file_id
         self.file_sizes: dict[str, int] = {}  # a file_size getFile announces instead of the real
         self.downloads: list[str] = []  # file paths fetched from /file/bot<token>/
+        self.download_failures: dict[str, int] = {}  # file_id: the status its download gets
         self._updates: list[dict[str, Any]] = []
         self._updates_in_order = True  # ids rise along _updates: confirming cuts a prefix
         self._chats: dict[int, dict[str, Any]] = {}
@@ -460,11 +462,24 @@ class FakeBotAPI:
         """Updates queued and not yet confirmed by the client."""
         return list(self._updates)
 
-    def add_file(self, file_id: str, data: bytes, *, announced_size: int | None = None) -> None:
-        """Serve ``data`` as the file behind ``file_id`` (``getFile``, then the download)."""
+    def add_file(
+        self,
+        file_id: str,
+        data: bytes,
+        *,
+        announced_size: int | None = None,
+        download_status: int = 200,
+    ) -> None:
+        """Serve ``data`` as the file behind ``file_id`` (``getFile``, then the download).
+
+        Another ``download_status`` makes the download fail with it while ``getFile``
+        still answers, as when the file is gone from the server's disk.
+        """
         self.files[file_id] = data
         if announced_size is not None:
             self.file_sizes[file_id] = announced_size
+        if download_status != 200:
+            self.download_failures[file_id] = download_status
 
     # --- scripting -----------------------------------------------------------------------
 
@@ -721,6 +736,9 @@ class FakeBotAPI:
         file_id = path.removeprefix("photos/").removesuffix(".jpg")
         if file_id not in self.files:
             return web.Response(status=404, text="Not Found")
+        if file_id in self.download_failures:  # Telegram's file server answers errors in JSON
+            status = self.download_failures[file_id]
+            return _error(status, HTTPStatus(status).phrase)
         return web.Response(body=self.files[file_id], content_type="application/octet-stream")
 
     # --- helpers -------------------------------------------------------------------------

@@ -24,6 +24,11 @@ def jpeg(width: int, height: int, colour: tuple[int, int, int] = RED) -> bytes:
     return encoded(Image.new("RGB", (width, height), colour), "JPEG", quality=90)
 
 
+def truncated_jpeg(width: int, height: int, *, keep: int = 200) -> bytes:
+    """Return the first ``keep`` bytes of a JPEG: its header and no whole picture."""
+    return jpeg(width, height)[:keep]
+
+
 def photo_like(width: int, height: int) -> bytes:
     """Return a JPEG with detail in it (noise), sized like a phone photo's bytes."""
     noise = Image.effect_noise((width, height), 64).convert("RGB")

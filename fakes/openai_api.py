@@ -16,7 +16,9 @@ the script is empty it is answered with ``default``. Every request body is recor
 a request carrying another key gets 401, as OpenAI answers (on both endpoints); with
 ``refuse_json_mode``, a request with ``response_format`` gets 400, as providers without
 JSON mode answer. A step may be a call of a tool (``call_tool``); ``refuse_tools`` makes
-every request that offers tools a 400.
+every request that offers tools a 400. ``before_answer``, if set, is awaited with each
+chat request's body before it is answered: a test can hold one request until another
+arrives, or answer them out of order.
 
 ``POST /v1/embeddings`` has a script of its own (``embeddings_fail``,
 ``embeddings_hang``) and records its bodies in ``embedding_requests``. Unscripted, it
@@ -38,6 +40,7 @@ import struct
 import time
 import zlib
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -92,6 +95,8 @@ class FakeLLMServer:
         self.embedding_requests: list[dict[str, Any]] = []
         self.tools_refused = False
         """Answer 400 to every chat request that offers tools."""
+        self.before_answer: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        """Awaited with each chat request's body before it takes its scripted step."""
         self._axes: dict[str, int] = {}
         self._script: deque[_Step] = deque()
         self._embedding_script: deque[_Step] = deque()
@@ -267,6 +272,8 @@ class FakeLLMServer:
         refusal = self._refusal(body, request.headers.get("Authorization", ""))
         if refusal is not None:
             return refusal
+        if self.before_answer is not None:
+            await self.before_answer(body)
         step = self._script.popleft() if self._script else _Step(use_default=True)
         if step.delay_s > 0:
             with contextlib.suppress(TimeoutError):

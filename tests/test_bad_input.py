@@ -5,6 +5,11 @@ event (through the fake NapCat) to a running bot, then a normal question from so
 else must still be answered. No case may crash anything or put a traceback in the log
 (captured at DEBUG, stdlib logging routed in); each states how many LLM calls it may
 cause (0: ignored or stored as unaddressed context) and, for commands, the answer.
+
+With ``llm.vision`` on, the picture cases send a picture that cannot be seen (not an
+image, truncated, a pixel bomb, a refused or failing download): its batch must still be
+answered with the placeholder and caption, the caption stored, and neither the bot
+token nor the image URL's key may reach the log or the LLM.
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ import pytest
 
 from adapters.app import running_bot
 from bot.config import Config, Secrets
-from fakes.bot_api import FakeBotAPI, entity, forwarded, make_message
-from fakes.harness import TEST_KEY, free_port, make_config
-from fakes.onebot import FakeOneBot, at, segment, text
+from fakes.bot_api import FakeBotAPI, entity, forwarded, make_message, photo
+from fakes.harness import TEST_KEY, free_port, make_config, user_prompt
+from fakes.image_host import ImageHost
+from fakes.images import jpeg, png_bomb, truncated_jpeg
+from fakes.onebot import FakeOneBot, at, image, segment, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import LogLines, captured_logs
 
@@ -39,9 +46,9 @@ QQ_GROUP = 700
 NO_ANSWER = "no-answer"
 
 
-def bad_input_config(tmp_path: Path, llm: FakeLLMServer, **platform: Any) -> Config:
+def bad_input_config(tmp_path: Path, llm: FakeLLMServer, /, **sections: Any) -> Config:
     return make_config(
-        tmp_path, llm.base_url, bot={"admins": [f"telegram:{ADMIN}", f"qq:{ADMIN}"]}, **platform
+        tmp_path, llm.base_url, bot={"admins": [f"telegram:{ADMIN}", f"qq:{ADMIN}"]}, **sections
     )
 
 
@@ -223,12 +230,11 @@ TELEGRAM = [
 
 @contextlib.asynccontextmanager
 async def telegram_bot(
-    tmp_path: Path, llm: FakeLLMServer
+    tmp_path: Path, llm: FakeLLMServer, /, **sections: dict[str, Any]
 ) -> AsyncIterator[tuple[FakeBotAPI, Config]]:
     async with FakeBotAPI() as api:
-        config = bad_input_config(
-            tmp_path, llm, telegram={"enabled": True, "api_base_url": api.base_url}
-        )
+        telegram = {"enabled": True, "api_base_url": api.base_url}
+        config = bad_input_config(tmp_path, llm, telegram=telegram, **sections)
         secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token)
         async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
             await api.wait_for("getUpdates")
@@ -432,9 +438,12 @@ QQ = [
 
 
 @contextlib.asynccontextmanager
-async def qq_bot(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[tuple[FakeOneBot, Config]]:
+async def qq_bot(
+    tmp_path: Path, llm: FakeLLMServer, /, **sections: dict[str, Any]
+) -> AsyncIterator[tuple[FakeOneBot, Config]]:
     port = free_port()
-    config = bad_input_config(tmp_path, llm, qq={"enabled": True, "port": port})
+    qq = {"enabled": True, "port": port, **sections.pop("qq", {})}
+    config = bad_input_config(tmp_path, llm, qq=qq, **sections)
     async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as pipeline:
         url = f"ws://127.0.0.1:{port}/onebot/v11/ws"
         async with FakeOneBot(url, self_id=QQ_SELF) as onebot:
@@ -476,6 +485,93 @@ async def test_qq_bad_input(tmp_path: Path, llm: FakeLLMServer, case: Case) -> N
     )
     assert FOLLOW_UP in stored_texts(config)
     check_logs(logs)
+
+
+# --- pictures (llm.vision on) ---------------------------------------------------------------
+
+CAPTION = "PICTURE-CANARY 看看这张？"
+VISION = {"vision": True}
+RKEY = "rkey-CANARY-0123456789"  # NapCat's image URLs carry a key like this one
+
+
+@dataclass(frozen=True)
+class PictureCase:
+    """A picture a user can send that cannot be seen, and why (the start of the log's reason)."""
+
+    id: str
+    data: bytes | None  # what is served for it; None: nothing, the fetch gets a 404
+    reason: str
+    download_status: int = 200  # Telegram: getFile answers, the download gets this status
+    private_hosts: bool = True  # QQ: qq.allow_private_image_hosts (the host is on loopback)
+
+
+NOT_AN_IMAGE = b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n"
+BOMB = png_bomb(50_000, 50_000)
+TELEGRAM_PICTURES = [
+    PictureCase("tg file that is not an image", NOT_AN_IMAGE, "does not decode"),
+    PictureCase("tg truncated JPEG", truncated_jpeg(320, 320), "does not decode"),
+    PictureCase("tg PNG claiming 50,000 x 50,000 px", BOMB, "decompression bomb"),
+    PictureCase("tg file gone from Telegram", None, "Invalid file_id"),
+    PictureCase("tg download 404", jpeg(320, 320), "Not Found", download_status=404),
+    PictureCase("tg download 502", jpeg(320, 320), "Bad Gateway", download_status=502),
+]
+QQ_PICTURES = [
+    PictureCase("qq file that is not an image", NOT_AN_IMAGE, "does not decode"),
+    PictureCase("qq truncated JPEG", truncated_jpeg(320, 320), "does not decode"),
+    PictureCase("qq PNG claiming 50,000 x 50,000 px", BOMB, "decompression bomb"),
+    PictureCase("qq download 404", None, "HTTP 404"),
+    PictureCase(
+        "qq URL on a loopback address", jpeg(320, 320), "private or local", private_hosts=False
+    ),
+]
+
+
+def assert_left_as_placeholder(
+    llm: FakeLLMServer, logs: LogLines, case: PictureCase, placeholder: str
+) -> None:
+    """The picture's batch was asked once, without pictures, its caption beside the placeholder."""
+    [request] = [r for r in llm.requests if CAPTION in user_prompt(r)]
+    assert (placeholder in user_prompt(request), llm.image_urls(0)) == (True, [])
+    reasons = [line for line in logs if "left as a placeholder" in line]
+    assert [case.reason in line for line in reasons] == [True], reasons
+    check_logs(logs)
+
+
+@pytest.mark.parametrize("case", TELEGRAM_PICTURES, ids=[c.id for c in TELEGRAM_PICTURES])
+async def test_telegram_bad_picture(tmp_path: Path, llm: FakeLLMServer, case: PictureCase) -> None:
+    """A photo that cannot be fetched or decoded stays a placeholder; its batch is answered."""
+    with captured_logs() as logs:
+        async with telegram_bot(tmp_path, llm, llm=VISION) as (api, config):
+            if case.data is not None:
+                api.add_file("photo-320", case.data, download_status=case.download_status)
+            api.push_message(ALICE, extra=photo(CAPTION, sides=(90, 320)))
+            await api.wait_for(lambda: api.sent_messages(ALICE), timeout=5)
+
+    assert_left_as_placeholder(llm, logs, case, f"[photo] {CAPTION}")
+    assert [m["text"] for m in api.sent_messages(ALICE)] == ["好的"]
+    assert stored_texts(config) == [f"[photo] {CAPTION}"]
+    assert api.token not in "\n".join(logs) + str(llm.requests)
+
+
+@pytest.mark.parametrize("case", QQ_PICTURES, ids=[c.id for c in QQ_PICTURES])
+async def test_qq_bad_picture(tmp_path: Path, llm: FakeLLMServer, case: PictureCase) -> None:
+    """An image segment that cannot be fetched or decoded stays a placeholder; it is answered."""
+    qq = {"allow_private_image_hosts": case.private_hosts}
+    async with ImageHost() as host:
+        path = "/download/picture.jpg"
+        if case.data is not None:
+            host.serve(path, case.data)
+        url = host.url(f"{path}?fileid=abc&rkey={RKEY}")
+        with captured_logs() as logs:
+            async with qq_bot(tmp_path, llm, llm=VISION, qq=qq) as (onebot, config):
+                await onebot.send_private_message(42, [text(CAPTION), image(url=url)])
+                await onebot.wait_for_call("send_private_msg", within_s=5)
+
+    assert_left_as_placeholder(llm, logs, case, f"{CAPTION} [image]")
+    assert [words for _, words, _ in qq_sent(onebot)] == ["好的"]
+    assert stored_texts(config) == [f"{CAPTION} [image]"]
+    assert host.requests == ([path] if case.private_hosts else [])
+    assert RKEY not in "\n".join(logs) + str(llm.requests)
 
 
 def test_the_corpus_is_big_enough() -> None:

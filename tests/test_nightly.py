@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -142,6 +144,60 @@ async def test_catch_up_is_bounded_by_catch_up_days(world: World) -> None:
     await world.nightly()
     days = [r.day for r in await world.store.live_summaries(ALPHA)]
     assert days == [TODAY - timedelta(days=n) for n in (3, 2, 1)]
+
+
+HOLD_S = 0.2
+"""How long a summary request waits for company: ample for a second one sent alongside."""
+
+
+class LaterDayFirst:
+    """Hold each summary request until another arrives (or ``HOLD_S``); answer the later day first.
+
+    A run that asks for one chat's days one after another never has company, so each
+    request is answered after the hold, in the order asked. A run that asks for them
+    side by side gets the later day pushed first, wrecking the stack's order.
+    """
+
+    def __init__(self, store: SqliteStore, chat: ChatKey) -> None:
+        self.overlaps: list[tuple[date, list[date]]] = []  # (day asked, days then in flight)
+        self._store, self._chat = store, chat
+        self._in_flight: set[date] = set()
+        self._company = asyncio.Event()
+
+    async def __call__(self, body: dict[str, Any]) -> None:
+        found = re.search(r"DAY-(\d{4}-\d\d-\d\d)", body["messages"][1]["content"])
+        assert found is not None
+        day = date.fromisoformat(found[1])
+        if self._in_flight:
+            self.overlaps.append((day, sorted(self._in_flight)))
+            self._company.set()
+        self._in_flight.add(day)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._company.wait(), HOLD_S)
+        for later in [d for d in self._in_flight if d > day]:
+            async with asyncio.timeout(2):
+                while not await self._pushed(later):  # noqa: ASYNC110 - the run writes the store
+                    await asyncio.sleep(0.005)
+        self._in_flight.discard(day)
+
+    async def _pushed(self, day: date) -> bool:
+        return await self._store.has_summary(self._chat, day, include_popped=True)
+
+
+async def test_a_chats_missed_days_are_summarised_one_by_one_oldest_first(world: World) -> None:
+    """Catching up, one chat's days are asked one at a time and stacked in day order."""
+    days = [TODAY - timedelta(days=back) for back in (3, 2, 1)]
+    for n, day in enumerate(days):
+        await world.say(ALPHA, f"DAY-{day.isoformat()}", on_day(day), n)
+    held = LaterDayFirst(world.store, ALPHA)
+    world.llm.before_answer = held
+    await world.nightly()
+
+    persona = (await world.memory.persona(ALPHA)).text
+    stacked = [persona.index(f"[Memory of {day.isoformat()}") for day in days]
+    assert held.overlaps == []
+    assert [r.day for r in await world.store.live_summaries(ALPHA)] == days
+    assert stacked == sorted(stacked)
 
 
 async def test_today_is_not_summarised_by_the_job(world: World) -> None:

@@ -21,6 +21,7 @@ from fakes.images import (
     png_bomb,
     sideways_jpeg,
     transparent_png,
+    truncated_jpeg,
     webp_sticker,
 )
 
@@ -99,7 +100,7 @@ def test_a_picture_over_the_pixel_limit_is_refused_from_its_header() -> None:
     [
         b"",
         b"not a picture at all",
-        jpeg(64, 64)[:200],
+        truncated_jpeg(64, 64),
         b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\n",
         b"<svg xmlns='http://www.w3.org/2000/svg'/>",
     ],
