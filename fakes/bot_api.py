@@ -280,7 +280,8 @@ class FakeBotAPI:
         self.files: dict[str, bytes] = {}  # what getFile and the file endpoint serve, by file_id
         self.file_sizes: dict[str, int] = {}  # a file_size getFile announces instead of the real
         self.downloads: list[str] = []  # file paths fetched from /file/bot<token>/
-        self.download_failures: dict[str, int] = {}  # file_id: the status its download gets
+        # file_id: the status its download gets, and a page answered instead of JSON
+        self.download_failures: dict[str, tuple[int, str | None]] = {}
         self._updates: list[dict[str, Any]] = []
         self._updates_in_order = True  # ids rise along _updates: confirming cuts a prefix
         self._chats: dict[int, dict[str, Any]] = {}
@@ -469,17 +470,19 @@ class FakeBotAPI:
         *,
         announced_size: int | None = None,
         download_status: int = 200,
+        error_page: str | None = None,
     ) -> None:
         """Serve ``data`` as the file behind ``file_id`` (``getFile``, then the download).
 
         Another ``download_status`` makes the download fail with it while ``getFile``
-        still answers, as when the file is gone from the server's disk.
+        still answers, as when the file is gone from the server's disk; the failure is
+        Telegram's JSON, or ``error_page`` as a proxy in front of a server answers.
         """
         self.files[file_id] = data
         if announced_size is not None:
             self.file_sizes[file_id] = announced_size
         if download_status != 200:
-            self.download_failures[file_id] = download_status
+            self.download_failures[file_id] = (download_status, error_page)
 
     # --- scripting -----------------------------------------------------------------------
 
@@ -737,7 +740,9 @@ class FakeBotAPI:
         if file_id not in self.files:
             return web.Response(status=404, text="Not Found")
         if file_id in self.download_failures:  # Telegram's file server answers errors in JSON
-            status = self.download_failures[file_id]
+            status, page = self.download_failures[file_id]
+            if page is not None:
+                return web.Response(status=status, text=page, content_type="text/html")
             return _error(status, HTTPStatus(status).phrase)
         return web.Response(body=self.files[file_id], content_type="application/octet-stream")
 

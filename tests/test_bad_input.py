@@ -502,6 +502,7 @@ class PictureCase:
     data: bytes | None  # what is served for it; None: nothing, the fetch gets a 404
     reason: str
     download_status: int = 200  # Telegram: getFile answers, the download gets this status
+    error_page: str | None = None  # Telegram: the failing download's body, instead of JSON
     private_hosts: bool = True  # QQ: qq.allow_private_image_hosts (the host is on loopback)
 
 
@@ -512,8 +513,17 @@ TELEGRAM_PICTURES = [
     PictureCase("tg truncated JPEG", truncated_jpeg(320, 320), "does not decode"),
     PictureCase("tg PNG claiming 50,000 x 50,000 px", BOMB, "decompression bomb"),
     PictureCase("tg file gone from Telegram", None, "Invalid file_id"),
-    PictureCase("tg download 404", jpeg(320, 320), "Not Found", download_status=404),
+    PictureCase(
+        "tg download 404", jpeg(320, 320), "file server answered Not Found", download_status=404
+    ),
     PictureCase("tg download 502", jpeg(320, 320), "Bad Gateway", download_status=502),
+    PictureCase(
+        "tg download 502 from a proxy, in HTML",
+        jpeg(320, 320),
+        "Bad Gateway (502)",
+        download_status=502,
+        error_page="<html><body><h1>502 Bad Gateway</h1><hr>nginx</body></html>",
+    ),
 ]
 QQ_PICTURES = [
     PictureCase("qq file that is not an image", NOT_AN_IMAGE, "does not decode"),
@@ -543,7 +553,12 @@ async def test_telegram_bad_picture(tmp_path: Path, llm: FakeLLMServer, case: Pi
     with captured_logs() as logs:
         async with telegram_bot(tmp_path, llm, llm=VISION) as (api, config):
             if case.data is not None:
-                api.add_file("photo-320", case.data, download_status=case.download_status)
+                api.add_file(
+                    "photo-320",
+                    case.data,
+                    download_status=case.download_status,
+                    error_page=case.error_page,
+                )
             api.push_message(ALICE, extra=photo(CAPTION, sides=(90, 320)))
             await api.wait_for(lambda: api.sent_messages(ALICE), timeout=5)
 

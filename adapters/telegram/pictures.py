@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from telegram import Bot
-from telegram.error import TelegramError
+from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from adapters.pictures import MAX_BYTES, to_jpeg
@@ -57,12 +57,20 @@ class TelegramPictures:
         """Fetch the file behind ``picture.ref`` and re-encode it; ``PictureUnavailable``."""
         try:
             file = await self._bot.get_file(picture.ref)
-            if file.file_size is not None and file.file_size > MAX_BYTES:
-                msg = f"the picture is {file.file_size} bytes, more than the {MAX_BYTES} allowed"
-                raise PictureUnavailable(msg)
-            data = await file.download_as_bytearray()
         except TelegramError as error:
             msg = f"Telegram picture not fetched: {describe(error)}"
+            raise PictureUnavailable(msg) from None
+        if file.file_size is not None and file.file_size > MAX_BYTES:
+            msg = f"the picture is {file.file_size} bytes, more than the {MAX_BYTES} allowed"
+            raise PictureUnavailable(msg)
+        try:
+            data = await file.download_as_bytearray()
+        except InvalidToken as error:
+            # PTB names every 401 and 404 so; getFile has just accepted the token.
+            msg = f"Telegram picture not downloaded: the file server answered {error.message}"
+            raise PictureUnavailable(msg) from None
+        except TelegramError as error:
+            msg = f"Telegram picture not downloaded: {describe(error)}"
             raise PictureUnavailable(msg) from None
         return await to_jpeg(bytes(data))
 

@@ -67,6 +67,22 @@ class _SecretFilter(logging.Filter):
 _SECRET_FILTER: Final = _SecretFilter()
 
 
+class _InvalidJSONFilter(logging.Filter):
+    """Drop PTB's "Can not load invalid JSON data" record, with its traceback and the body.
+
+    A proxy's HTML error page in front of a self-hosted Bot API server is enough to make
+    it. PTB raises a ``TelegramError`` to the caller right after, and pacebot's caller
+    (the poller, a send, a picture download) logs that in one line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Can not load invalid JSON data")
+
+
+_INVALID_JSON_FILTER: Final = _InvalidJSONFilter()
+_PTB_REQUEST_LOGGER: Final = "telegram.request.BaseRequest"
+
+
 def quiet_http_loggers(*secrets: str) -> None:
     """Keep URL-logging libraries at WARNING and redact ``secrets`` from their records.
 
@@ -86,6 +102,9 @@ def quiet_http_loggers(*secrets: str) -> None:
         library_logger = logging.getLogger(name)
         if _SECRET_FILTER not in library_logger.filters:
             library_logger.addFilter(_SECRET_FILTER)
+    request_logger = logging.getLogger(_PTB_REQUEST_LOGGER)
+    if _INVALID_JSON_FILTER not in request_logger.filters:
+        request_logger.addFilter(_INVALID_JSON_FILTER)
 
 
 # --- PTB's time periods ------------------------------------------------------------------
