@@ -43,16 +43,15 @@ class OpenAIEmbedder(SdkClient):
         if not api_key.strip():
             msg = f"memory.embeddings: the API key for model {model!r} is empty"
             raise ConfigError(msg)
-        self._api_key = api_key
-        self._model = model
-        self._where = f"embeddings {model} at {endpoint_name(base_url)}"
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url or None,
+        super().__init__(
+            base_url=base_url,
             api_key=api_key,
-            timeout=timeout_s,
+            timeout_s=timeout_s,
             max_retries=max_retries,
             http_client=http_client,
         )
+        self._model = model
+        self._where = f"embeddings {model} at {endpoint_name(base_url)}"
 
     @classmethod
     def from_config(cls, config: Config, *, api_key: str) -> Self:

@@ -41,9 +41,28 @@ _KEYISH_RE = re.compile(r"\b(?:sk|pk|rk|key)-[A-Za-z0-9_*.\-]{6,}|(?i:bearer)\s+
 
 
 class SdkClient:
-    """Own one ``openai.AsyncOpenAI`` client: close it on ``aclose`` or leaving ``async with``."""
+    """Own one ``openai.AsyncOpenAI`` client: close it on ``aclose`` or leaving ``async with``.
 
-    _client: openai.AsyncOpenAI
+    The key is kept to scrub it from error texts (see :func:`unavailable`).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        timeout_s: float,
+        max_retries: int,
+        http_client: httpx2.AsyncClient | None,
+    ) -> None:
+        self._api_key = api_key
+        self._client = openai.AsyncOpenAI(
+            base_url=base_url or None,
+            api_key=api_key,
+            timeout=timeout_s,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP connections."""
@@ -79,7 +98,13 @@ class OpenAILLM(SdkClient):
         if not api_key.strip():
             msg = f"llm: the API key for model {model!r} is empty"
             raise ConfigError(msg)
-        self._api_key = api_key
+        super().__init__(
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
         self._model = model
         self._temperature: float | None = temperature
         self._max_output_tokens = max_output_tokens
@@ -90,13 +115,6 @@ class OpenAILLM(SdkClient):
         # from then on they are never offered to it (and that is logged once).
         self._tools_refused = False
         self._endpoint = endpoint_name(base_url)
-        self._client = openai.AsyncOpenAI(
-            base_url=base_url or None,
-            api_key=api_key,
-            timeout=timeout_s,
-            max_retries=max_retries,
-            http_client=http_client,
-        )
 
     @classmethod
     def from_config(cls, llm: LLMConfig, *, api_key: str) -> Self:
