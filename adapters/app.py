@@ -58,12 +58,12 @@ from bot.config import (
 )
 from bot.errors import ConfigError, PacebotError
 from bot.log import setup_logging
-from bot.memory import Memory, SummaryResult
+from bot.memory.semantic import SemanticMemory
+from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey
 from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
-from bot.semantic import SemanticMemory
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler

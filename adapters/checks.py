@@ -154,7 +154,7 @@ async def check_llm(config: Config, api_key: str) -> Finding:
 
 async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool) -> Finding:
     """Offer the memory tool once: a provider that refuses tools would cost every batch."""
-    from bot.memory_tool import SEARCH_MEMORY
+    from bot.memory.tool import SEARCH_MEMORY
 
     try:
         await llm.complete(_PING, json_mode=json_mode, tools=(SEARCH_MEMORY,))

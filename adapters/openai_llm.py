@@ -31,7 +31,7 @@ from openai.types.chat import (
 from bot.config import LLMConfig
 from bot.errors import BadLLMReply, ConfigError, ImagesRefused, LLMError, LLMUnavailable
 from bot.models import ChatMessage, Completion, ToolCall, ToolSpec
-from bot.replies import strip_reasoning
+from bot.replies.parse import strip_reasoning
 
 SPLITTER_TEMPERATURE = 0.2
 """The splitter reformats text; it should not be creative."""

@@ -20,8 +20,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.dates import chat_day, chat_day_bounds
-from bot.memory import render_summary
+from bot.memory.dates import chat_day, chat_day_bounds
+from bot.memory.stack import render_summary
 from bot.models import ChatKey, ChatKind, DaySummary
 from storage import search
 from storage.sqlite import SqliteStore

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.report import Figure, at_most, spread_figures
 from bench.stats import Spread
-from bot.replies import parse_replies
+from bot.replies.parse import parse_replies
 
 PARSE_TARGET_MS = 1.0
 

@@ -36,9 +36,9 @@ from bench.report import Figure, at_most, spread_figures
 from bench.rig import NoLLM
 from bench.stats import Spread
 from bot.config import parse_config
-from bot.memory import Memory
+from bot.memory.semantic import SemanticMemory
+from bot.memory.stack import Memory
 from bot.models import ChatKey
-from bot.semantic import SemanticMemory
 from storage.sqlite import SqliteStore
 
 RECALL_P99_TARGET_MS = 20.0

@@ -27,7 +27,7 @@ from bench.report import Figure, at_least, at_most
 from bench.rig import NoLLM, StallWatch, fresh_path
 from bot.answer import Answerer
 from bot.config import Config, parse_config
-from bot.memory import Memory
+from bot.memory.stack import Memory
 from bot.pipeline import Pipeline
 from fakes.harness import RecordingPlatform
 from storage.sqlite import SqliteStore

@@ -5,7 +5,7 @@ splitter to turn the raw text into JSON; if that fails too, split the text by ha
 typing-speed delays. Every fallback that fires is logged with the chat key and batch id.
 
 With ``llm.memory_tool`` on, the reply call also offers ``search_memory``
-(``bot/memory_tool.py``): if the model calls it, the batch is asked once more with the
+(``bot/memory/tool.py``): if the model calls it, the batch is asked once more with the
 results, and that second answer goes down the same chain. Never a third call: the nudge
 for a missing answer is skipped then. Every call made is noted in the batch's trace.
 """
@@ -23,8 +23,9 @@ from loguru import logger
 
 from bot.config import Config
 from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
-from bot.memory import Memory, Persona
-from bot.memory_tool import SEARCH_MEMORY, follow_up, tool_results
+from bot.memory.recall import Recalled
+from bot.memory.stack import Memory, Persona
+from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
 from bot.models import (
     Batch,
     BatchOutcome,
@@ -38,8 +39,7 @@ from bot.models import (
 )
 from bot.ports import LLM, MessageLog, PictureSource
 from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
-from bot.recall import Recalled
-from bot.replies import (
+from bot.replies.parse import (
     IMAGE_NOTES_CONTRACT,
     REPLY_CONTRACT,
     looks_like_question,
@@ -47,7 +47,7 @@ from bot.replies import (
     parse_replies,
     splitter_messages,
 )
-from bot.splitting import split_text, split_to_limit
+from bot.replies.splitting import split_text, split_to_limit
 from bot.trace import RecallFound, Trace, TraceNotes
 from bot.vision import look_at
 

@@ -18,7 +18,7 @@ from typing import Protocol
 from bot import people_commands, trace_commands
 from bot.config import Config
 from bot.errors import ConfigError, LLMError
-from bot.memory import Memory, SummaryResult
+from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, IncomingMessage, SummaryRecord
 from bot.prompt import estimate_tokens
 from bot.texts import Texts

@@ -23,7 +23,7 @@ from bot.config import Config
 from bot.conversation import Conversation, Phase
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
-from bot.memory import Memory
+from bot.memory.stack import Memory
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries

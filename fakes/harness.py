@@ -22,7 +22,7 @@ from typing import Any
 from adapters.app import running_core
 from bot.config import Config, Secrets, parse_config
 from bot.errors import PlatformError
-from bot.memory import render_summary
+from bot.memory.stack import render_summary
 from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform

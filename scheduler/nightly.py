@@ -16,9 +16,9 @@ from datetime import date, timedelta
 from loguru import logger
 
 from bot.config import Config
-from bot.dates import chat_day_bounds
 from bot.errors import LLMError, StorageError
-from bot.memory import FIRST_CHAT_DAY, Memory, SummaryResult
+from bot.memory.dates import chat_day_bounds
+from bot.memory.stack import FIRST_CHAT_DAY, Memory, SummaryResult
 from bot.models import ChatKey
 from bot.ports import MemoryStore
 

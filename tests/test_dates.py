@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.dates import (
+from bot.memory.dates import (
     MAX_EXPRESSIONS,
     MAX_RANGE_DAYS,
     DateRange,

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from bot.errors import BadLLMReply
-from bot.memory import (
+from bot.memory.stack import (
     PERSONA_SHARE,
     POINT_CHARS_MAX,
     SUMMARY_CHARS_MAX,

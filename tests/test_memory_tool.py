@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.memory_tool import MemoryQuery, parse_query
+from bot.memory.tool import MemoryQuery, parse_query
 from fakes.harness import PRIVATE, harness, push_day_summary, replies_json, wait_until
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore

@@ -17,8 +17,8 @@ import pytest
 
 from adapters.openai_llm import OpenAILLM
 from bot.config import Config
-from bot.dates import chat_day_bounds
-from bot.memory import Memory, SummaryResult
+from bot.memory.dates import chat_day_bounds
+from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.harness import TEST_KEY, make_config
 from fakes.openai_api import FakeLLMServer

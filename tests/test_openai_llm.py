@@ -12,7 +12,7 @@ from adapters.openai_llm import SPLITTER_TEMPERATURE, OpenAILLM
 from bot.config import LLMConfig, SplitterConfig
 from bot.errors import BadLLMReply, ConfigError, LLMUnavailable
 from bot.models import ChatMessage, Completion
-from bot.replies import parse_replies
+from bot.replies.parse import parse_replies
 from fakes.openai_api import DEFAULT_REPLY, FakeLLMServer
 
 API_KEY = "sk-test-S3CRET-0123456789abcdef"

@@ -11,9 +11,15 @@ from typing import Any
 
 import pytest
 
-from bot.memory import SummaryResult
+from bot.memory.people import (
+    FACT_CHARS_MAX,
+    normalise_fact,
+    people_in_view,
+    read_people,
+    render_people,
+)
+from bot.memory.stack import SummaryResult
 from bot.models import ChatKey, ChatKind, Fact, IncomingMessage, PersonNote, StoredMessage
-from bot.people import FACT_CHARS_MAX, normalise_fact, people_in_view, read_people, render_people
 from fakes.harness import GROUP, PRIVATE, Harness, harness, replies_json
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore

@@ -9,7 +9,7 @@ import pytest
 
 from bot.errors import BadLLMReply
 from bot.models import Reply
-from bot.replies import (
+from bot.replies.parse import (
     IMAGE_NOTE_CHARS_MAX,
     REPLY_CONTRACT,
     looks_like_question,
@@ -19,7 +19,7 @@ from bot.replies import (
     splitter_messages,
     strip_reasoning,
 )
-from bot.splitting import split_text, split_to_limit
+from bot.replies.splitting import split_text, split_to_limit
 
 MAX_DELAY_S = 10.0
 HI = '{"replies": [{"content": "hi", "send_delay_seconds": 1}]}'

@@ -15,9 +15,9 @@ import pytest
 from adapters.openai_embeddings import OpenAIEmbedder
 from bot.config import parse_config, read_secrets
 from bot.errors import ConfigError
+from bot.memory.recall import fuse
+from bot.memory.semantic import SemanticMemory
 from bot.models import ChatKey, ChatKind, DaySummary, PersonNote, SummaryRecord
-from bot.recall import fuse
-from bot.semantic import SemanticMemory
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import (
     TEST_KEY,

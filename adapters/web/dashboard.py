@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 from loguru import logger
 
 from bot.conversation import Phase
-from bot.memory import Memory
+from bot.memory.stack import Memory
 from bot.models import ChatKey, Fact, StoredMessage, SummaryRecord
 from bot.pipeline import Pipeline
 from bot.ports import MemoryStore, Platform, Store, TraceLog

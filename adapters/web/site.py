@@ -26,7 +26,7 @@ from adapters.web.guards import BodyLimit, SecurityHeaders
 from adapters.web.server import serving
 from bot.config import Config
 from bot.log import LOG_FILE
-from bot.memory import Memory
+from bot.memory.stack import Memory
 from bot.pipeline import Pipeline
 from bot.ports import Platform
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
-from bot.memory import Memory
+from bot.memory.stack import Memory
 from bot.models import ChatKey, ChatMessage, Completion, ToolCall, ToolSpec
 from bot.prompt import clip
 

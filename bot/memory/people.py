@@ -22,7 +22,7 @@ from bot.errors import BadLLMReply
 from bot.models import ChatKey, Fact, KnownPerson, PersonNote, StoredMessage
 from bot.ports import PeopleStore
 from bot.prompt import estimate_tokens
-from bot.replies import find_json_object, json_body
+from bot.replies.parse import find_json_object, json_body
 
 FACT_CHARS_MAX = 200
 """A longer "fact" is refused, not cut: facts are short by contract, so one that long is

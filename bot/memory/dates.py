@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.date_patterns import (
+from bot.memory.date_patterns import (
     CN_DIGITS,
     CN_WEEKDAYS,
     EN_MONTHS,

@@ -5,7 +5,7 @@ The batch handler asks for JSON (SPEC §3)::
     {"replies": [{"content": "...", "send_delay_seconds": 0, "reply_to": "8812"}]}
 
 :func:`parse_replies` reads it tolerantly; when it fails, the splitter LLM gets
-:func:`splitter_messages`, and when that fails too ``bot/splitting.py`` cuts the prose
+:func:`splitter_messages`, and when that fails too ``bot/replies/splitting.py`` cuts the prose
 (:func:`salvage_replies` keeps a broken plan's finished texts). Everything here is pure:
 no I/O, no event loop.
 """

@@ -5,8 +5,8 @@ position the first alternative that matches wins, so longer phrases come before 
 prefixes (大前天 before 前天, 上周三 before 上周). Each scan starts with a lookahead for
 the characters an expression can begin with, so ordinary text is skipped at about one
 character test per position (100 kB in a few ms instead of ~100 ms). Text is
-NFKC-normalised first (by :func:`bot.dates.find_dates`), which turns full-width digits,
-letters and punctuation into ASCII. Each named group has its handler in ``bot/dates.py``.
+NFKC-normalised first (by :func:`bot.memory.dates.find_dates`), which turns full-width digits,
+letters and punctuation into ASCII. Each named group has its handler in ``bot/memory/dates.py``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from bot.models import Reply
-from bot.replies import URL_RE, salvage_replies, strip_reasoning
+from bot.replies.parse import URL_RE, salvage_replies, strip_reasoning
 
 # --- splitting prose into chat messages -------------------------------------------------
 

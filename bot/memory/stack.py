@@ -17,8 +17,11 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.config import Config
-from bot.dates import chat_day, chat_day_bounds
 from bot.errors import BadLLMReply, StorageError, SummaryExists
+from bot.memory.dates import chat_day, chat_day_bounds
+from bot.memory.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
+from bot.memory.recall import Recalled, recall
+from bot.memory.semantic import SemanticMemory
 from bot.models import (
     ChatKey,
     ChatMessage,
@@ -26,12 +29,9 @@ from bot.models import (
     StoredMessage,
     SummaryRecord,
 )
-from bot.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
 from bot.ports import LLM, MemoryStore
 from bot.prompt import clip, estimate_tokens
-from bot.recall import Recalled, recall
-from bot.replies import find_json_object, json_body
-from bot.semantic import SemanticMemory
+from bot.replies.parse import find_json_object, json_body
 
 FIRST_CHAT_DAY = date(1970, 1, 2)  # no message can belong to an earlier chat day
 PERSONA_SHARE = 0.4  # of memory.context_budget_tokens, for the persona and its summaries

@@ -15,11 +15,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 
-from bot.dates import referred_days
+from bot.memory.dates import referred_days
+from bot.memory.semantic import SemanticMemory
 from bot.models import ChatKey, Fact, SummaryRecord
 from bot.ports import MemoryStore
 from bot.prompt import clip, estimate_tokens
-from bot.semantic import SemanticMemory
 
 RECALL_DAYS_MAX = 31  # a question about "the last 3 months" recalls its newest month
 RRF_K = 60  # reciprocal-rank fusion damping (Cormack et al. 2009): rank r scores 1/(60+r)

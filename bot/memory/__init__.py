@@ -1,0 +1,1 @@
+"""What the bot remembers: day summaries on a poppable stack, people, recall, dates."""
