@@ -26,7 +26,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -34,7 +34,7 @@ from loguru import logger
 from rich.console import Console
 from rich.progress import Progress
 
-from adapters import trace_cli
+from adapters import shell
 from adapters.checks import NOTHING_ENABLED
 from adapters.console import ConsolePlatform, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
@@ -42,11 +42,11 @@ from adapters.picture_sources import opened_picture_sources
 from adapters.platforms import (
     GivesUp,
     PlatformAdapter,
-    PlatformMap,
     build_platforms,
     load_platform_modules,
 )
 from bot.answer import Answerer
+from bot.commands.runner import CommandRunner
 from bot.config import (
     Config,
     LogLevel,
@@ -57,17 +57,22 @@ from bot.config import (
     read_secrets,
 )
 from bot.errors import ConfigError, PacebotError
+from bot.inbox import Inbox
 from bot.log import setup_logging
 from bot.memory.semantic import SemanticMemory
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey
+from bot.ops import Ops
+from bot.ops.memory import MemoryOps
+from bot.ops.status import StatusOps
+from bot.ops.traces import TraceOps
 from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler
-from scheduler.nightly import days_to_summarise, pending_work, run_nightly, summarise_days
+from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -102,6 +107,16 @@ class Parts:
     store: SqliteStore
     llm: DeferredLLM
     memory: Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Core:
+    """The running core: the story of a message, where adapters deliver, and what an
+    operator sees and does."""
+
+    pipeline: Pipeline
+    inbox: Inbox
+    ops: Ops
 
 
 def _main_llm(config: Config, secrets: Secrets) -> OpenAILLM:
@@ -153,7 +168,7 @@ async def running_core(
     nightly: bool = True,
     retries: Retries = DEFAULT_RETRIES,
     parts: Parts | None = None,
-) -> AsyncIterator[Pipeline]:
+) -> AsyncIterator[Core]:
     """Recover and run the pipeline (and the nightly job); stop both on exit.
 
     The store and LLM are opened here, unless the caller opened them (``parts``) to share.
@@ -178,12 +193,19 @@ async def running_core(
             parts.store,
             platforms,
             answerer,
-            parts.memory,
             traces=parts.store,
             now=utc_now,
             retries=retries,
         )
-        stack.push_async_callback(pipeline.stop)
+        ops = Ops(
+            status=StatusOps(
+                parts.store, chats=pipeline, prompts=answerer, platforms=platforms, now=utc_now
+            ),
+            memory=MemoryOps(config, parts.memory, parts.store),
+            traces=TraceOps(parts.store, keep=config.memory.trace_keep),
+        )
+        inbox = Inbox(pipeline, CommandRunner(config, ops), platforms)
+        stack.push_async_callback(inbox.stop)
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()
         if nightly:
@@ -203,7 +225,7 @@ async def running_core(
                 failure="embedding memory rows failed; the nightly run retries",
             )
             stack.push_async_callback(_cancel, embedding)
-        yield pipeline
+        yield Core(pipeline, inbox, ops)
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:
@@ -226,7 +248,7 @@ async def running_bot(
     telegram_poll_timeout_s: float = 10.0,
     adapters: Mapping[str, PlatformAdapter] | None = None,
     parts: Parts | None = None,
-) -> AsyncIterator[Pipeline]:
+) -> AsyncIterator[Core]:
     """Start the core and every enabled platform; stop them in reverse on exit.
 
     The platforms exist before the core recovers, so replies queued before a restart
@@ -237,13 +259,13 @@ async def running_bot(
         adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
     platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
-        pipeline = await stack.enter_async_context(
+        core = await stack.enter_async_context(
             running_core(config, secrets, platforms, parts=parts)
         )
         for adapter in adapters.values():
-            await adapter.start(pipeline)
+            await adapter.start(core.inbox)
             stack.push_async_callback(adapter.stop)
-        yield pipeline
+        yield core
 
 
 async def run(config: Config, secrets: Secrets) -> None:
@@ -253,8 +275,8 @@ async def run(config: Config, secrets: Secrets) -> None:
     adapters = build_platforms(config, secrets)
     async with (
         opened_parts(config, secrets) as parts,
-        running_bot(config, secrets, adapters=adapters, parts=parts) as pipeline,
-        serving_dashboard(config, secrets, pipeline, parts, adapters),
+        running_bot(config, secrets, adapters=adapters, parts=parts) as core,
+        serving_dashboard(config, secrets, core.ops),
     ):
         # Each platform says "running" itself, once it is: Telegram after its first poll
         # is answered, QQ once a OneBot implementation has connected.
@@ -282,16 +304,15 @@ async def run(config: Config, secrets: Secrets) -> None:
 
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, secrets: Secrets, pipeline: Pipeline, parts: Parts, platforms: PlatformMap
+    config: Config, secrets: Secrets, ops: Ops | None
 ) -> AsyncIterator[str | None]:
     """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
-    if not config.web.enabled or secrets.web_token is None:
+    if ops is None or not config.web.enabled or secrets.web_token is None:
         yield None
         return
     from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
 
-    token = secrets.web_token
-    async with serving(config, token, pipeline, parts.store, parts.memory, platforms) as url:
+    async with serving(config, secrets.web_token, ops) as url:
         yield url
 
 
@@ -301,19 +322,21 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
     _stop_on_signals(stop)
     console = ConsolePlatform(bot_name=config.bot.name, texts=Texts(config.bot.language))
     platforms: dict[str, Platform] = {"console": console}
-    async with running_core(config, secrets, platforms) as pipeline:
+    async with running_core(config, secrets, platforms) as core:
         reader = await stdin_reader()
         console.show_banner()
-        reading = asyncio.create_task(console.read_input(pipeline, reader), name="console:input")
+        reading = asyncio.create_task(
+            console.read_input(core.inbox, core.ops.status, reader), name="console:input"
+        )
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
         if reading in done:
             reading.result()
-            answering = asyncio.create_task(pipeline.drain(), name="console:drain")
+            answering = asyncio.create_task(core.inbox.drain(), name="console:drain")
             await asyncio.wait({answering, stopped}, return_when=asyncio.FIRST_COMPLETED)
             answering.cancel()
         if stopped.done():
-            console.show_left_waiting(pipeline)
+            await console.show_left_waiting(core.ops.status)
         reading.cancel()
         stopped.cancel()
 
@@ -374,13 +397,8 @@ async def _summarize(
     all_missing: bool,
 ) -> int:
     async with opened_parts(config, secrets) as parts:
-        memory = parts.memory
-        if all_missing:
-            days = days_to_summarise(memory.today(), catch_up_days=config.memory.catch_up_days)
-        else:
-            days = [day or memory.today() - timedelta(days=1)]
-        on_purpose = day is not None
-        work = await pending_work(parts.store, config, days, only=chat, on_purpose=on_purpose)
+        ops = MemoryOps(config, parts.memory, parts.store)
+        work = await ops.unsummarised(day=day, only=chat, all_missing=all_missing)
         if not work:
             print("nothing to summarise")
             return 0
@@ -390,14 +408,7 @@ async def _summarize(
             def advance(_chat: ChatKey, _day: date, _result: SummaryResult | None) -> None:
                 progress.advance(task)
 
-            report = await summarise_days(
-                memory,
-                work,
-                concurrency=config.memory.summary_concurrency,
-                on_purpose=on_purpose,
-                progress=advance,
-            )
-        await memory.embed_pending()
+            report = await ops.summarise_all(work, on_purpose=day is not None, progress=advance)
     for pushed_chat, pushed_day in report.pushed:
         print(f"summarised {pushed_chat} {pushed_day}")
     for failed_chat, failed_day in report.failed:
@@ -410,13 +421,8 @@ async def _summarize(
 
 async def _recall(config: Config, secrets: Secrets, *, chat: ChatKey, query: str) -> int:
     async with opened_parts(config, secrets) as parts:
-        recalled = await parts.memory.recall(chat, [query])
-    print(recalled.searched())
-    if not recalled.records:
-        print("nothing recalled")
-        return 0
-    print(f"recalled by {recalled.how}:\n")
-    print(recalled.render())
+        preview = await MemoryOps(config, parts.memory, parts.store).recall_preview(chat, query)
+    print(shell.recall_text(preview, say=Texts(config.bot.language)))
     return 0
 
 
@@ -452,8 +458,9 @@ def recall(path: Path, *, chat: ChatKey, query: str) -> int:
 
 async def _trace(config: Config, *, chat: ChatKey, count: int) -> int:
     async with await SqliteStore.open(config.database_path) as store:
-        return await trace_cli.print_traces(
-            store, chat=chat, count=count, zone=config.bot.zone, say=Texts(config.bot.language)
+        traces = TraceOps(store, keep=config.memory.trace_keep)
+        return await shell.print_traces(
+            traces, chat=chat, count=count, zone=config.bot.zone, say=Texts(config.bot.language)
         )
 
 

@@ -15,20 +15,15 @@ import stat
 import sys
 import time
 from datetime import UTC, datetime
-from typing import Protocol, TextIO
+from typing import TextIO
 
 from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.ops.status import StatusOps
 from bot.ports import MessageSink, PacingLimits
 from bot.texts import Texts
 
 CONSOLE_CHAT = ChatKey("console", ChatKind.PRIVATE, "local")
 _DIM, _RESET, _CLEAR_LINE = "\x1b[2m", "\x1b[0m", "\r\x1b[K"
-
-
-class ConsoleChat(MessageSink, Protocol):
-    """Where the console delivers what is typed, and learns whether the bot waits for more."""
-
-    def waiting_messages(self, chat: ChatKey) -> int: ...
 
 
 class ConsolePlatform:
@@ -84,9 +79,9 @@ class ConsolePlatform:
         """Say who you are and how to leave."""
         self.say("console_banner", chat=CONSOLE_CHAT)
 
-    def show_left_waiting(self, chat: ConsoleChat) -> None:
+    async def show_left_waiting(self, status: StatusOps) -> None:
         """On leaving early, say how many messages are left for the next start, if any."""
-        count = chat.waiting_messages(CONSOLE_CHAT)
+        count = await status.waiting_messages(CONSOLE_CHAT)
         if count:
             self.say("console_left_waiting", count=count)
 
@@ -107,8 +102,10 @@ class ConsolePlatform:
             addresses_bot=True,
         )
 
-    async def read_input(self, chat: ConsoleChat, stream: asyncio.StreamReader) -> None:
-        """Feed each non-empty input line to ``chat`` until the input ends.
+    async def read_input(
+        self, inbox: MessageSink, status: StatusOps, stream: asyncio.StreamReader
+    ) -> None:
+        """Feed each non-empty input line to ``inbox`` until the input ends.
 
         Once the bot starts waiting for more, say so, once per wait.
         """
@@ -116,8 +113,8 @@ class ConsolePlatform:
             text = line.decode("utf-8", errors="replace").strip()
             if not text:
                 continue
-            await chat.receive_many((self.message(text),))
-            if not self._waiting_shown and chat.waiting_messages(CONSOLE_CHAT):
+            await inbox.receive_many((self.message(text),))
+            if not self._waiting_shown and await status.waiting_messages(CONSOLE_CHAT):
                 self._waiting_shown = True
                 self.say("console_waiting")
 

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
-from bot.commands import menu
+from bot.commands.menu import menu
 from bot.config import Config, Secrets, enabled_platforms
 from bot.ports import MessageSink, Platform
 from bot.texts import Texts

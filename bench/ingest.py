@@ -96,7 +96,7 @@ async def _sustained(
         await open_loop(arrivals, start)
         await asyncio.gather(*tasks)
     finished = loop.time()
-    armed = sum(bot.pipeline.waiting_messages(chat) > 0 for chat in sent_chats)
+    armed = sum(bot.pipeline.debouncer.waiting(chat) > 0 for chat in sent_chats)
     stored = _count_messages(bot) - stored_before
     measured = arrivals[warm:]
     offered = (len(measured) - 1) / (measured[-1] - measured[0])

@@ -112,9 +112,7 @@ def _pipeline(config: Config, store: SqliteStore) -> Pipeline:
     memory = Memory(config, store, llm, initial_persona="你是小满。", now=utc_now)
     answerer = Answerer(config, store, llm, splitter=llm, memory=memory, now=utc_now)
     platform = RecordingPlatform(name="telegram")
-    return Pipeline(
-        config, store, {"telegram": platform}, answerer, memory, traces=store, now=utc_now
-    )
+    return Pipeline(config, store, {"telegram": platform}, answerer, traces=store, now=utc_now)
 
 
 async def _memory_per_chat(config: Config, store: SqliteStore, chats: int) -> float:

@@ -125,7 +125,8 @@ async def _measure_wire(
     token = urls["token"] if wire == "telegram" else None
     secrets = Secrets("bench-key", "bench-key", telegram_token=token)
     adapters = build_platforms(config, secrets)
-    async with running_bot(config, secrets, adapters=adapters) as pipeline:
+    async with running_bot(config, secrets, adapters=adapters) as core:
+        pipeline = core.pipeline
         arms = ArmLog(pipeline)
         platform = adapters[wire]
         if isinstance(platform, TelegramPlatform):

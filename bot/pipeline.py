@@ -3,7 +3,8 @@
 ``Pipeline.receive`` stores a message before anything else, cancels replies that the
 chatter has just talked over, and (re)arms the chat's debounce timer. When a chat goes
 quiet, one batch task per chat takes its waiting messages, makes one LLM call and queues
-the replies for the :class:`~bot.sender.Sender`.
+the replies for the :class:`~bot.sender.Sender`. Commands never come here: the
+:class:`~bot.inbox.Inbox` takes them first.
 """
 
 from __future__ import annotations
@@ -18,18 +19,16 @@ import stamina
 from loguru import logger
 
 from bot.answer import Answer, Answerer, Decision, decide
-from bot.commands import CommandRunner, parse_command
 from bot.config import Config
 from bot.conversation import Conversation, Phase
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
-from bot.memory.stack import Memory
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.sender import Sender
 from bot.tasks import start_task
-from bot.trace import ShownTrace, Trace
+from bot.trace import Trace
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
 
@@ -47,7 +46,6 @@ class Pipeline:
         store: Store,
         platforms: Mapping[str, Platform],
         answerer: Answerer,
-        memory: Memory,
         *,
         traces: TraceLog,
         now: Callable[[], datetime],
@@ -71,10 +69,8 @@ class Pipeline:
             retries=retries,
         )
         self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
-        self.commands = CommandRunner(config, self, memory, now=now)
         self._conversations: dict[ChatKey, Conversation] = {}
         self._batches: set[asyncio.Task[None]] = set()
-        self._commands: set[asyncio.Task[None]] = set()
         self._stopping = False
         self._store_failing_since: float | None = None  # loop time of the first failed write
 
@@ -88,6 +84,11 @@ class Pipeline:
     def live_chats(self) -> dict[ChatKey, Phase]:
         """Return every chat that is not idle, with its phase."""
         return {chat: c.phase for chat, c in self._conversations.items()}
+
+    def title(self, chat: ChatKey) -> str | None:
+        """Return the title a live chat's latest message gave, if any."""
+        conversation = self._conversations.get(chat)
+        return None if conversation is None else conversation.title
 
     def _conversation(self, chat: ChatKey) -> Conversation:
         conversation = self._conversations.get(chat)
@@ -117,28 +118,13 @@ class Pipeline:
 
         A platform hands over what one read of its wire brought (a getUpdates page, the
         OneBot events that came in meanwhile): one commit for all of them, and only then
-        is any timer armed. Commands among them run on their own and are not stored.
+        is any timer armed.
         """
         if self._stopping:
             logger.debug("stopping; {} message(s) not taken", len(messages))
             return
-        chats_in: list[IncomingMessage] = []
-        for message in messages:
-            command = parse_command(message.text)
-            if command is None:
-                chats_in.append(message)
-                continue
-            # In a task of its own: /summary run waits for the LLM, and the adapter must
-            # go on storing messages meanwhile.
-            start_task(
-                self._run_command(message, *command),
-                name=f"command:{message.chat}",
-                failure="command failed",
-                owner=self._commands,
-                chat=str(message.chat),
-            )
         talked_over: dict[ChatKey, None] = {}  # in order, once each
-        for kept in await self._keep(chats_in):
+        for kept in await self._keep(list(messages)):
             chat = kept.chat
             if self._conversation(chat).message_in(kept):
                 talked_over[chat] = None
@@ -275,18 +261,6 @@ class Pipeline:
             )
             self.sender.wake(chat)
 
-    async def _run_command(self, message: IncomingMessage, name: str, args: list[str]) -> None:
-        answer = await self.commands.run(message, name, args)
-        platform = self._platforms.get(message.chat.platform)
-        if platform is None:
-            return
-        if len(answer) > platform.text_limit:
-            answer = answer[: platform.text_limit - 1] + "…"
-        try:
-            await platform.send_text(message.chat, answer, reply_to=message.message_id)
-        except Exception as exc:  # a command answer is best-effort
-            logger.bind(chat=str(message.chat)).warning("command answer not sent: {}", exc)
-
     # -- batches --------------------------------------------------------------------
 
     def _on_quiet(self, chat: ChatKey) -> None:
@@ -410,46 +384,21 @@ class Pipeline:
 
     async def drain(self) -> None:
         """Answer everything waiting now and wait until all replies are sent."""
-        while len(self.debouncer) or self._batches or self._commands or not self.sender.idle:
+        while len(self.debouncer) or self._batches or not self.sender.idle:
             self.debouncer.fire_all()
-            await asyncio.gather(*self._batches, *self._commands, return_exceptions=True)
+            await asyncio.gather(*self._batches, return_exceptions=True)
             await self.sender.drain()
 
     async def stop(self) -> None:
         """Stop taking messages; unanswered batches wait for the next start."""
         self._stopping = True
         self.debouncer.cancel_all()
-        tasks = [*self._batches, *self._commands]
+        tasks = list(self._batches)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._store.abandon_open_batches(now=self._now())
         await self.sender.stop()
-
-    # -- what commands read (``CommandHost``) --------------------------------------------
-
-    def waiting_messages(self, chat: ChatKey) -> int:
-        """Return how many messages of ``chat`` wait for an answer right now."""
-        return self.debouncer.waiting(chat)
-
-    async def queued_replies(self, chat: ChatKey) -> int:
-        """Return how many replies to ``chat`` wait in the outbox."""
-        return await self._store.scheduled_count(chat)
-
-    async def llm_errors_since(self, since: datetime) -> int:
-        """Return how many batches failed since ``since``."""
-        return await self._store.failed_batches_since(since)
-
-    async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
-        """Return ``chat``'s newest ``count`` batch traces, newest first."""
-        return await self._traces.recent_traces(chat, count=count)
-
-    async def system_prompt(self, chat: ChatKey, *, title: str | None) -> str:
-        """Return the system prompt ``chat``'s next batch would get (titled ``title``)."""
-        conversation = self._conversations.get(chat)
-        if title is None and conversation is not None:
-            title = conversation.title
-        return await self._answerer.system_prompt_for(chat, chat_title=title)
 
 
 def _ids_by_chat(messages: Sequence[IncomingMessage]) -> dict[ChatKey, list[str]]:

@@ -19,11 +19,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from adapters.app import running_core
+from adapters.app import Core, running_core
 from bot.config import Config, Secrets, parse_config
 from bot.errors import PlatformError
+from bot.inbox import Inbox
 from bot.memory.stack import render_summary
 from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
+from bot.ops import Ops
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
 from bot.retries import DEFAULT_RETRIES, Retries
@@ -107,10 +109,22 @@ def make_config(tmp_path: Path, llm_url: str, **sections: dict[str, Any]) -> Con
 @dataclass
 class Harness:
     config: Config
-    pipeline: Pipeline
+    core: Core
     platform: RecordingPlatform
     llm: FakeLLMServer
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def pipeline(self) -> Pipeline:
+        return self.core.pipeline
+
+    @property
+    def inbox(self) -> Inbox:
+        return self.core.inbox
+
+    @property
+    def ops(self) -> Ops:
+        return self.core.ops
 
     def message(
         self,
@@ -136,7 +150,7 @@ class Harness:
 
     async def say(self, text: str, **kwargs: Any) -> IncomingMessage:
         message = self.message(text, **kwargs)
-        await self.pipeline.receive(message)
+        await self.inbox.receive(message)
         return message
 
     async def command(self, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:
@@ -148,7 +162,7 @@ class Harness:
 
     async def settle(self) -> None:
         """Answer everything waiting and wait until every reply is out."""
-        await self.pipeline.drain()
+        await self.inbox.drain()
 
 
 @contextlib.asynccontextmanager
@@ -169,8 +183,8 @@ async def harness(
     secrets = Secrets(
         llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, embeddings_api_key=embeddings_key
     )
-    async with running_core(config, secrets, platforms, nightly=False, retries=retries) as pipeline:
-        yield Harness(config, pipeline, platform, llm_server)
+    async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
+        yield Harness(config, core, platform, llm_server)
 
 
 class RecordingSink:

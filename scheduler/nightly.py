@@ -1,114 +1,17 @@
 """The nightly job: summarise every chat's finished days, a few chats at a time.
 
-A plain async function, tested without a scheduler. It is idempotent: a day that has a
-summary (live or popped) is left alone, and the store refuses a second live summary
-for a day even when two runs race. A chat that fails is logged and, having no
-summary, is tried again at the next run.
+A plain async function, tested without a scheduler; what it runs is the core's
+(``bot/memory/nightly.py``), which ``pacebot summarize`` runs by hand too.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import date, timedelta
-
 from loguru import logger
 
 from bot.config import Config
-from bot.errors import LLMError, StorageError
-from bot.memory.dates import chat_day_bounds
-from bot.memory.stack import FIRST_CHAT_DAY, Memory, SummaryResult
-from bot.models import ChatKey
+from bot.memory.nightly import NightlyReport, days_to_summarise, pending_work, summarise_days
+from bot.memory.stack import Memory
 from bot.ports import MemoryStore
-
-
-@dataclass
-class NightlyReport:
-    """What one run did, per chat day."""
-
-    pushed: list[tuple[ChatKey, date]] = field(default_factory=list)
-    skipped: list[tuple[ChatKey, date]] = field(default_factory=list)
-    failed: list[tuple[ChatKey, date]] = field(default_factory=list)
-
-
-def days_to_summarise(today: date, *, catch_up_days: int) -> list[date]:
-    """Return the finished chat days a run looks at, oldest first (yesterday at least)."""
-    return [today - timedelta(days=n) for n in range(max(catch_up_days, 1), 0, -1)]
-
-
-async def pending_work(
-    store: MemoryStore,
-    config: Config,
-    days: Sequence[date],
-    *,
-    only: ChatKey | None = None,
-    on_purpose: bool = False,
-) -> list[tuple[ChatKey, date]]:
-    """Return the (chat, day) pairs with chatter messages and no summary.
-
-    A popped day counts as summarised, unless the run is ``on_purpose`` (an operator
-    naming the day).
-    """
-    zone, boundary = config.bot.zone, config.memory.day_boundary_time
-    work: list[tuple[ChatKey, date]] = []
-    for day in days:
-        if day < FIRST_CHAT_DAY:
-            continue
-        start, end = chat_day_bounds(day, zone=zone, boundary=boundary)
-        chats = [only] if only else await store.chats_active_between(start, end)
-        for chat in chats:
-            if not await store.has_summary(chat, day, include_popped=not on_purpose):
-                work.append((chat, day))
-    return work
-
-
-async def summarise_days(
-    memory: Memory,
-    work: Sequence[tuple[ChatKey, date]],
-    *,
-    concurrency: int,
-    on_purpose: bool = False,
-    progress: Callable[[ChatKey, date, SummaryResult | None], None] | None = None,
-) -> NightlyReport:
-    """Summarise each (chat, day), at most ``concurrency`` at once; never raise for one.
-
-    A chat's days go one after another, oldest first: each is pushed on top of the one
-    before, so its stack stays in day order. Chats run side by side.
-    """
-    report = NightlyReport()
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(chat: ChatKey, day: date) -> None:
-        log = logger.bind(chat=str(chat))
-        result: SummaryResult | None = None
-        async with gate:
-            try:
-                result = await memory.summarise(chat, day, on_purpose=on_purpose)
-            except (LLMError, StorageError) as exc:
-                log.warning("summary of {} failed, will retry next run: {}", day, exc)
-                report.failed.append((chat, day))
-            except Exception:  # a bug in one chat's summary must not stop the others
-                log.exception("summary of {} failed unexpectedly; will retry next run", day)
-                report.failed.append((chat, day))
-            else:
-                done = report.pushed if result is SummaryResult.PUSHED else report.skipped
-                done.append((chat, day))
-                if result is SummaryResult.PUSHED:
-                    log.info("summarised {}", day)
-        if progress is not None:
-            progress(chat, day, result)
-
-    days_of: dict[ChatKey, list[date]] = {}
-    for chat, day in work:
-        days_of.setdefault(chat, []).append(day)
-
-    async def in_order(chat: ChatKey, days: list[date]) -> None:
-        for day in sorted(days):
-            await one(chat, day)
-
-    await asyncio.gather(*(in_order(chat, days) for chat, days in days_of.items()))
-    return report
 
 
 async def run_nightly(memory: Memory, store: MemoryStore, config: Config) -> NightlyReport:

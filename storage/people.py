@@ -16,8 +16,8 @@ from datetime import date, datetime
 
 import aiosqlite
 
+from bot.memory.people import NIGHTLY, normalise_fact
 from bot.models import ChatKey, Fact, KnownPerson, PersonNote
-from bot.people import NIGHTLY, normalise_fact
 from storage.database import Database
 from storage.values import aware, clean, unix
 

@@ -2,8 +2,10 @@
 
 bot/ imports nothing outside itself; among the adapters only the composition root
 (``adapters/app.py``) reaches ``storage`` or ``scheduler``;
-``storage`` and ``scheduler`` import no adapter; no module passes 500 lines. A platform's
-libraries load only when that platform is enabled.
+``storage`` and ``scheduler`` import no adapter; no module passes 500 lines; no two modules
+import each other, however indirectly (an import under ``TYPE_CHECKING`` or inside a
+function counts too), and none imports another's private name. A platform's libraries
+load only when that platform is enabled.
 """
 
 from __future__ import annotations
@@ -74,7 +76,65 @@ def relative(path: Path) -> str:
     return str(path.relative_to(ROOT))
 
 
-@pytest.mark.parametrize("path", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Map each module of the four packages to the modules of theirs it imports."""
+    paths = {module_name(path): path for path in modules_of(*PACKAGES)}
+    graph: dict[str, set[str]] = {name: set() for name in paths}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                stem = ".".join([*base, node.module or ""]) if node.level else node.module or ""
+                targets = [stem.strip(".")] + [f"{stem.strip('.')}.{a.name}" for a in node.names]
+            for target in targets:
+                while target and target not in paths:
+                    target = target.rpartition(".")[0]
+                # A package's __init__ is not an edge back from its own modules.
+                if target and target != name and not name.startswith(target + "."):
+                    graph[name].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            component.append(node)
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+@pytest.mark.parametrize("path", modules_of("bot"), ids=relative)
 def test_core_module_imports_only_the_core(path: Path) -> None:
     """Each bot/ module imports neither the outer packages nor a platform or LLM library."""
     leaks = sorted(m for m in imported_modules(path) if m.split(".")[0] in OUTSIDE)
@@ -94,6 +154,33 @@ def test_only_the_composition_root_reaches_storage_and_scheduler(path: Path) -> 
 def test_storage_and_scheduler_import_no_adapter(path: Path) -> None:
     """storage/ and scheduler/ depend on the core only, never on an adapter."""
     assert imports_from(path, ("adapters",)) == []
+
+
+def test_no_import_cycle() -> None:
+    """No module of the four packages can only be read together with another: the import
+    graph, every import counted, has no cycle."""
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    """The cycle check is not blind: a made-up graph with a loop is reported as one."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("path", modules_of(*PACKAGES), ids=relative)
+def test_no_private_name_is_imported_from_another_module(path: Path) -> None:
+    """A module imports only the public names of another (``_Call`` stays where it lives)."""
+    private = [
+        f"{node.module}.{alias.name}"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.split(".")[0] in PACKAGES
+        for alias in node.names
+        if alias.name.startswith("_")
+    ]
+    assert private == []
 
 
 @pytest.mark.parametrize("path", modules_of(*PACKAGES), ids=relative)
@@ -232,7 +319,7 @@ def test_a_run_without_the_dashboard_loads_no_web_library() -> None:
         "from bot.config import Secrets, parse_config\n"
         "config = parse_config({'telegram': {'enabled': True}}, base_dir=Path('.'))\n"
         "async def serve() -> None:\n"
-        "    async with serving_dashboard(config, Secrets('k', 'k'), None, None, {}) as url:\n"
+        "    async with serving_dashboard(config, Secrets('k', 'k'), None) as url:\n"
         "        assert url is None, url\n"
         "asyncio.run(serve())\n"
     )

@@ -236,10 +236,10 @@ async def telegram_bot(
         telegram = {"enabled": True, "api_base_url": api.base_url}
         config = bad_input_config(tmp_path, llm, telegram=telegram, **sections)
         secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token)
-        async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
+        async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
             await api.wait_for("getUpdates")
             yield api, config
-            await pipeline.drain()
+            await core.inbox.drain()
 
 
 async def telegram_settle(api: FakeBotAPI) -> None:
@@ -444,11 +444,11 @@ async def qq_bot(
     port = free_port()
     qq = {"enabled": True, "port": port, **sections.pop("qq", {})}
     config = bad_input_config(tmp_path, llm, qq=qq, **sections)
-    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as pipeline:
+    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
         url = f"ws://127.0.0.1:{port}/onebot/v11/ws"
         async with FakeOneBot(url, self_id=QQ_SELF) as onebot:
             yield onebot, config
-            await pipeline.drain()
+            await core.inbox.drain()
 
 
 def qq_sent(onebot: FakeOneBot) -> list[tuple[Any, str, Any]]:

@@ -50,10 +50,18 @@ async def pacebot(*args: str) -> tuple[int, str, str]:
 
 
 async def test_summarize_then_recall(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """summarize writes yesterday's summary once; recall finds it by date and by keyword."""
+    """summarize writes yesterday's summary once; recall, like ``/recall``, shows what a batch
+    asking would get: nothing more while the prompt holds that day (and says so), the
+    summary by date and by keyword once the prompt has no room for it."""
     path = tmp_path / "config.toml"
     path.write_text(
         f'[bot]\ndata_dir = "data"\n[llm]\nbase_url = "{llm.base_url}"\nmax_retries = 0\n'
+    )
+    # The same data with a persona that leaves the prompt no room for any summary.
+    crowded = tmp_path / "crowded.toml"
+    crowded.write_text(
+        f'[bot]\ndata_dir = "data"\npersona = "{"你是小满。" * 60}"\n'
+        f'[llm]\nbase_url = "{llm.base_url}"\n[memory]\ncontext_budget_tokens = 500\n'
     )
     config = load_config(path)
     at = datetime.now(UTC) - timedelta(days=1)
@@ -64,18 +72,26 @@ async def test_summarize_then_recall(tmp_path: Path, llm: FakeLLMServer) -> None
 
     first = await pacebot("summarize", "-c", str(path))
     again = await pacebot("summarize", "-c", str(path))
-    by_date = await pacebot("recall", "昨天聊了什么", "--chat", str(CHAT), "-c", str(path))
-    by_word = await pacebot("recall", "香山", "--chat", str(CHAT), "-c", str(path))
+    held = await pacebot("recall", "昨天聊了什么", "--chat", str(CHAT), "-c", str(path))
+    by_date = await pacebot("recall", "昨天聊了什么", "--chat", str(CHAT), "-c", str(crowded))
+    by_word = await pacebot("recall", "香山", "--chat", str(CHAT), "-c", str(crowded))
     elsewhere = await pacebot("recall", "香山", "--chat", "qq:group:1", "-c", str(path))
 
     assert first[0] == 0, first[2]
     assert f"summarised {CHAT} {yesterday}" in first[1]
     assert again[1].strip() == "nothing to summarise"
+    assert held[1].splitlines() == [
+        f"searched the dates the question names: {yesterday}",
+        "nothing recalled",
+        f"Already in the prompt, so not repeated: {yesterday}. "
+        f"The prompt holds the summaries of 1 day(s): {yesterday}.",
+    ]
     assert by_date[1].splitlines()[:2] == [
         f"searched the dates the question names: {yesterday}",
         "recalled by dates:",
     ]
     assert "CLI-MARK" in by_date[1]
+    assert by_date[1].splitlines()[-1] == "No summary is in the prompt yet."
     assert by_word[1].splitlines()[:2] == [
         "no date in the question: searched by keyword",
         "recalled by keywords:",
@@ -83,6 +99,7 @@ async def test_summarize_then_recall(tmp_path: Path, llm: FakeLLMServer) -> None
     assert elsewhere[1].splitlines() == [
         "no date in the question: searched by keyword",
         "nothing recalled",
+        "No summary is in the prompt yet.",
     ]
     assert len(llm.requests) == 1
     assert KEY not in first[2] + by_date[2]

@@ -8,10 +8,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from adapters.app import running_bot
+from adapters.app import Core, running_bot
 from bot.config import Config, Secrets
 from bot.models import ChatKey, ChatKind
-from bot.pipeline import Pipeline
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
 from fakes.openai_api import FakeLLMServer
@@ -22,11 +21,11 @@ ALICE, BOB = 1001, 1002
 
 
 @contextlib.asynccontextmanager
-async def pacebot(config: Config, api: FakeBotAPI) -> AsyncIterator[Pipeline]:
+async def pacebot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
     secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
+    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
         await api.wait_for("getUpdates")
-        yield pipeline
+        yield core
 
 
 def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
@@ -39,11 +38,11 @@ async def test_private_burst_one_call_paced_replies_with_typing(
     """A 3-message burst → one LLM call with all three → replies in order, typing in
     between, and never two messages to one chat within a second (Telegram's limit)."""
     llm.reply_json(replies_json("在的", "爬山好呀", "几点出发？", delay=0.15))
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as pipeline:
+    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
         for text in ("在吗", "周末想去爬山", "你去不去"):
             api.push_message(ALICE, text)
         await api.wait_for("sendMessage", count=3, timeout=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     assert len(llm.requests) == 1
     new = user_prompt(llm.requests[0]).split("New messages")[1]
     assert [line.split(": ", 1)[1] for line in new.strip().splitlines()[1:]] == [
@@ -64,7 +63,7 @@ async def test_group_mention_rules_and_quotes(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """Unaddressed group chatter is context only; an @-mention is answered with a quote."""
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as pipeline:
+    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
         api.push_message(
             GROUP_ID,
             "今天好热",
@@ -73,8 +72,8 @@ async def test_group_mention_rules_and_quotes(
             chat_type="supergroup",
             title="爬山群",
         )
-        await api.wait_for(lambda: pipeline.waiting_messages(GROUP) == 1)
-        await pipeline.drain()
+        await api.wait_for(lambda: core.pipeline.debouncer.waiting(GROUP) == 1)
+        await core.inbox.drain()
         assert llm.requests == []
         asked = api.push_message(
             GROUP_ID,
@@ -87,7 +86,7 @@ async def test_group_mention_rules_and_quotes(
             {"replies": [{"content": "去香山吧", "send_delay_seconds": 0, "reply_to": str(asked)}]}
         )
         await api.wait_for("sendMessage", timeout=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     prompt = user_prompt(llm.requests[0])
     assert "Bob: 今天好热" in prompt.split("New messages")[0]
     assert "爬山群" in llm.requests[0]["messages"][0]["content"]
@@ -101,19 +100,19 @@ async def test_reply_to_the_bot_addresses_it(
     """Replying to one of the bot's group messages counts as addressing it."""
     llm.reply_json(replies_json("第一次"))
     llm.reply_json(replies_json("第二次"))
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as pipeline:
+    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
         api.push_message(GROUP_ID, "小满 你好", chat_type="group")
         await api.wait_for("sendMessage", timeout=5)
         bot_message = api.sent_messages(GROUP_ID)[0]["message_id"]
         api.push_message(GROUP_ID, "真的吗", chat_type="group", user_id=BOB, reply_to=bot_message)
         await api.wait_for("sendMessage", count=2, timeout=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     assert texts(api, GROUP_ID) == ["第一次", "第二次"]
 
 
 async def test_edit_and_placeholders(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> None:
     """A photo becomes a placeholder; an edit updates the text and starts no second answer."""
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as pipeline:
+    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
         first = api.push_message(ALICE, "明天下鱼")
         api.push_message(
             ALICE,
@@ -125,7 +124,7 @@ async def test_edit_and_placeholders(tmp_path: Path, llm: FakeLLMServer, api: Fa
         api.push_message(ALICE, extra={"sticker": _sticker("😀")})
         api.push_edit(first, "明天下雨")
         await api.wait_for("sendMessage", timeout=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     assert len(llm.requests) == 1
     new = user_prompt(llm.requests[0]).split("New messages")[1]
     assert "明天下雨" in new
@@ -149,7 +148,7 @@ def _sticker(emoji: str) -> dict[str, Any]:
 
 async def test_telegram_faults(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> None:
     """429 is waited out, a vanished quote is sent without it, and a kicked chat stops cleanly."""
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as pipeline:
+    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
         api.fail_next(
             "sendMessage", status=429, description="Too Many Requests: retry after 1", retry_after=1
         )
@@ -171,7 +170,7 @@ async def test_telegram_faults(tmp_path: Path, llm: FakeLLMServer, api: FakeBotA
         api.push_message(BOB, "hi", user_id=BOB)
         llm.reply_json(replies_json("一", "二"))
         await api.wait_for(lambda: len(api.calls_to("sendMessage")) >= attempts + 3, timeout=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     calls = api.calls_to("sendMessage")
     assert attempts == 2  # the 429, then the retry
     assert ("reply_parameters" in calls[-3], "reply_parameters" in calls[-2]) == (True, False)

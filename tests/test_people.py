@@ -247,9 +247,9 @@ async def test_a_forgotten_fact_is_not_learned_again_but_a_crowded_out_one_is(
 
 
 async def summarise_today(bot: Harness, chat: ChatKey, people: Any) -> SummaryResult:
-    memory = bot.pipeline.commands.memory
+    memory = bot.ops.memory
     bot.llm.reply(summary_answer(people))
-    return await memory.summarise(chat, memory.today(), on_purpose=True)
+    return await memory.summarise(chat, memory.today(), by="test:7")
 
 
 def system_prompt_with(bot: Harness, text: str) -> str:
@@ -324,10 +324,10 @@ async def test_a_malformed_people_field_keeps_the_summary(
         await bot.settle()
         with captured_logs() as logs:
             result = await summarise_today(bot, PRIVATE, people)
-        memory = bot.pipeline.commands.memory
-        stack = await memory.stack(PRIVATE)
-        facts = await memory.people.facts(PRIVATE, "7")
-        stranger = await memory.people.facts(PRIVATE, "999")
+        memory = bot.ops.memory
+        stack = [entry.record for entry in (await memory.prompt_stack(PRIVATE)).entries]
+        facts = await memory.facts(PRIVATE, "7")
+        stranger = await memory.facts(PRIVATE, "999")
 
     assert result is SummaryResult.PUSHED
     assert [r.content.summary for r in stack] == ["大家聊了考研。"]
@@ -374,7 +374,7 @@ async def test_a_chats_fact_never_shows_in_another_chat(tmp_path: Path, llm: Fak
             await bot.say("我对花生过敏", chat=chat, sender_id="7")
         await bot.settle()
         await summarise_today(bot, GROUP, [{"user_id": "7", "facts": ["CANARY-A 对花生过敏"]}])
-        [fact] = await bot.pipeline.commands.memory.people.facts(GROUP, "7")
+        [fact] = await bot.ops.memory.facts(GROUP, "7")
         elsewhere: list[str] = []
         for chat in (OTHER_GROUP, PRIVATE):
             await bot.say("花生能吃吗", chat=chat, sender_id="7")
@@ -417,7 +417,7 @@ async def test_tonights_summary_learns_nothing_about_someone_who_said_forgetme_t
                 {"user_id": "8", "facts": ["在学日语"]},
             ],
         )
-        people = bot.pipeline.commands.memory.people
+        people = bot.ops.memory
         kept = {uid: [f.text for f in await people.facts(GROUP, uid)] for uid in ("7", "8")}
 
     assert forgot.startswith("Nothing is remembered about you in this chat")

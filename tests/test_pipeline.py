@@ -109,7 +109,7 @@ async def test_llm_failure_keeps_chat_silent_then_recovers(
         await llm.wait_for_requests(1)
         await bot.settle()
         assert bot.platform.sent == []
-        assert await bot.pipeline.llm_errors_since(datetime(2000, 1, 1, tzinfo=UTC)) == 1
+        assert await bot.ops.status.llm_errors_last_hour() == 1
         await bot.say("还在吗")
         await bot.platform.wait_for_sends(1)
     assert bot.platform.texts() == ["我回来了"]
@@ -400,7 +400,7 @@ async def test_chat_unavailable_drops_its_queue(tmp_path: Path, llm: FakeLLMServ
     async with harness(tmp_path, llm, platform=platform) as bot:
         await bot.say("hi")
         await bot.settle()
-        assert await bot.pipeline.queued_replies(PRIVATE) == 0
+        assert await bot.ops.status.queued_replies(PRIVATE) == 0
         await bot.say("我又把你加回来了")
         await bot.platform.wait_for_sends(1)
     assert bot.platform.texts() == ["好的"]
@@ -561,8 +561,8 @@ async def test_messages_handed_over_together_are_stored_and_armed_together(
             bot.message("/status", message_id="m-2"),
             bot.message("明天见", message_id="m-3"),
         ]
-        await bot.pipeline.receive_many(page)
-        waiting = (bot.pipeline.waiting_messages(PRIVATE), bot.pipeline.waiting_messages(other))
+        await bot.inbox.receive_many(page)
+        waiting = (bot.pipeline.debouncer.waiting(PRIVATE), bot.pipeline.debouncer.waiting(other))
         await bot.platform.wait_for_sends(1)  # the command's answer
         ids = stored_ids(bot.config.database_path)
     assert (ids, waiting) == (
@@ -590,7 +590,7 @@ async def test_a_page_is_stored_all_or_none(tmp_path: Path, llm: FakeLLMServer) 
             await asyncio.to_thread(drop_trigger, path, "refuse")
             await receiving
             stored = stored_ids(path)
-            waiting = bot.pipeline.waiting_messages(PRIVATE)
+            waiting = bot.pipeline.debouncer.waiting(PRIVATE)
     assert (held, len(stored), len(set(stored)), waiting) == ([], 150, 150, 150)
 
 

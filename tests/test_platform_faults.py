@@ -1,4 +1,4 @@
-"""Platform faults end to end: real adapters, the real pipeline, the fakes misbehaving.
+"""Platform faults end to end: real adapters, the real core, the fakes misbehaving.
 
 Already covered elsewhere and not repeated here: a 429 waited out, a vanished quote and
 a blocked private chat in one run (test_e2e_telegram.py::test_telegram_faults); a reply
@@ -17,13 +17,12 @@ from typing import Any
 
 import pytest
 
-from adapters.app import running_bot, running_core
+from adapters.app import Core, running_bot, running_core
 from adapters.qq.platform import QQPlatform
 from adapters.telegram.platform import TelegramPlatform
 from bot.config import Config, Secrets
 from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
-from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from fakes.bot_api import FakeBotAPI, make_message
@@ -51,10 +50,10 @@ def outbox(config: Config) -> list[tuple[str, str, str]]:
 
 
 @contextlib.asynccontextmanager
-async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Pipeline]:
+async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
     secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
-        yield pipeline
+    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
+        yield core
 
 
 def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
@@ -73,7 +72,7 @@ async def test_telegram_unreachable_at_start_then_back(
     config = telegram_config(tmp_path, llm, api, qq={"enabled": True, "port": qq_port})
     secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token)
     with captured_logs() as logs:
-        async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
+        async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
             url = f"ws://127.0.0.1:{qq_port}/onebot/v11/ws"
             async with FakeOneBot(url, self_id=QQ_SELF) as onebot:
                 await onebot.send_private_message(QQ_ALICE, "telegram 挂了，你在吗？")
@@ -81,7 +80,7 @@ async def test_telegram_unreachable_at_start_then_back(
                 api.push_message(ALICE, "停机时发的消息")
                 await api.start_listening()
                 await api.wait_for(lambda: texts(api, ALICE), timeout=10)
-                await pipeline.drain()
+                await core.inbox.drain()
     warnings = [line for line in logs if "Telegram Bot API unreachable" in line]
     assert (texts(api, ALICE), len(llm.requests), len(warnings) >= 1) == (["好的"], 2, True)
     assert logs.tracebacks() == []
@@ -94,7 +93,7 @@ async def test_telegram_429_waits_retry_after_and_sends_once(
     llm.reply_json(replies_json("稍等"))
     config = telegram_config(tmp_path, llm, api)
     loop = asyncio.get_running_loop()
-    async with telegram_bot(config, api) as pipeline:
+    async with telegram_bot(config, api) as core:
         await api.wait_for("getUpdates")
         api.fail_next("sendMessage", status=429, description="Too Many Requests", retry_after=1)
         api.push_message(ALICE, "在吗？")
@@ -102,7 +101,7 @@ async def test_telegram_429_waits_retry_after_and_sends_once(
         refused_at = loop.time()
         await api.wait_for("sendMessage", count=2, timeout=5)
         waited_s = loop.time() - refused_at
-        await pipeline.drain()
+        await core.inbox.drain()
     assert (texts(api, ALICE), len(api.calls_to("sendMessage"))) == (["稍等"], 2)
     assert (outbox(config), waited_s >= 0.95) == ([("稍等", "sent", "")], True)
 
@@ -115,12 +114,12 @@ async def test_telegram_refusing_one_reply_drops_it_and_sends_the_next(
     llm.reply_json(replies_json("一", "二", delay=0.1))
     config = telegram_config(tmp_path, llm, api)
     with captured_logs() as logs:
-        async with telegram_bot(config, api) as pipeline:
+        async with telegram_bot(config, api) as core:
             await api.wait_for("getUpdates")
             api.fail_next("sendMessage", status=400, description="Bad Request: message is too long")
             api.push_message(ALICE, "说两句？")
             await api.wait_for("sendMessage", count=2, timeout=5)
-            await pipeline.drain()
+            await core.inbox.drain()
     assert (texts(api, ALICE), len(api.calls_to("sendMessage"))) == (["二"], 2)
     assert outbox(config) == [("一", "dropped", "refused"), ("二", "sent", "")]
     assert any("refused for good" in line for line in logs)
@@ -134,7 +133,7 @@ async def test_telegram_kicked_from_a_group_drops_its_replies_only(
     llm.reply_json(replies_json("你好"))
     config = telegram_config(tmp_path, llm, api)
     with captured_logs() as logs:
-        async with telegram_bot(config, api) as pipeline:
+        async with telegram_bot(config, api) as core:
             await api.wait_for("getUpdates")
             api.push_message(GROUP_ID, "小满 讲个故事？", chat_type="supergroup", title="g")
             await api.wait_for(lambda: texts(api, GROUP_ID) == ["一"], timeout=5)
@@ -143,7 +142,7 @@ async def test_telegram_kicked_from_a_group_drops_its_replies_only(
             )
             api.push_message(ALICE, "你好？")
             await api.wait_for(lambda: texts(api, ALICE) == ["你好"], timeout=5)
-            await pipeline.drain()
+            await core.inbox.drain()
     assert outbox(config) == [
         ("一", "sent", ""),
         ("二", "dropped", "chat unavailable"),
@@ -158,14 +157,14 @@ async def test_telegram_quote_of_a_deleted_message_is_sent_without_it(
 ) -> None:
     """The quoted message was deleted meanwhile: a 400, then the words go out unquoted, once."""
     config = telegram_config(tmp_path, llm, api)
-    async with telegram_bot(config, api) as pipeline:
+    async with telegram_bot(config, api) as core:
         await api.wait_for("getUpdates")
         asked = api.push_message(GROUP_ID, "小满 在吗？", chat_type="supergroup", title="g")
         llm.reply_json({"replies": [{"content": "在", "reply_to": str(asked)}]})
         await llm.wait_for_requests(1)
         del api.messages[asked]  # the chatter deleted it while the LLM was thinking
         await api.wait_for(lambda: texts(api, GROUP_ID), timeout=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     calls = api.calls_to("sendMessage")
     assert [("reply_parameters" in c, c["text"]) for c in calls] == [(True, "在"), (False, "在")]
     assert (texts(api, GROUP_ID), outbox(config)) == (["在"], [("在", "sent", "")])
@@ -245,7 +244,7 @@ async def qq_bot(
     api_timeout_s: float = 0.3,
     retries: Retries = DEFAULT_RETRIES,
     **sections: Any,
-) -> AsyncIterator[tuple[Config, Pipeline, FakeOneBot]]:
+) -> AsyncIterator[tuple[Config, Core, FakeOneBot]]:
     """The real core and the real QQ adapter with a short API timeout, NapCat connected."""
     port = free_port()
     config = make_config(tmp_path, llm.base_url, qq={"enabled": True, "port": port}, **sections)
@@ -255,7 +254,7 @@ async def qq_bot(
     platforms: dict[str, Platform] = {"qq": qq}
     secrets = Secrets(TEST_KEY, TEST_KEY)
     async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
-        await qq.start(core)
+        await qq.start(core.inbox)
         try:
             async with FakeOneBot(qq.ws_url, self_id=QQ_SELF) as onebot:
                 await qq.wait_connected(5)
@@ -278,11 +277,11 @@ async def test_qq_action_failed_is_retried_and_sent_once(
 ) -> None:
     """A send NapCat refuses (retcode 1200) is certainly not posted: retried, then sent once."""
     with captured_logs() as logs:
-        async with qq_bot(tmp_path, llm) as (config, pipeline, onebot):
+        async with qq_bot(tmp_path, llm) as (config, core, onebot):
             onebot.fail_next("send_private_msg", retcode=1200, wording="发送消息失败")
             await onebot.send_private_message(QQ_ALICE, "在吗？")
             await onebot.wait_for_call("send_private_msg", 2, within_s=5)
-            await pipeline.drain()
+            await core.inbox.drain()
     assert (qq_texts(onebot, "send_private_msg"), outbox(config)) == (
         ["好的", "好的"],
         [("好的", "sent", "")],
@@ -295,13 +294,13 @@ async def test_qq_chat_gone_drops_its_replies_and_others_go_on(
 ) -> None:
     """Removed from a group ("不在群"): its replies are dropped, never retried; private goes on."""
     llm.reply_json(replies_json("一", "二", delay=0.1))
-    async with qq_bot(tmp_path, llm) as (config, pipeline, onebot):
+    async with qq_bot(tmp_path, llm) as (config, core, onebot):
         onebot.fail_next("send_group_msg", retcode=1200, wording="机器人不在群内")
         await onebot.send_group_message(QQ_GROUP, QQ_ALICE, [at(QQ_SELF), text(" 讲讲？")])
         await onebot.wait_for_call("send_group_msg", within_s=5)
         await onebot.send_private_message(QQ_ALICE, "还在吗？")
         await onebot.wait_for_call("send_private_msg", within_s=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     assert outbox(config) == [
         ("一", "dropped", "chat unavailable"),
         ("二", "dropped", "chat unavailable"),
@@ -312,15 +311,15 @@ async def test_qq_chat_gone_drops_its_replies_and_others_go_on(
 
 async def test_qq_unanswered_send_is_never_repeated(tmp_path: Path, llm: FakeLLMServer) -> None:
     """NapCat never answers a send: after the API timeout it counts as maybe posted, not resent."""
-    async with qq_bot(tmp_path, llm) as (config, pipeline, onebot):
+    async with qq_bot(tmp_path, llm) as (config, core, onebot):
         onebot.ignore_next("send_private_msg")
         await onebot.send_private_message(QQ_ALICE, "在吗？")
         await onebot.wait_for_call("send_private_msg", within_s=5)
-        await pipeline.drain()
+        await core.inbox.drain()
         llm.reply_json(replies_json("又在了"))
         await onebot.send_private_message(QQ_ALICE, "喂？")
         await onebot.wait_for_call("send_private_msg", 2, within_s=5)
-        await pipeline.drain()
+        await core.inbox.drain()
     assert qq_texts(onebot, "send_private_msg") == ["好的", "又在了"]
     assert outbox(config) == [("好的", "dropped", "maybe delivered"), ("又在了", "sent", "")]
 
@@ -332,7 +331,7 @@ async def test_qq_disconnect_mid_conversation(tmp_path: Path, llm: FakeLLMServer
     llm.reply_json(replies_json("重连后"))
     with captured_logs() as logs:
         long_back_off = Retries(send_wait_initial_s=10.0)
-        async with qq_bot(tmp_path, llm, retries=long_back_off) as (config, pipeline, onebot):
+        async with qq_bot(tmp_path, llm, retries=long_back_off) as (config, core, onebot):
             await onebot.send_private_message(QQ_ALICE, "说两句？")
             await onebot.wait_for_call("send_private_msg", within_s=5)
             await onebot.close()
@@ -341,7 +340,7 @@ async def test_qq_disconnect_mid_conversation(tmp_path: Path, llm: FakeLLMServer
             await onebot.wait_for_call("send_private_msg", 2, within_s=0.8)
             await onebot.send_private_message(QQ_ALICE, "回来了？")
             await onebot.wait_for_call("send_private_msg", 3, within_s=5)
-            await pipeline.drain()
+            await core.inbox.drain()
     assert qq_texts(onebot, "send_private_msg") == ["第一句", "第二句", "重连后"]
     assert [state for _, state, _ in outbox(config)] == ["sent", "sent", "sent"]
 
@@ -354,7 +353,7 @@ async def test_qq_reply_gone_stale_while_disconnected_is_dropped(
     with captured_logs() as logs:
         async with qq_bot(tmp_path, llm, pacing={"stale_after_s": 0.1}) as (
             config,
-            pipeline,
+            core,
             onebot,
         ):
             await onebot.send_private_message(QQ_ALICE, "说两句？")
@@ -364,6 +363,6 @@ async def test_qq_reply_gone_stale_while_disconnected_is_dropped(
             await asyncio.sleep(0.2)  # away for longer than stale_after_s
             await onebot.connect()
             await wait_until(lambda: outbox(config)[-1][1] == "dropped")
-            await pipeline.drain()
+            await core.inbox.drain()
     assert qq_texts(onebot, "send_private_msg") == ["第一句"]
     assert outbox(config) == [("第一句", "sent", ""), ("第二句", "dropped", "stale")]

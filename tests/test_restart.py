@@ -41,7 +41,7 @@ async def test_waiting_messages_are_answered_after_restart(
         for n, text in enumerate(["在吗", "问你个事"], start=1):
             await store.add_message(incoming(n, text), received_at=datetime.now(UTC))
     async with harness(tmp_path, llm, config=config) as bot:
-        assert bot.pipeline.waiting_messages(PRIVATE) == 2
+        assert bot.pipeline.debouncer.waiting(PRIVATE) == 2
         await bot.platform.wait_for_sends(1)
     assert len(llm.requests) == 1
     new = user_prompt(llm.requests[0]).split("New messages")[1]

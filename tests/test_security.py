@@ -1,6 +1,6 @@
 """Security: who may command the bot, what can never run, what never leaks, what never crosses.
 
-Everything runs through the whole bot (Telegram and QQ adapters, the pipeline, SQLite,
+Everything runs through the whole bot (Telegram and QQ adapters, the core, SQLite,
 the ``openai`` SDK) against the local fakes.
 """
 
@@ -84,12 +84,12 @@ async def whole_bot(
         secrets = Secrets(
             LLM_KEY, LLM_KEY, telegram_token=BOT_TOKEN, onebot_access_token=ONEBOT_TOKEN
         )
-        async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
+        async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
             await api.wait_for("getUpdates", timeout=5)
             url = f"ws://127.0.0.1:{port}/onebot/v11/ws"
             async with FakeOneBot(url, self_id=QQ_SELF, access_token=ONEBOT_TOKEN) as onebot:
                 yield config, api, onebot, llm
-                await pipeline.drain()
+                await core.inbox.drain()
 
 
 def _toml(data: dict[str, Any]) -> str:

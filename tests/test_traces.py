@@ -35,7 +35,7 @@ async def test_trace_shows_the_whole_path_of_an_answer(tmp_path: Path, llm: Fake
         '```json\n{"replies": [{"content": "CANARY-REPLY 好的", "send_delay_seconds": 0}]}\n```'
     )
     async with harness(tmp_path, llm, **ADMIN) as bot:
-        today = bot.pipeline.commands.memory.today()
+        today = bot.ops.memory.today()
         async with await SqliteStore.open(bot.config.database_path) as store:
             await push_day_summary(store, PRIVATE, today - timedelta(days=1), "一起去爬山了")
         await bot.say("昨天我们干嘛了？", message_id="m1")

@@ -8,9 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from adapters.app import running_bot
+from adapters.app import Core, running_bot
 from bot.config import Config, Secrets
-from bot.pipeline import Pipeline
 from fakes.bot_api import FakeBotAPI, photo
 from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
 from fakes.images import jpeg, jpeg_size, png_bomb
@@ -22,11 +21,11 @@ DATA_URL_PREFIX = "data:image/jpeg;base64,"
 
 
 @contextlib.asynccontextmanager
-async def pacebot(config: Config, api: FakeBotAPI) -> AsyncIterator[Pipeline]:
+async def pacebot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
     secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as pipeline:
+    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
         await api.wait_for("getUpdates")
-        yield pipeline
+        yield core
 
 
 def vision_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, **llm_keys: Any) -> Config:
@@ -52,12 +51,12 @@ async def test_a_photo_goes_into_the_one_reply_call_and_its_note_is_remembered(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """The photo reaches the model as a ≤1024 px JPEG data URL; its note replaces it later."""
-    async with pacebot(vision_config(tmp_path, llm, api), api) as pipeline:
+    async with pacebot(vision_config(tmp_path, llm, api), api) as core:
         message_id = send_photo(api, 2560, jpeg(2560, 1920), "这个怎么样？")
         notes = {str(message_id): "一只橘猫趴在键盘上"}
         llm.reply_json({**replies_json("好可爱的橘猫！"), "image_notes": notes})
         await api.wait_for("sendMessage", timeout=5)
-        await pipeline.drain()
+        await core.inbox.drain()
         api.push_message(ALICE, "它叫什么名字好？")
         await api.wait_for("sendMessage", count=2, timeout=5)
 

@@ -1,7 +1,7 @@
 """The dashboard over plain HTTP: its JSON API, its pages, and who it lets in.
 
 Each test runs the real core (SQLite, the ``openai`` SDK against the fake LLM, the
-pipeline) with a recording platform, and the dashboard on its own uvicorn server exactly
+core) with a recording platform, and the dashboard on its own uvicorn server exactly
 as ``pacebot run`` wires it; httpx talks to it over a real socket.
 """
 
@@ -70,26 +70,33 @@ async def web(
 ) -> AsyncIterator[Web]:
     """Run the core with a long debounce (tests answer by draining) and the dashboard.
 
-    An indirect parameter, if any, is the ``[llm]`` settings to add.
+    An indirect parameter, if any, is the config sections to add to.
     """
+    sections = getattr(request, "param", {})
     config = make_config(
         tmp_path,
         llm.base_url,
-        pacing={"debounce_min_s": 30.0, "debounce_max_s": 30.0, "max_wait_s": 60.0},
+        pacing={
+            "debounce_min_s": 30.0,
+            "debounce_max_s": 30.0,
+            "max_wait_s": 60.0,
+            **sections.get("pacing", {}),
+        },
         web={"enabled": True, "port": free_port()},
-        llm=getattr(request, "param", {}),
+        llm=sections.get("llm", {}),
+        bot=sections.get("bot", {}),
     )
     secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
     platform = RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
     async with (
         opened_parts(config, secrets) as parts,
-        running_core(config, secrets, platforms, nightly=False, parts=parts) as pipeline,
-        serving_dashboard(config, secrets, pipeline, parts, platforms) as url,
+        running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
+        serving_dashboard(config, secrets, core.ops) as url,
     ):
         assert url is not None
         async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
-            yield Web(Harness(config, pipeline, platform, llm), parts.store, client, config)
+            yield Web(Harness(config, core, platform, llm), parts.store, client, config)
 
 
 async def test_status_shows_a_waiting_chat_then_the_answered_one(web: Web) -> None:
@@ -111,6 +118,32 @@ async def test_status_shows_a_waiting_chat_then_the_answered_one(web: Web) -> No
     assert [(c["chat"], c["phase"], c["message_count"]) for c in answered["chats"]] == [
         ("test:private:42", "idle", 2)
     ]
+
+
+@pytest.mark.parametrize(
+    "web", [{"pacing": {"max_delay_s": 30.0}, "bot": {"admins": ["test:7"]}}], indirect=True
+)
+async def test_status_command_and_api_agree_while_a_batch_waits(web: Web) -> None:
+    """With one reply queued and two group messages waiting, ``/status`` in the group and
+    ``GET /api/status`` give the same waiting, queued and error figures."""
+    web.bot.llm.reply_json(replies_json("第一句", "第二句", delay=30.0))
+    await web.bot.say("小满在吗？", chat=GROUP, sender_id="1", addresses_bot=True)
+    web.bot.pipeline.debouncer.fire_all()
+    await web.bot.platform.wait_for_sends(1)  # the second reply waits 30 s in the outbox
+    await web.bot.say("今天好热", chat=GROUP, sender_id="2")
+    await web.bot.say("是啊", chat=GROUP, sender_id="3")
+
+    answer = await web.bot.command("/status", chat=GROUP)
+    shown = (await web.client.get("/api/status", headers=BEARER)).json()
+
+    figures = dict(line.split(": ", 1) for line in answer.splitlines() if line.count(": ") == 1)
+    in_chat = (
+        figures["waiting messages"],
+        figures["queued replies"],
+        figures["LLM errors in the last hour"],
+    )
+    on_api = (shown["waiting_messages"], shown["queued_replies"], shown["llm_errors_last_hour"])
+    assert (in_chat, on_api) == (("2", "1", "0"), (2, 1, 0))
 
 
 async def test_chats_are_searchable(web: Web) -> None:
@@ -138,11 +171,11 @@ async def test_pop_and_restore_change_the_prompt_and_are_audited(web: Web) -> No
 
     stack = (await web.client.get(f"{ALICE_PATH}/summaries", headers=BEARER)).json()
     popped = await web.client.post(f"{ALICE_PATH}/summaries/pop", headers=BEARER)
-    prompt_after_pop = await web.bot.pipeline.system_prompt(ALICE, title=None)
+    prompt_after_pop = await web.bot.ops.status.system_prompt(ALICE)
     with sqlite3.connect(web.config.database_path) as db:
         audit = db.execute("SELECT summary_date, deleted_by FROM prompt_history").fetchall()
     restored = await web.client.post(f"{ALICE_PATH}/summaries/restore", headers=BEARER)
-    prompt_after_restore = await web.bot.pipeline.system_prompt(ALICE, title=None)
+    prompt_after_restore = await web.bot.ops.status.system_prompt(ALICE)
 
     assert [(s["day"], s["in_prompt"]) for s in stack["summaries"]] == [
         ("2026-03-05", True),
@@ -484,7 +517,7 @@ async def test_a_failed_batch_shows_its_error_in_the_api_and_the_page(web: Web) 
     assert TEST_KEY not in page
 
 
-@pytest.mark.parametrize("web", [{"memory_tool": True}], indirect=True)
+@pytest.mark.parametrize("web", [{"llm": {"memory_tool": True}}], indirect=True)
 async def test_a_memory_search_shows_in_the_trace_json_and_page(web: Web) -> None:
     """The memory tool's search is a step of the trace after the call that asked for it."""
     await push_day_summary(web.store, ALICE, date(2026, 3, 5), "大家去了海底捞火锅店。")

@@ -14,9 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic_core import to_jsonable_python
 
-from adapters.web.dashboard import ChatState, PersonFacts, StackEntry, Status
-from adapters.web.depends import Board, FactId, KnownChat, UserId, access
+from adapters.web.dashboard import WHO
+from adapters.web.depends import FactId, KnownChat, Operations, UserId, access
 from bot.models import Fact, SummaryRecord
+from bot.ops.memory import PersonFacts, StackEntry
+from bot.ops.status import ChatState, Status
 from bot.trace import ShownTrace
 
 CHATS_LIMIT_MAX = 500
@@ -116,26 +118,26 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
 
 
 @router.get("/status")
-async def status(board: Board) -> dict[str, Any]:
+async def status(ops: Operations) -> dict[str, Any]:
     """Platforms, what waits, LLM errors in the last hour, and each recent chat's phase."""
-    return status_json(await board.status())
+    return status_json(await ops.status.overview())
 
 
 @router.get("/chats")
 async def chats(
-    board: Board,
+    ops: Operations,
     search: str = "",
     limit: Annotated[int, Query(ge=1, le=CHATS_LIMIT_MAX)] = 100,
 ) -> dict[str, Any]:
     """The chats, the most recently active first; ``search`` matches keys and sender names."""
-    found = await board.chats(search=search, limit=limit)
+    found = await ops.status.chats(search=search, limit=limit)
     return {"chats": [chat_json(chat) for chat in found]}
 
 
 @router.get("/chats/{chat}/summaries")
-async def summaries(board: Board, chat: KnownChat) -> dict[str, Any]:
+async def summaries(ops: Operations, chat: KnownChat) -> dict[str, Any]:
     """The chat's prompt stack, newest first, and what the prompt holds of it."""
-    stack = await board.prompt_stack(chat)
+    stack = await ops.memory.prompt_stack(chat)
     return {
         "chat": str(chat),
         "prompt_tokens": stack.prompt_tokens,
@@ -145,41 +147,41 @@ async def summaries(board: Board, chat: KnownChat) -> dict[str, Any]:
 
 
 @router.post("/chats/{chat}/summaries/pop")
-async def pop(board: Board, chat: KnownChat) -> dict[str, Any]:
+async def pop(ops: Operations, chat: KnownChat) -> dict[str, Any]:
     """Pop the newest summary (audited as ``web``); 409 when only the persona is left."""
-    popped = await board.pop(chat)
+    popped = await ops.memory.pop(chat, by=WHO)
     if popped is None:
         raise HTTPException(409, NOTHING_TO_POP)
     return {"chat": str(chat), "popped": summary_json(popped)}
 
 
 @router.post("/chats/{chat}/summaries/restore")
-async def restore(board: Board, chat: KnownChat) -> dict[str, Any]:
+async def restore(ops: Operations, chat: KnownChat) -> dict[str, Any]:
     """Undo the last pop; 409 when nothing can be restored."""
-    restored = await board.restore(chat)
+    restored = await ops.memory.restore(chat, by=WHO)
     if restored is None:
         raise HTTPException(409, NOTHING_TO_RESTORE)
     return {"chat": str(chat), "restored": summary_json(restored)}
 
 
 @router.get("/chats/{chat}/people")
-async def people(board: Board, chat: KnownChat) -> dict[str, Any]:
+async def people(ops: Operations, chat: KnownChat) -> dict[str, Any]:
     """The chat's people with live facts, most facts first, each with those facts."""
-    found = await board.people(chat)
+    found = await ops.memory.people(chat)
     return {"chat": str(chat), "people": [person_json(person) for person in found]}
 
 
 @router.post("/chats/{chat}/facts/{fact_id}/forget")
-async def forget_fact(board: Board, chat: KnownChat, fact_id: FactId) -> dict[str, Any]:
+async def forget_fact(ops: Operations, chat: KnownChat, fact_id: FactId) -> dict[str, Any]:
     """Forget one fact (a soft delete audited as ``web``); 404 if it is not live here."""
-    forgotten = await board.forget_fact(chat, fact_id)
+    forgotten = await ops.memory.forget_fact(chat, fact_id, by=WHO)
     if forgotten is None:
         raise HTTPException(404, f"no live fact {fact_id} in {chat}")
     return {"chat": str(chat), "forgotten": fact_json(forgotten)}
 
 
 @router.post("/chats/{chat}/people/{user_id}/forget")
-async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> dict[str, Any]:
+async def forget_person(ops: Operations, chat: KnownChat, user_id: UserId) -> dict[str, Any]:
     """Forget a person here as their ``/forgetme`` would (audited as ``web``).
 
     Every live fact about them goes, and nothing they wrote up to today is learned: this is
@@ -187,7 +189,7 @@ async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> dict[
     the facts (possibly 0). 404, with nothing recorded, only for a person unknown here:
     one who never wrote in the chat and was never remembered or forgotten in it.
     """
-    count = await board.forget_person(chat, user_id)
+    count = await ops.memory.forget_person(chat, user_id, by=WHO)
     if count is None:
         raise HTTPException(404, f"no person {user_id} was ever seen in {chat}")
     return {"chat": str(chat), "user_id": user_id, "forgotten": count}
@@ -195,10 +197,10 @@ async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> dict[
 
 @router.get("/chats/{chat}/traces")
 async def traces(
-    board: Board,
+    ops: Operations,
     chat: KnownChat,
     n: Annotated[int, Query(ge=1, le=TRACES_MAX)] = TRACES_DEFAULT,
 ) -> dict[str, Any]:
     """The chat's ``n`` newest batch traces, newest first, with each reply's fate."""
-    found = await board.traces(chat, count=n)
+    found = await ops.traces.recent(chat, count=n)
     return {"chat": str(chat), "traces": [trace_json(shown) for shown in found]}

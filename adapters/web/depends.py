@@ -1,4 +1,4 @@
-"""What every dashboard route depends on: the dashboard, proof of the token, a valid chat key.
+"""What every dashboard route depends on: the operations, proof of the token, a valid chat key.
 
 Routes declare these as FastAPI dependencies, so none of them runs before the request
 has shown the token (and, when it changes something with a cookie, the CSRF token), and
@@ -16,8 +16,8 @@ from fastapi import Path as PathPart
 from fastapi.templating import Jinja2Templates
 
 from adapters.web.auth import Access, Gate
-from adapters.web.dashboard import Dashboard
 from bot.models import ChatKey
+from bot.ops import Ops
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 # A platform's id of a chat or a person: a number or a word, nothing a path or SQL could abuse.
@@ -27,9 +27,9 @@ SQLITE_INT_MAX = 2**63 - 1  # a larger id would overflow SQLite's integer, not j
 UNAUTHORIZED = "unauthorized"
 
 
-def dashboard(request: Request) -> Dashboard:
-    """Return the app's dashboard."""
-    found: Dashboard = request.app.state.dashboard
+def operations(request: Request) -> Ops:
+    """Return the running bot's operations."""
+    found: Ops = request.app.state.ops
     return found
 
 
@@ -57,15 +57,15 @@ def chat_key(chat: str) -> ChatKey:
 
 
 async def known_chat(
-    chat: Annotated[ChatKey, Depends(chat_key)], board: Annotated[Dashboard, Depends(dashboard)]
+    chat: Annotated[ChatKey, Depends(chat_key)], ops: Annotated[Ops, Depends(operations)]
 ) -> ChatKey:
     """Return the chat of the path; 404 if pacebot has never heard of it."""
-    if not await board.knows(chat):
+    if not await ops.status.knows(chat):
         raise HTTPException(404, f"no chat {chat} is known")
     return chat
 
 
-Board = Annotated[Dashboard, Depends(dashboard)]
+Operations = Annotated[Ops, Depends(operations)]
 FactId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /facts shows it
 UserId = Annotated[str, PathPart(pattern=f"^{_PLATFORM_ID}$")]  # a person's platform id
 Granted = Annotated[Access, Depends(access)]

@@ -9,6 +9,7 @@ that change something post back here with the session's CSRF token and are redir
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 from zoneinfo import ZoneInfo
@@ -17,17 +18,18 @@ from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters.web.auth import CSRF_FIELD, SESSION_COOKIE, SESSION_TTL_S, Access, Gate
-from adapters.web.dashboard import OVERVIEW_CHATS, WHO
+from adapters.web.dashboard import WHO, log_tail
 from adapters.web.depends import (
     TEMPLATES,
-    Board,
     FactId,
     Granted,
     KnownChat,
+    Operations,
     UserId,
     access,
     gate,
 )
+from bot.ops.status import OVERVIEW_CHATS
 
 CHAT_MESSAGES = 50  # the newest messages one chat's page shows
 CHAT_TRACES = 10  # the newest batch traces one chat's page shows
@@ -121,22 +123,22 @@ async def logout(checker: Annotated[Gate, Depends(gate)], granted: Granted) -> R
 
 
 @router.get("/")
-async def overview(request: Request, board: Board, granted: Granted) -> HTMLResponse:
+async def overview(request: Request, ops: Operations, granted: Granted) -> HTMLResponse:
     """Platforms, what waits, LLM errors, and the recent chats' phases, kept live by script."""
-    status = await board.status()
+    status = await ops.status.overview()
     return render(request, "overview.html", granted, status=status, shown=OVERVIEW_CHATS)
 
 
 @router.get("/chats")
-async def chats(request: Request, board: Board, granted: Granted, q: str = "") -> HTMLResponse:
+async def chats(request: Request, ops: Operations, granted: Granted, q: str = "") -> HTMLResponse:
     """The chats, the most recently active first, searchable by key or sender name."""
-    found = await board.chats(search=q.strip(), limit=CHAT_LIST_MAX)
+    found = await ops.status.chats(search=q.strip(), limit=CHAT_LIST_MAX)
     return render(request, "chats.html", granted, chats=found, query=q)
 
 
 @router.get("/chats/{chat}")
 async def chat_page(
-    request: Request, board: Board, granted: Granted, chat: KnownChat, notice: str = ""
+    request: Request, ops: Operations, granted: Granted, chat: KnownChat, notice: str = ""
 ) -> HTMLResponse:
     """One chat: its phase, prompt stack, people's facts, latest traces and messages."""
     return render(
@@ -144,41 +146,41 @@ async def chat_page(
         "chat.html",
         granted,
         chat=chat,
-        phase=board.phase(chat),
-        messages=await board.messages(chat, limit=CHAT_MESSAGES),
-        stack=await board.prompt_stack(chat),
-        people=await board.people(chat),
-        traces=await board.traces(chat, count=CHAT_TRACES),
+        phase=ops.status.phase(chat),
+        messages=await ops.status.messages(chat, limit=CHAT_MESSAGES),
+        stack=await ops.memory.prompt_stack(chat),
+        people=await ops.memory.people(chat),
+        traces=await ops.traces.recent(chat, count=CHAT_TRACES),
         notice=NOTICES.get(notice),
     )
 
 
 @router.post("/chats/{chat}/pop")
-async def pop(board: Board, chat: KnownChat) -> Response:
+async def pop(ops: Operations, chat: KnownChat) -> Response:
     """Pop the newest summary, then show the chat again."""
-    notice = "nothing-to-pop" if await board.pop(chat) is None else "popped"
+    notice = "nothing-to-pop" if await ops.memory.pop(chat, by=WHO) is None else "popped"
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
 
 @router.post("/chats/{chat}/restore")
-async def restore(board: Board, chat: KnownChat) -> Response:
+async def restore(ops: Operations, chat: KnownChat) -> Response:
     """Undo the last pop, then show the chat again."""
-    notice = "nothing-to-restore" if await board.restore(chat) is None else "restored"
+    notice = "nothing-to-restore" if await ops.memory.restore(chat, by=WHO) is None else "restored"
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
 
 @router.post("/chats/{chat}/facts/{fact_id}/forget")
-async def forget_fact(board: Board, chat: KnownChat, fact_id: FactId) -> Response:
+async def forget_fact(ops: Operations, chat: KnownChat, fact_id: FactId) -> Response:
     """Forget one fact, then show the chat again."""
-    forgotten = await board.forget_fact(chat, fact_id)
+    forgotten = await ops.memory.forget_fact(chat, fact_id, by=WHO)
     notice = "nothing-to-forget" if forgotten is None else "forgot-fact"
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
 
 @router.post("/chats/{chat}/people/{user_id}/forget")
-async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> Response:
+async def forget_person(ops: Operations, chat: KnownChat, user_id: UserId) -> Response:
     """Forget a person here as their ``/forgetme`` would, then show the chat again."""
-    count = await board.forget_person(chat, user_id)
+    count = await ops.memory.forget_person(chat, user_id, by=WHO)
     notice = {None: "unknown-person", 0: "forgot-person-none"}.get(count, "forgot-person")
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
@@ -186,10 +188,10 @@ async def forget_person(board: Board, chat: KnownChat, user_id: UserId) -> Respo
 @router.get("/logs")
 async def logs(
     request: Request,
-    board: Board,
     granted: Granted,
     lines: Annotated[int, Query(ge=1, le=LOG_LINES_MAX)] = LOG_LINES_DEFAULT,
 ) -> HTMLResponse:
     """The end of the log file (secrets are scrubbed before a line is written)."""
-    tail = await board.log_tail(lines=lines)
-    return render(request, "logs.html", granted, lines=tail, count=lines, path=board.log_file)
+    path: Path = request.app.state.log_file
+    shown = await log_tail(path, lines=lines)
+    return render(request, "logs.html", granted, lines=shown, count=lines, path=path)

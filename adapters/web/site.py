@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -20,46 +19,29 @@ from starlette.exceptions import HTTPException
 
 from adapters.web import api, pages
 from adapters.web.auth import Gate, Sessions
-from adapters.web.dashboard import Dashboard, DashboardStore
 from adapters.web.depends import TEMPLATES
 from adapters.web.guards import BodyLimit, SecurityHeaders
 from adapters.web.server import serving
 from bot.config import Config
 from bot.log import LOG_FILE
-from bot.memory.stack import Memory
-from bot.pipeline import Pipeline
-from bot.ports import Platform
+from bot.ops import Ops
 
 STATIC = Path(__file__).parent / "static"
 
 
 @contextlib.asynccontextmanager
-async def serving_dashboard(
-    config: Config,
-    token: str,
-    pipeline: Pipeline,
-    store: DashboardStore,
-    memory: Memory,
-    platforms: Mapping[str, Platform],
-) -> AsyncIterator[str]:
+async def serving_dashboard(config: Config, token: str, ops: Ops) -> AsyncIterator[str]:
     """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL."""
-    board = Dashboard(
-        pipeline=pipeline,
-        store=store,
-        memory=memory,
-        platforms=platforms,
-        log_file=config.log_dir / LOG_FILE,
-        now=lambda: datetime.now(UTC),
-    )
-    app = create_app(board, token=token, zone=config.bot.zone)
+    app = create_app(ops, token=token, zone=config.bot.zone, log_file=config.log_dir / LOG_FILE)
     async with serving(app, host=config.web.host, port=config.web.port) as url:
         yield url
 
 
-def create_app(board: Dashboard, *, token: str, zone: ZoneInfo) -> FastAPI:
-    """Return the dashboard app for ``board``, open to the holder of ``token`` only."""
+def create_app(ops: Ops, *, token: str, zone: ZoneInfo, log_file: Path) -> FastAPI:
+    """Return the dashboard app over ``ops``, open to the holder of ``token`` only."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.dashboard = board
+    app.state.ops = ops
+    app.state.log_file = log_file
     app.state.gate = Gate(token, Sessions())
     app.state.zone = zone
     app.include_router(api.router)

@@ -199,9 +199,13 @@ class People:
         """Return the chat's people with live facts."""
         return await self._store.known_people(chat)
 
+    async def live_facts(self, chat: ChatKey, user_ids: Sequence[str]) -> dict[str, list[Fact]]:
+        """Return the live facts of those people in this chat, newest first, by user id."""
+        return await self._store.live_facts(chat, user_ids)
+
     async def facts(self, chat: ChatKey, user_id: str) -> list[Fact]:
         """Return one person's live facts in this chat, newest first."""
-        return (await self._store.live_facts(chat, [user_id])).get(user_id, [])
+        return (await self.live_facts(chat, [user_id])).get(user_id, [])
 
     async def seen(self, chat: ChatKey, user_id: str) -> bool:
         """Whether a person ever wrote in this chat or was remembered (or forgotten) here."""

@@ -184,6 +184,7 @@ class SummaryResult(enum.Enum):
     PUSHED = enum.auto()
     ALREADY = enum.auto()  # a live summary exists (or, for the nightly job, a popped one)
     NOTHING = enum.auto()  # no chatter wrote that day
+    FUTURE = enum.auto()  # the day has not begun yet
 
 
 class Memory:
@@ -227,6 +228,8 @@ class Memory:
         """
         if day < FIRST_CHAT_DAY:  # nothing is stored that early; near year 1 bounds overflow
             return SummaryResult.NOTHING
+        if day > self.today():
+            return SummaryResult.FUTURE
         if await self._store.has_summary(chat, day, include_popped=not on_purpose):
             return SummaryResult.ALREADY
         start, end = chat_day_bounds(

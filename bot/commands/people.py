@@ -1,31 +1,28 @@
-"""The people commands: ``/people``, ``/facts``, ``/forget`` (admins) and ``/forgetme`` (anyone).
+"""``/people``, ``/facts``, ``/forget`` (admins) and ``/forgetme`` (anyone).
 
-Answers are in ``bot.language`` (:mod:`bot.texts`). A fact id is the number ``/facts``
-shows; facts never cross chats, so an id from another chat is as unknown here as one
-that never existed.
+A fact id is the number ``/facts`` shows; facts never cross chats, so an id from another
+chat is as unknown here as one that never existed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from bot.models import ChatKey, Fact, KnownPerson
+from bot.commands.call import Call
+from bot.models import ChatKey, Fact
+from bot.ops.memory import PersonFacts
 from bot.texts import Texts
-
-if TYPE_CHECKING:
-    from bot.commands import CommandRunner, _Call
 
 FACT_ID_DIGITS_MAX = 18  # an SQLite integer id; a longer "id" is a typo or an attack
 PEOPLE_LIST_MAX = 50  # people /people names one by one
 USER_ID_CHARS_MAX = 64  # platform ids are short; a longer "id" is pasted text, not echoed back
 
 
-def people_listing(say: Texts, chat: ChatKey, people: Sequence[KnownPerson]) -> str:
+def people_listing(say: Texts, chat: ChatKey, people: Sequence[PersonFacts]) -> str:
     """List the chat's people with their fact counts, at most ``PEOPLE_LIST_MAX`` one by one."""
     lines = [say("people_header", chat=chat, count=len(people))]
     lines += [
-        say("people_item", name=p.user_name, user_id=p.user_id, count=p.fact_count)
+        say("people_item", name=p.name, user_id=p.user_id, count=len(p.facts))
         for p in people[:PEOPLE_LIST_MAX]
     ]
     if len(people) > PEOPLE_LIST_MAX:
@@ -43,32 +40,36 @@ def facts_listing(say: Texts, chat: ChatKey, facts: Sequence[Fact]) -> str:
     return "\n".join(lines)
 
 
-async def people(runner: CommandRunner, call: _Call) -> str:
-    say = runner.texts
+async def people(call: Call) -> str:
+    """List the chat's people with their fact counts."""
     if call.args:
-        return say("people_usage")
-    known = await runner.memory.people.known(call.chat)
-    return people_listing(say, call.chat, known) if known else say("people_none", chat=call.chat)
+        return call.say("people_usage")
+    known = await call.ops.memory.people(call.chat)
+    if not known:
+        return call.say("people_none", chat=call.chat)
+    return people_listing(call.say, call.chat, known)
 
 
-async def facts(runner: CommandRunner, call: _Call) -> str:
-    say = runner.texts
+async def facts(call: Call) -> str:
+    """List one person's live facts, each with its id."""
+    say = call.say
     if len(call.args) != 1 or len(call.args[0]) > USER_ID_CHARS_MAX:
         return say("facts_usage")
     user_id = call.args[0]
-    found = await runner.memory.people.facts(call.chat, user_id)
+    found = await call.ops.memory.facts(call.chat, user_id)
     if not found:
         return say("facts_none", user_id=user_id, chat=call.chat)
     return facts_listing(say, call.chat, found)
 
 
-async def forget(runner: CommandRunner, call: _Call) -> str:
-    say = runner.texts
+async def forget(call: Call) -> str:
+    """Forget one fact by its id."""
+    say = call.say
     text = call.args[0].lstrip("#") if len(call.args) == 1 else ""
     if not (text.isascii() and text.isdigit() and len(text) <= FACT_ID_DIGITS_MAX):
         return say("forget_usage")
     fact_id = int(text)
-    fact = await runner.memory.people.forget_fact(call.chat, fact_id, by=call.who)
+    fact = await call.ops.memory.forget_fact(call.chat, fact_id, by=call.who)
     if fact is None:
         return say("forget_unknown", fact_id=fact_id, chat=call.chat)
     return say(
@@ -76,6 +77,9 @@ async def forget(runner: CommandRunner, call: _Call) -> str:
     )
 
 
-async def forgetme(runner: CommandRunner, call: _Call) -> str:
-    count = await runner.memory.people.forget_person(call.chat, call.sender_id, by=call.who)
-    return runner.texts("forgetme_done", count=count) if count else runner.texts("forgetme_none")
+async def forgetme(call: Call) -> str:
+    """Forget every fact about the sender in this chat."""
+    count = await call.ops.memory.forget_person(
+        call.chat, call.sender_id, by=call.who, themselves=True
+    )
+    return call.say("forgetme_done", count=count) if count else call.say("forgetme_none")

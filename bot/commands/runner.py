@@ -1,0 +1,56 @@
+"""Run a command: check who may, pick the chat it acts on, call its handler.
+
+Admins are named by numeric platform id in ``bot.admins`` (a display name can be forged,
+an id cannot); the console user always is one. From a private chat an admin may name
+another chat key as the last argument. Answers are in ``bot.language`` (:mod:`bot.texts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.commands.call import Call, Command
+from bot.config import Config
+from bot.errors import ConfigError
+from bot.models import ChatKey, IncomingMessage
+from bot.ops import Ops
+from bot.texts import Texts
+
+
+class CommandRunner:
+    """Check who may run a command, pick the chat it acts on, and run it."""
+
+    def __init__(self, config: Config, ops: Ops) -> None:
+        self._config = config
+        self._ops = ops
+        self.texts = Texts(config.bot.language)
+
+    def is_admin(self, message: IncomingMessage) -> bool:
+        """Admins are named by numeric platform id; the console user always is one."""
+        platform = message.chat.platform
+        return platform == "console" or f"{platform}:{message.sender_id}" in self._config.bot.admins
+
+    async def run(self, message: IncomingMessage, command: Command, args: Sequence[str]) -> str:
+        """Run ``command`` for ``message``'s sender and return the answer text."""
+        admin = self.is_admin(message)
+        if not admin and not command.anyone:
+            return self.texts("refusal")
+        chat = message.chat
+        if args and not command.anyone and not chat.is_group and args[-1].count(":") == 2:
+            try:
+                chat = ChatKey.parse(args[-1])
+            except ConfigError as exc:
+                return str(exc)
+            args = args[:-1]
+        call = Call(
+            chat=chat,
+            args=tuple(args),
+            who=f"{message.chat.platform}:{message.sender_id}",
+            sender_id=message.sender_id,
+            title=message.chat_title if chat == message.chat else None,
+            admin=admin,
+            ops=self._ops,
+            config=self._config,
+            say=self.texts,
+        )
+        return await command.handler(call)

@@ -1,0 +1,94 @@
+"""Where adapters deliver what chatters write: commands to the runner, the rest to the story.
+
+A command is never stored, never sent to the LLM and never resets a debounce timer: it
+runs in a task of its own (``/summary run`` waits for the LLM, and the adapter must go on
+storing messages meanwhile) and its answer goes straight to the platform, quoting the
+command. Everything else goes to the :class:`~bot.pipeline.Pipeline`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from loguru import logger
+
+from bot.commands.call import Command
+from bot.commands.menu import parse_command
+from bot.commands.runner import CommandRunner
+from bot.models import ChatKey, IncomingMessage
+from bot.pipeline import Pipeline
+from bot.ports import Platform
+from bot.tasks import start_task
+
+
+class Inbox:
+    """Take what the platforms deliver (the ``MessageSink`` adapters talk to)."""
+
+    def __init__(
+        self, pipeline: Pipeline, commands: CommandRunner, platforms: Mapping[str, Platform]
+    ) -> None:
+        self._pipeline = pipeline
+        self._commands = commands
+        self._platforms = platforms
+        self._running: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    async def receive(self, message: IncomingMessage) -> None:
+        """Take one message or command."""
+        await self.receive_many((message,))
+
+    async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
+        """Start the commands among ``messages``; hand the rest to the pipeline in one go."""
+        chat_messages: list[IncomingMessage] = []
+        for message in messages:
+            parsed = parse_command(message.text)
+            if parsed is None:
+                chat_messages.append(message)
+            elif not self._stopping:
+                start_task(
+                    self._answer(message, *parsed),
+                    name=f"command:{message.chat}",
+                    failure="command failed",
+                    owner=self._running,
+                    chat=str(message.chat),
+                )
+        await self._pipeline.receive_many(chat_messages)
+
+    async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
+        """Keep the edited text; an edit never starts a second answer."""
+        await self._pipeline.receive_edit(chat, message_id, text)
+
+    def platform_ready(self, platform: str) -> None:
+        """Send what waits for ``platform`` now, not after the retry back-off."""
+        self._pipeline.platform_ready(platform)
+
+    async def _answer(self, message: IncomingMessage, command: Command, args: list[str]) -> None:
+        """Run a command and post its answer (best-effort: a lost answer loses nothing)."""
+        answer = await self._commands.run(message, command, args)
+        platform = self._platforms.get(message.chat.platform)
+        if platform is None:
+            return
+        if len(answer) > platform.text_limit:
+            answer = answer[: platform.text_limit - 1] + "…"
+        try:
+            await platform.send_text(message.chat, answer, reply_to=message.message_id)
+        except Exception as exc:  # a command answer is best-effort
+            logger.bind(chat=str(message.chat)).warning("command answer not sent: {}", exc)
+
+    async def drain(self) -> None:
+        """Answer every command and everything waiting now; wait until all is sent."""
+        while True:
+            await asyncio.gather(*self._running, return_exceptions=True)
+            await self._pipeline.drain()
+            if not self._running:
+                return
+
+    async def stop(self) -> None:
+        """Stop taking commands and messages; unanswered batches wait for the next start."""
+        self._stopping = True
+        running = list(self._running)
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+        await self._pipeline.stop()

@@ -1,0 +1,194 @@
+"""What the running bot is doing: what waits, what is queued, what failed, each chat's phase.
+
+One definition of each figure, read by ``/status``, ``/prompt``, the dashboard's overview
+and its JSON API alike:
+
+- **waiting messages**: stored messages no batch has taken yet (the store says, not a
+  timer: after a restart, or for a platform that is off this run, they wait all the same);
+- **queued replies**: outbox items still scheduled;
+- **LLM errors in the last hour**: batches that failed in the hour before now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+from bot.conversation import Phase
+from bot.models import ChatKey, StoredMessage
+from bot.ports import Batches, MemoryStore, MessageLog, Outbox, Platform
+
+OVERVIEW_CHATS = 20  # the most recently active chats the overview shows
+ERROR_WINDOW = timedelta(hours=1)  # "LLM errors in the last hour"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class ChatStates(Protocol):
+    """Where each live chat's conversation stands (the pipeline knows)."""
+
+    def phase(self, chat: ChatKey) -> Phase:
+        """Return where ``chat``'s conversation stands."""
+        ...
+
+    def live_chats(self) -> dict[ChatKey, Phase]:
+        """Return every chat that is not idle, with its phase."""
+        ...
+
+    def title(self, chat: ChatKey) -> str | None:
+        """Return the title a live chat's latest message gave, if any."""
+        ...
+
+
+class PromptSource(Protocol):
+    """Builds the system prompt a chat's next batch would get."""
+
+    async def system_prompt_for(self, chat: ChatKey, *, chat_title: str | None) -> str:
+        """Return the system prompt a batch of ``chat`` would get now (without recall)."""
+        ...
+
+
+class StatusStore(MessageLog, Batches, Outbox, MemoryStore, Protocol):
+    """The store's ports the status reads."""
+
+
+@runtime_checkable
+class Connects(Protocol):
+    """A platform that can tell whether it is connected right now."""
+
+    @property
+    def is_connected(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformState:
+    """A platform and whether it is connected (``None``: it cannot tell)."""
+
+    name: str
+    connected: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatState:
+    """A chat in a list: its live phase and its latest activity, if any is stored."""
+
+    chat: ChatKey
+    phase: Phase
+    message_count: int
+    last_message_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatStatus:
+    """One chat as ``/status`` shows it."""
+
+    chat: ChatKey
+    phase: Phase
+    waiting_messages: int
+    queued_replies: int
+    llm_errors_last_hour: int  # the whole bot's: a failing LLM fails every chat
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    """The overview: platforms, what waits, what failed lately, and each chat's phase."""
+
+    platforms: tuple[PlatformState, ...]
+    waiting_messages: int
+    queued_replies: int
+    llm_errors_last_hour: int
+    chats: tuple[ChatState, ...]
+
+
+class StatusOps:
+    """Answer what the running bot is doing, for every face."""
+
+    def __init__(
+        self,
+        store: StatusStore,
+        *,
+        chats: ChatStates,
+        prompts: PromptSource,
+        platforms: Mapping[str, Platform],
+        now: Callable[[], datetime],
+    ) -> None:
+        self._store = store
+        self._chats = chats
+        self._prompts = prompts
+        self._platforms = platforms
+        self._now = now
+
+    async def waiting_messages(self, chat: ChatKey | None = None) -> int:
+        """Count the stored messages no batch has taken yet, of ``chat`` or of every chat."""
+        return sum((await self._store.waiting_counts(chat)).values())
+
+    async def queued_replies(self, chat: ChatKey | None = None) -> int:
+        """Count the replies still scheduled in the outbox, of ``chat`` or of every chat."""
+        return await self._store.scheduled_count(chat)
+
+    async def llm_errors_last_hour(self) -> int:
+        """Count the batches that failed in the last hour."""
+        return await self._store.failed_batches_since(self._now() - ERROR_WINDOW)
+
+    async def chat(self, chat: ChatKey) -> ChatStatus:
+        """Return one chat's status."""
+        return ChatStatus(
+            chat,
+            self._chats.phase(chat),
+            await self.waiting_messages(chat),
+            await self.queued_replies(chat),
+            await self.llm_errors_last_hour(),
+        )
+
+    async def overview(self) -> Status:
+        """Return the whole bot's status, with the most recently active chats."""
+        recent = await self._store.chat_activity(limit=OVERVIEW_CHATS)
+        live = self._chats.live_chats()
+        chats = [
+            ChatState(a.chat, live.get(a.chat, Phase.IDLE), a.message_count, a.last_message_at)
+            for a in recent
+        ]
+        shown = {a.chat for a in recent}
+        chats += [ChatState(c, phase, 0, None) for c, phase in live.items() if c not in shown]
+        return Status(
+            platforms=tuple(
+                PlatformState(name, p.is_connected if isinstance(p, Connects) else None)
+                for name, p in self._platforms.items()
+            ),
+            waiting_messages=await self.waiting_messages(),
+            queued_replies=await self.queued_replies(),
+            llm_errors_last_hour=await self.llm_errors_last_hour(),
+            chats=tuple(chats),
+        )
+
+    async def chats(self, *, search: str, limit: int) -> list[ChatState]:
+        """Return up to ``limit`` chats matching ``search``, the most recently active first."""
+        found = await self._store.chat_activity(search=search, limit=limit)
+        return [
+            ChatState(a.chat, self._chats.phase(a.chat), a.message_count, a.last_message_at)
+            for a in found
+        ]
+
+    def phase(self, chat: ChatKey) -> Phase:
+        """Return where ``chat``'s conversation stands."""
+        return self._chats.phase(chat)
+
+    async def knows(self, chat: ChatKey) -> bool:
+        """Tell whether ``chat`` has a stored message or a live conversation."""
+        live = self._chats.phase(chat) is not Phase.IDLE
+        return live or bool(await self.messages(chat, limit=1))
+
+    async def messages(self, chat: ChatKey, *, limit: int) -> list[StoredMessage]:
+        """Return the chat's ``limit`` newest messages, chatters' and the bot's, oldest first."""
+        end = self._now() + timedelta(days=1)  # a platform's clock may run a little ahead
+        return await self._store.messages_between(chat, _EPOCH, end, limit=limit)
+
+    async def system_prompt(self, chat: ChatKey, *, title: str | None = None) -> str:
+        """Return the system prompt ``chat``'s next batch would get.
+
+        ``title`` is the chat's title when the asker is in it; otherwise the live
+        conversation's, if any.
+        """
+        title = title or self._chats.title(chat)
+        return await self._prompts.system_prompt_for(chat, chat_title=title)
