@@ -17,9 +17,11 @@ import time
 from datetime import UTC, datetime
 from typing import TextIO
 
+from bot.errors import MessageRefused
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ops.status import StatusOps
 from bot.ports import MessageSink, PacingLimits
+from bot.replies.items import Outgoing, Text
 from bot.texts import Texts
 
 CONSOLE_CHAT = ChatKey("console", ChatKind.PRIVATE, "local")
@@ -50,11 +52,14 @@ class ConsolePlatform:
         self._typing_shown = False
         self._waiting_shown = False  # the "waiting for you to finish" line of this wait
 
-    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
-        """Print the bot's message."""
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+        """Print the bot's message (a terminal shows only texts)."""
+        if not isinstance(item, Text):
+            msg = f"a {item.kind} item cannot be shown in the console"
+            raise MessageRefused(msg)
         self._clear_typing()
         self._waiting_shown = False
-        self._out.write(f"{self._bot_name}: {text}\n")
+        self._out.write(f"{self._bot_name}: {item.content}\n")
         self._out.flush()
         return f"bot-{time.time_ns()}"
 

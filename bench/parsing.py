@@ -1,4 +1,4 @@
-"""Parsing the LLM's answer: ``bot.replies.parse_replies`` on replies models really give.
+"""Parsing the LLM's answer: ``bot.replies.plan.parse_replies`` on replies models really give.
 
 Each sample is parsed many times in a row; a call's time is the batch time divided by
 the count, so the clock's resolution does not count. The samples cover the clean JSON
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.report import Figure, at_most, spread_figures
 from bench.stats import Spread
-from bot.replies.parse import parse_replies
+from bot.replies.plan import parse_replies
 
 PARSE_TARGET_MS = 1.0
 

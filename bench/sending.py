@@ -38,6 +38,7 @@ from bot.config import PacingConfig
 from bot.models import BatchOutcome, ChatKey, IncomingMessage, PlannedReply
 from bot.pacing import Pacer
 from bot.ports import PacingLimits
+from bot.replies.items import Text
 from bot.sender import Sender
 from fakes.bot_api import FakeBotAPI
 from storage.sqlite import SqliteStore
@@ -154,7 +155,7 @@ async def _direct_sends(platform: TelegramPlatform, count: int) -> Spread:
     samples = []
     for number in range(count):
         started = time.perf_counter()
-        await platform.send_text(chat, f"direct {number}")
+        await platform.send(chat, Text(f"direct {number}"))
         samples.append(time.perf_counter() - started)
     return Spread.of(samples[min(5, count // 2) :])
 
@@ -192,7 +193,7 @@ async def _offer(
         for position, delay in enumerate((0.0, *plan.delays_s)):
             due += timedelta(seconds=delay)
             text = f"#{next(numbers)} 好的呀，我也这么想 ({position + 1})"
-            replies.append(PlannedReply(text, due))
+            replies.append(PlannedReply(Text(text), due))
             sent.append(_Sent(plan.chat, text, clock.loop_time(due)))
         await store.close_batch(
             batches[index], BatchOutcome.ANSWERED, now=clock.now(), replies=replies

@@ -16,7 +16,7 @@ import asyncio
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from loguru import logger
@@ -39,15 +39,12 @@ from bot.models import (
 )
 from bot.ports import LLM, MessageLog, PictureSource
 from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
-from bot.replies.parse import (
-    IMAGE_NOTES_CONTRACT,
-    REPLY_CONTRACT,
-    looks_like_question,
-    parse_image_notes,
-    parse_replies,
-    splitter_messages,
-)
-from bot.replies.splitting import split_text, split_to_limit
+from bot.replies.contract import DELIVERED, IMAGE_NOTES_CONTRACT, REPLY_CONTRACT
+from bot.replies.items import DroppedItem
+from bot.replies.parse import parse_image_notes, splitter_messages
+from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
+from bot.replies.questions import looks_like_question
+from bot.replies.splitting import split_text
 from bot.trace import RecallFound, Trace, TraceNotes
 from bot.vision import look_at
 
@@ -113,26 +110,6 @@ def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
         fact_hits=tuple(fact.id for fact in recalled.facts),
         in_prompt=tuple(record.day for record in persona.kept),
     )
-
-
-def plan_replies(
-    replies: Sequence[Reply],
-    *,
-    start: datetime,
-    text_limit: int,
-    batch_ids: frozenset[str],
-) -> tuple[PlannedReply, ...]:
-    """Turn delays into due times (the first reply at once), split long ones, check quotes."""
-    planned: list[PlannedReply] = []
-    due = start
-    for position, reply in enumerate(replies):
-        # The first goes out at once: the LLM call already took its time.
-        if position:
-            due += timedelta(seconds=reply.send_delay_seconds)
-        quote = reply.reply_to if reply.reply_to in batch_ids else None
-        for index, piece in enumerate(split_to_limit(reply.content, text_limit)):
-            planned.append(PlannedReply(piece, due, quote if index == 0 else None))
-    return tuple(planned)
 
 
 class Answerer:
@@ -381,10 +358,14 @@ class Answerer:
         return completion
 
     async def _read(self, completion: Completion, log: Logger, notes: TraceNotes) -> list[Reply]:
-        """Read replies from a completion, down the fallback chain; raise if all fail."""
+        """Read replies from a completion, down the fallback chain; raise if all fail.
+
+        Whatever tier reads them, no reply JSON is left in a text, and only the kinds of
+        item that are delivered are kept (each one dropped is logged and traced).
+        """
         pacing = self._config.pacing
         try:
-            replies = parse_replies(
+            plan = parse_replies(
                 completion.text,
                 finish_reason=completion.finish_reason,
                 max_delay_s=pacing.max_delay_s,
@@ -393,7 +374,7 @@ class Answerer:
             reason = str(exc)
         else:
             notes.tier = "fenced" if "```" in completion.text else "json"
-            return replies
+            return self._kept(plan.replies, plan.dropped, log, notes)
         if not completion.text.strip():
             msg = f"empty output ({reason})"
             raise BadLLMReply(msg)
@@ -407,22 +388,35 @@ class Answerer:
                 model=splitter_model,
                 notes=notes,
             )
-            replies = parse_replies(
+            plan = parse_replies(
                 split.text, finish_reason=split.finish_reason, max_delay_s=pacing.max_delay_s
             )
         except (LLMUnavailable, BadLLMReply) as exc:
             log.info("fallback: text split (splitter failed: {})", exc)
         else:
+            replies = self._kept(plan.replies, plan.dropped, log, notes)
             if replies:
                 notes.tier = "splitter"
                 return replies
             # The main model said something; the splitter may not silence it.
             log.info("fallback: text split (the splitter returned no replies)")
-        replies = split_text(
+        split_up = split_text(
             completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
         )
+        replies = self._kept(split_up, [], log, notes)
         if not replies:
             msg = f"nothing to say could be read from the output ({reason})"
             raise BadLLMReply(msg)
         notes.tier = "text-split"
         return replies
+
+    @staticmethod
+    def _kept(
+        replies: list[Reply], dropped: list[DroppedItem], log: Logger, notes: TraceNotes
+    ) -> list[Reply]:
+        """Keep what may reach the chat: no reply JSON in a text, only delivered kinds."""
+        kept, off = deliverable(without_reply_json(replies), kinds=DELIVERED)
+        for item in [*dropped, *off]:
+            log.info("{} item dropped: {}", item.kind, item.reason)
+            notes.dropped.append(item)
+        return kept

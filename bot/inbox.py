@@ -19,6 +19,7 @@ from bot.commands.runner import CommandRunner
 from bot.models import ChatKey, IncomingMessage
 from bot.pipeline import Pipeline
 from bot.ports import Platform
+from bot.replies.items import Text
 from bot.tasks import start_task
 
 
@@ -72,7 +73,7 @@ class Inbox:
         if len(answer) > platform.text_limit:
             answer = answer[: platform.text_limit - 1] + "…"
         try:
-            await platform.send_text(message.chat, answer, reply_to=message.message_id)
+            await platform.send(message.chat, Text(answer, reply_to=message.message_id))
         except Exception as exc:  # a command answer is best-effort
             logger.bind(chat=str(message.chat)).warning("command answer not sent: {}", exc)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.errors import ConfigError
+from bot.replies.items import Item, Outgoing
 
 
 class ChatKind(enum.StrEnum):
@@ -145,11 +146,10 @@ class BatchOutcome(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """One message the bot means to send, as the LLM planned it."""
+    """One item of the LLM's reply plan and the wait before it."""
 
-    content: str
+    item: Item
     send_delay_seconds: float = 0.0
-    reply_to: str | None = None
 
 
 class OutboxState(enum.StrEnum):
@@ -164,25 +164,23 @@ class OutboxState(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class PlannedReply:
-    """A reply ready for the outbox: its text and when it is due (wall clock)."""
+    """An item ready for the outbox and when it is due (wall clock)."""
 
-    content: str
+    item: Outgoing
     due_at: datetime
-    reply_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class OutboxItem:
-    """A reply in the durable outbox."""
+    """An item in the durable outbox."""
 
     id: int
     chat: ChatKey
     batch_id: int
     seq: int
-    content: str
+    item: Outgoing
     due_at: datetime
     state: OutboxState
-    reply_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

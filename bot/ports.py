@@ -1,6 +1,6 @@
 """The small interfaces the core owns and the outside implements.
 
-Adapters implement :class:`Platform` (send text, show typing), :class:`PictureSource`
+Adapters implement :class:`Platform` (deliver an item, show typing), :class:`PictureSource`
 (fetch a picture), :class:`LLM` (complete) and :class:`Embedder`; ``storage/``
 implements :class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with
 ``close``, the :class:`Store`), :class:`MemoryStore` (with its :class:`PeopleStore`),
@@ -36,6 +36,7 @@ from bot.models import (
     SummaryRecord,
     ToolSpec,
 )
+from bot.replies.items import Outgoing
 from bot.trace import ShownTrace, Trace
 
 
@@ -71,10 +72,12 @@ class Platform(Protocol):
         """The posting rate the platform tolerates."""
         ...
 
-    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
-        """Post ``text`` (quoting ``reply_to`` if given); return the platform message id.
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+        """Deliver one item; return the platform id of the message it made, if it made one.
 
-        Raises ``SendFailed``, ``RateLimited`` or ``ChatUnavailable``.
+        A :class:`~bot.replies.items.Text` is posted, quoting its ``reply_to`` if given.
+        A kind the platform cannot deliver raises ``MessageRefused``; otherwise raises
+        ``SendFailed``, ``RateLimited`` or ``ChatUnavailable``.
         """
         ...
 
@@ -242,9 +245,16 @@ class Outbox(Protocol):
         ...
 
     async def mark_sent(
-        self, item_id: int, *, platform_message_id: str, sender_name: str, now: datetime
+        self,
+        item_id: int,
+        *,
+        platform_message_id: str | None,
+        said: str | None,
+        sender_name: str,
+        now: datetime,
     ) -> None:
-        """Record a reply as sent and keep it as a bot message in the chat's history."""
+        """Record an item as sent; keep ``said`` as a bot message in the chat's history
+        under the platform's id (neither is given for a reaction, which is no message)."""
         ...
 
     async def release(self, item_id: int, *, now: datetime) -> None:

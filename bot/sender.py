@@ -1,4 +1,4 @@
-"""Post queued replies in order, each at its due time, with typing shown while waiting.
+"""Deliver queued items in order, each at its due time, with typing shown while waiting.
 
 One task per chat runs only while that chat has scheduled replies. Before a send the
 row moves ``scheduled → sending`` with a conditional update, so a cancel and a send never
@@ -24,6 +24,7 @@ from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, OutboxItem
 from bot.pacing import Budget, Pacer
 from bot.ports import Outbox, Platform
+from bot.replies.items import said
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
 
@@ -229,7 +230,7 @@ class Sender:
         if not await self._store.claim_for_sending(item.id, now=self._now()):
             return _Outcome.NOT_CLAIMED
         try:
-            message_id = await platform.send_text(chat, item.content, reply_to=item.reply_to)
+            message_id = await platform.send(chat, item.item)
         except RateLimited as exc:
             loop = asyncio.get_running_loop()
             retry_at = loop.time() + exc.retry_after_s  # counted from the platform's answer
@@ -259,7 +260,11 @@ class Sender:
             await self._store.mark_dropped(item.id, now=self._now(), reason="send error")
             return _Outcome.SKIPPED
         await self._store.mark_sent(
-            item.id, platform_message_id=message_id, sender_name=self._bot_name, now=self._now()
+            item.id,
+            platform_message_id=message_id,
+            said=said(item.item),
+            sender_name=self._bot_name,
+            now=self._now(),
         )
         log.debug("sent reply {} as message {}", item.id, message_id)
         return _Outcome.SENT

@@ -129,6 +129,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_call_no_tokens": ", tokens not reported",
         "trace_tier": "replies read by: {tier}",
         "trace_fate": "reply {number}: {state} · {content}",
+        "trace_dropped": "not sent: a {kind} item ({reason})",
         "trace_raw": "raw output:",
         # the console's own lines
         "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
@@ -235,6 +236,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_call_no_tokens": "，服务商未报告 token 数",
         "trace_tier": "回复解析方式：{tier}",
         "trace_fate": "第 {number} 条回复：{state} · {content}",
+        "trace_dropped": "未发送：一个 {kind} 项（{reason}）",
         "trace_raw": "原始输出：",
         "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",

@@ -22,6 +22,7 @@ from pydantic import TypeAdapter
 
 from bot.models import Batch, BatchOutcome, ChatKey, Completion, ToolCall
 from bot.prompt import clip
+from bot.replies.items import DroppedItem
 from bot.texts import Texts
 
 RAW_CHARS_MAX = 1500  # of the model's raw output kept in a trace
@@ -88,15 +89,17 @@ class Trace:
     raw_output: str = ""  # the last reply call's text, trimmed to RAW_CHARS_MAX
     tier: str | None = None  # "json", "fenced", "splitter" or "text-split"
     error: str | None = None
+    dropped: tuple[DroppedItem, ...] = ()  # items of the plan that never reached the outbox
 
 
 @dataclass(frozen=True, slots=True)
 class ReplyFate:
-    """What became of one planned reply: sent, cancelled, dropped or still scheduled."""
+    """What became of one queued item: sent, cancelled, dropped or still scheduled."""
 
     seq: int
     state: str
     content: str
+    kind: str = "content"
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +141,7 @@ class TraceNotes:
     tool_steps: list[ToolStep] = field(default_factory=list)
     raw_output: str = ""
     tier: str | None = None
+    dropped: list[DroppedItem] = field(default_factory=list)
 
     def call(
         self,
@@ -198,6 +202,7 @@ class TraceNotes:
             raw_output=self.raw_output,
             tier=self.tier,
             error=error,
+            dropped=tuple(self.dropped),
         )
 
 
@@ -224,6 +229,11 @@ def _call_line(say: Texts, call: LLMCall) -> str:
         end=end,
         tokens=tokens,
     )
+
+
+def _shown_item(kind: str, content: str) -> str:
+    """Show a queued item: a text as it is, any other kind named first (``[react] 👍``)."""
+    return content if kind == "content" else f"[{kind}] {content}"
 
 
 def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
@@ -281,10 +291,11 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
             "trace_fate",
             number=fate.seq + 1,
             state=fate.state,
-            content=clip(fate.content, FATE_CHARS_MAX),
+            content=clip(_shown_item(fate.kind, fate.content), FATE_CHARS_MAX),
         )
         for fate in shown.fates
     )
+    lines.extend(say("trace_dropped", kind=item.kind, reason=item.reason) for item in trace.dropped)
     if trace.raw_output:
         lines.append(say("trace_raw") + "\n" + trace.raw_output)
     return "\n".join(lines)

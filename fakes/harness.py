@@ -21,13 +21,14 @@ from typing import Any
 
 from adapters.app import Core, running_core
 from bot.config import Config, Secrets, parse_config
-from bot.errors import PlatformError
+from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
 from bot.memory.stack import render_summary
 from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.ops import Ops
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
+from bot.replies.items import Outgoing, Text
 from bot.retries import DEFAULT_RETRIES, Retries
 from fakes.bot_api import FakeBotAPI
 from fakes.openai_api import FakeLLMServer
@@ -63,12 +64,15 @@ class RecordingPlatform:
     send_delay_s: float = 0.0
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(9000))
 
-    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
         if self.send_delay_s:
             await asyncio.sleep(self.send_delay_s)
         if self.failures:
             raise self.failures.pop(0)
-        self.sent.append(Sent(chat, text, reply_to, asyncio.get_running_loop().time()))
+        if not isinstance(item, Text):
+            msg = f"a {item.kind} item cannot be recorded"
+            raise MessageRefused(msg)
+        self.sent.append(Sent(chat, item.content, item.reply_to, asyncio.get_running_loop().time()))
         return str(next(self._ids))
 
     async def show_typing(self, chat: ChatKey) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.errors import StorageError
 from bot.models import Batch, BatchOutcome, ChatKey, OutboxItem, PlannedReply
+from bot.replies.items import to_row
 from storage.database import Database
 from storage.messages import MESSAGE_COLUMNS, stored_message
 from storage.outbox import OUTBOX_COLUMNS, outbox_item
@@ -84,22 +85,24 @@ class SqliteBatches(Database):
             if not replies:
                 return []
             chat_key: str = closed[0]["chat_key"]
-            values = ", ".join(["(?, ?, ?, ?, ?, ?, 'scheduled', ?)"] * len(replies))
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, 'scheduled', ?)"] * len(replies))
             params: list[Any] = []
             for seq, (reply, due_at) in enumerate(zip(replies, due, strict=True)):
+                kind, content, reply_to = to_row(reply.item)
                 params += [
                     chat_key,
                     batch_id,
                     seq,
-                    clean(reply.content),
-                    reply.reply_to,
+                    kind.value,
+                    clean(content),
+                    reply_to,
                     due_at,
                     finished_at,
                 ]
             rows = list(
                 await db.execute_fetchall(
-                    "INSERT INTO outbox"
-                    " (chat_key, batch_id, seq, content, reply_to, due_at, state, updated_at)"
+                    "INSERT INTO outbox (chat_key, batch_id, seq, kind, content, reply_to,"
+                    " due_at, state, updated_at)"
                     f" VALUES {values} RETURNING {OUTBOX_COLUMNS}",
                     params,
                 )

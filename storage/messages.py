@@ -201,10 +201,12 @@ class SqliteMessageLog(Database):
         return [stored_message(row, chat) for row in reversed(list(rows))]
 
     async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
-        """Return the cancelled replies of the chat's last answered batch before this one."""
+        """Return the cancelled words (texts, voice notes) of the chat's last answered batch
+        before this one."""
         async with self._connection() as db:
             rows = await db.execute_fetchall(
-                "SELECT content FROM outbox WHERE state = 'cancelled' AND batch_id = ("
+                "SELECT content FROM outbox WHERE state = 'cancelled'"
+                " AND kind IN ('content', 'voice') AND batch_id = ("
                 " SELECT id FROM batches WHERE chat_key = ? AND state = 'answered' AND id < ?"
                 " ORDER BY id DESC LIMIT 1)"
                 " ORDER BY seq",

@@ -14,10 +14,11 @@ from datetime import datetime
 
 from bot.errors import StorageError
 from bot.models import ChatKey, OutboxItem, OutboxState
+from bot.replies.items import from_row
 from storage.database import Database
 from storage.values import BOT_SENDER_ID, aware, clean, unix
 
-OUTBOX_COLUMNS = "id, chat_key, batch_id, seq, content, reply_to, due_at, state"
+OUTBOX_COLUMNS = "id, chat_key, batch_id, seq, kind, content, reply_to, due_at, state"
 """The ``outbox`` columns :func:`outbox_item` reads."""
 
 
@@ -28,10 +29,9 @@ def outbox_item(row: sqlite3.Row) -> OutboxItem:
         chat=ChatKey.parse(row["chat_key"]),
         batch_id=row["batch_id"],
         seq=row["seq"],
-        content=row["content"],
+        item=from_row(row["kind"], row["content"], row["reply_to"]),
         due_at=aware(row["due_at"]),
         state=OutboxState(row["state"]),
-        reply_to=row["reply_to"],
     )
 
 
@@ -56,11 +56,18 @@ class SqliteOutbox(Database):
         return await self._move(item_id, "scheduled", "sending", now) == 1
 
     async def mark_sent(
-        self, item_id: int, *, platform_message_id: str, sender_name: str, now: datetime
+        self,
+        item_id: int,
+        *,
+        platform_message_id: str | None,
+        said: str | None,
+        sender_name: str,
+        now: datetime,
     ) -> None:
-        """Record a reply as sent and keep it as a bot message in the chat's history.
+        """Record an item as sent; keep what it said as a bot message in the chat's history
+        (not for an item that is no message of its own, such as a reaction).
 
-        Raise ``StorageError`` if the reply is not being sent (a bug in the caller).
+        Raise ``StorageError`` if the item is not being sent (a bug in the caller).
         """
         sent_at = unix(now, "now")
         async with self._transaction() as db:
@@ -73,17 +80,20 @@ class SqliteOutbox(Database):
                 await db.rollback()
                 msg = f"outbox item {item_id} is not being sent"
                 raise StorageError(msg)
+            if platform_message_id is None or said is None:
+                return
             # The WHERE clause keeps SQLite from reading ON CONFLICT as a join constraint.
             await db.execute(
                 "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
                 " sent_at, received_at, from_bot, addresses_bot, reply_to_id, batch_id)"
-                " SELECT chat_key, ?, ?, ?, content, ?, ?, 1, 0, reply_to, batch_id"
+                " SELECT chat_key, ?, ?, ?, ?, ?, ?, 1, 0, reply_to, batch_id"
                 " FROM outbox WHERE id = ?"
                 " ON CONFLICT (chat_key, message_id) DO NOTHING",
                 (
                     platform_message_id,
                     BOT_SENDER_ID,
                     clean(sender_name),
+                    clean(said),
                     sent_at,
                     sent_at,
                     item_id,

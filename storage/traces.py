@@ -44,14 +44,14 @@ class SqliteTraces(Database):
                 )
             )
             fates = await db.execute_fetchall(
-                "SELECT batch_id, seq, state, content FROM outbox"
+                "SELECT batch_id, seq, kind, state, content FROM outbox"
                 " WHERE batch_id IN (SELECT value FROM json_each(?)) ORDER BY batch_id, seq",
                 (json.dumps([row["batch_id"] for row in rows]),),
             )
         by_batch: dict[int, list[ReplyFate]] = {}
         for fate in fates:
             by_batch.setdefault(fate["batch_id"], []).append(
-                ReplyFate(fate["seq"], fate["state"], fate["content"])
+                ReplyFate(fate["seq"], fate["state"], fate["content"], kind=fate["kind"])
             )
         return [
             ShownTrace(trace_from_json(row["record"]), tuple(by_batch.get(row["batch_id"], ())))

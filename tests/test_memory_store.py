@@ -23,6 +23,7 @@ from bot.models import (
     StoredMessage,
     SummaryRecord,
 )
+from bot.replies.items import Text
 from storage import search
 from storage.migrate import load_migrations, migrate
 from storage.sqlite import SqliteStore
@@ -128,11 +129,11 @@ async def bot_says(store: SqliteStore, chat: ChatKey, text: str, sent_at: dateti
     batch = await store.open_batch(chat, limit=30, now=sent_at)
     assert batch is not None
     items = await store.close_batch(
-        batch.id, BatchOutcome.ANSWERED, now=sent_at, replies=[PlannedReply(text, sent_at)]
+        batch.id, BatchOutcome.ANSWERED, now=sent_at, replies=[PlannedReply(Text(text), sent_at)]
     )
     assert await store.claim_for_sending(items[0].id, now=sent_at)
     await store.mark_sent(
-        items[0].id, platform_message_id=f"bot-{text}", sender_name="小满", now=sent_at
+        items[0].id, platform_message_id=f"bot-{text}", said=text, sender_name="小满", now=sent_at
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from bot.errors import StorageError
 from bot.models import ChatKey, ChatKind, DaySummary, PersonNote
+from bot.replies.items import Text
 from storage import search
 from storage.migrate import Migration, load_migrations, migrate, split_statements
 from storage.sqlite import SqliteStore
@@ -306,3 +307,39 @@ async def test_a_people_database_gains_the_record_of_who_was_forgotten(db_path: 
     assert user_version(db_path) == load_migrations()[-1].version
     assert [f.text for f in kept["8"]] == ["喜欢猫"]
     assert (forgotten, relearned) == (1, [])
+
+
+async def test_queued_replies_become_text_items(db_path: Path) -> None:
+    """A version-7 file's queued reply is, after the upgrade, a text item with its quote;
+    the outbox then takes items of other kinds and refuses a kind it does not know."""
+    db_path.parent.mkdir(parents=True)
+    chat = ChatKey.parse("test:group:1")
+    async with aiosqlite.connect(db_path, isolation_level=None) as old:
+        await migrate(old, [m for m in load_migrations() if m.name < "0008"])
+        await old.execute(
+            "INSERT INTO batches (id, chat_key, state, created_at) VALUES (1, ?, 'answered', 0)",
+            (str(chat),),
+        )
+        await old.execute(
+            "INSERT INTO outbox (chat_key, batch_id, seq, content, reply_to, due_at, updated_at)"
+            " VALUES (?, 1, 0, '旧的回复', '88', 0, 0)",
+            (str(chat),),
+        )
+
+    async with await SqliteStore.open(db_path) as store:
+        queued = await store.next_scheduled(chat)
+    with closing(sqlite3.connect(db_path)) as db:
+        db.execute(
+            "INSERT INTO outbox (chat_key, batch_id, seq, kind, content, reply_to, due_at,"
+            " updated_at) VALUES (?, 1, 1, 'react', '👍', '88', 0, 0)",
+            (str(chat),),
+        )
+        with pytest.raises(sqlite3.IntegrityError):
+            db.execute(
+                "INSERT INTO outbox (chat_key, batch_id, seq, kind, content, due_at, updated_at)"
+                " VALUES (?, 1, 2, 'gif', 'x', 0, 0)",
+                (str(chat),),
+            )
+
+    assert queued is not None
+    assert (queued.item, user_version(db_path)) == (Text("旧的回复", "88"), 8)

@@ -12,7 +12,8 @@ from adapters.openai_llm import SPLITTER_TEMPERATURE, OpenAILLM
 from bot.config import LLMConfig, SplitterConfig
 from bot.errors import BadLLMReply, ConfigError, LLMUnavailable
 from bot.models import ChatMessage, Completion
-from bot.replies.parse import parse_replies
+from bot.replies.items import Text
+from bot.replies.plan import parse_replies
 from fakes.openai_api import DEFAULT_REPLY, FakeLLMServer
 
 API_KEY = "sk-test-S3CRET-0123456789abcdef"
@@ -91,8 +92,8 @@ async def test_key_sent_as_bearer_token(server: FakeLLMServer, llm: OpenAILLM) -
 async def test_default_answer_is_a_valid_plan(server: FakeLLMServer, llm: OpenAILLM) -> None:
     """With an empty script the fake answers its default, a valid one-message plan."""
     completion = await llm.complete(MESSAGES, json_mode=True)
-    replies = parse_replies(completion.text, finish_reason=completion.finish_reason, max_delay_s=5)
-    assert (completion.text, [r.content for r in replies]) == (DEFAULT_REPLY, ["好的"])
+    plan = parse_replies(completion.text, finish_reason=completion.finish_reason, max_delay_s=5)
+    assert (completion.text, [r.item for r in plan.replies]) == (DEFAULT_REPLY, [Text("好的")])
 
 
 async def test_finish_reason_length_passed_through(server: FakeLLMServer, llm: OpenAILLM) -> None:

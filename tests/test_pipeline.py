@@ -19,6 +19,7 @@ from bot.models import BatchOutcome, ChatKey, ChatKind, ChatMessage
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits
 from bot.prompt import estimate_prompt_tokens
+from bot.replies.items import Outgoing
 from bot.retries import Retries
 from fakes.harness import (
     GROUP,
@@ -724,10 +725,10 @@ class BackAtOnce(RecordingPlatform):
 
     pipeline: Pipeline | None = None
 
-    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
         if self.failures and self.pipeline is not None:
             asyncio.get_running_loop().call_soon(self.pipeline.platform_ready, self.name)
-        return await super().send_text(chat, text, reply_to=reply_to)
+        return await super().send(chat, item)
 
 
 async def test_a_platform_back_while_a_failed_send_is_recorded_is_not_missed(

@@ -24,6 +24,7 @@ from bot.config import Config, Secrets
 from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import Platform
+from bot.replies.items import Text
 from bot.retries import DEFAULT_RETRIES, Retries
 from fakes.bot_api import FakeBotAPI, make_message
 from fakes.harness import (
@@ -225,7 +226,7 @@ async def test_telegram_send_cut_off_after_it_left_is_maybe_delivered(api: FakeB
         await platform.wait_ready()
         api.delay_next("sendMessage", 5.0)
         chat = ChatKey("telegram", ChatKind.PRIVATE, str(ALICE))
-        sending = asyncio.create_task(platform.send_text(chat, "在"))
+        sending = asyncio.create_task(platform.send(chat, Text("在")))
         await api.wait_for("sendMessage")
         await api.stop_listening()  # the server goes away before it answers
         with pytest.raises(SendFailed) as caught:

@@ -24,6 +24,7 @@ from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
 from bot.ports import PacingLimits, Platform
+from bot.replies.items import Text
 from fakes.harness import RecordingSink, wait_until
 from fakes.onebot import (
     FakeOneBot,
@@ -332,9 +333,9 @@ async def test_stop_delivers_messages_already_received() -> None:
 async def test_send_text_to_a_group_posts_a_segment_array(
     platform: QQPlatform, onebot: FakeOneBot
 ) -> None:
-    """send_text calls send_group_msg with a text segment, or a reply segment then text."""
-    first = await platform.send_text(GROUP, "大家好")
-    second = await platform.send_text(GROUP, "说的就是你", reply_to="1001")
+    """Sending a text calls send_group_msg with a text segment, or a reply segment then text."""
+    first = await platform.send(GROUP, Text("大家好"))
+    second = await platform.send(GROUP, Text("说的就是你", "1001"))
     calls = onebot.calls_of("send_group_msg")
     assert [(c.action, c.params) for c in calls] == [
         ("send_group_msg", {"group_id": 500, "message": [text("大家好")]}),
@@ -347,7 +348,7 @@ async def test_send_text_to_a_private_chat_uses_send_private_msg(
     platform: QQPlatform, onebot: FakeOneBot
 ) -> None:
     """A private reply goes out through send_private_msg to the user id."""
-    message_id = await platform.send_text(PRIVATE, "晚安")
+    message_id = await platform.send(PRIVATE, Text("晚安"))
     [call] = onebot.calls_of("send_private_msg")
     assert (call.params, message_id) == (
         {"user_id": 42, "message": [text("晚安")]},
@@ -361,7 +362,7 @@ async def test_a_failed_action_is_send_failed_not_delivered(
     """An ActionFailed answer becomes SendFailed with maybe_delivered False."""
     onebot.fail_next("send_group_msg", retcode=1200, wording="消息发送失败")
     with pytest.raises(SendFailed) as caught:
-        await platform.send_text(GROUP, "hi")
+        await platform.send(GROUP, Text("hi"))
     assert (type(caught.value), caught.value.maybe_delivered) == (SendFailed, False)
 
 
@@ -372,7 +373,7 @@ async def test_a_chat_the_bot_cannot_post_to_is_chat_unavailable(
     """A refusal saying the bot left, was removed or muted becomes ChatUnavailable."""
     onebot.fail_next("send_group_msg", retcode=1200, wording=wording)
     with pytest.raises(ChatUnavailable) as caught:
-        await platform.send_text(GROUP, "hi")
+        await platform.send(GROUP, Text("hi"))
     assert str(GROUP) in str(caught.value)
 
 
@@ -384,10 +385,10 @@ async def test_no_answer_is_send_failed_maybe_delivered_after_the_api_timeout(
     loop = asyncio.get_running_loop()
     started = loop.time()
     with pytest.raises(SendFailed) as caught:
-        await platform.send_text(GROUP, "hi")
+        await platform.send(GROUP, Text("hi"))
     elapsed = loop.time() - started
     assert (caught.value.maybe_delivered, 0.25 <= elapsed < 0.8) == (True, True)
-    assert await platform.send_text(GROUP, "again") == str(list(onebot.posted)[-1])
+    assert await platform.send(GROUP, Text("again")) == str(list(onebot.posted)[-1])
 
 
 async def test_sending_while_disconnected_fails_and_works_after_reconnect(
@@ -397,21 +398,21 @@ async def test_sending_while_disconnected_fails_and_works_after_reconnect(
     await onebot.close()
     await until(lambda: not platform.connected.is_set())
     with pytest.raises(SendFailed) as caught:
-        await platform.send_text(GROUP, "hello?")
+        await platform.send(GROUP, Text("hello?"))
     assert (caught.value.maybe_delivered, "OneBot not connected" in str(caught.value)) == (
         False,
         True,
     )
     await onebot.connect()
     await platform.wait_connected(2.0)
-    message_id = await platform.send_text(GROUP, "back")
+    message_id = await platform.send(GROUP, Text("back"))
     assert (message_id, platform.self_id) == (str(list(onebot.posted)[-1]), str(BOT_ID))
 
 
 async def test_sending_before_any_connection_fails_not_delivered(platform: QQPlatform) -> None:
     """Before OneBot ever connected, a send fails as certainly not delivered."""
     with pytest.raises(SendFailed) as caught:
-        await platform.send_text(PRIVATE, "hi")
+        await platform.send(PRIVATE, Text("hi"))
     assert caught.value.maybe_delivered is False
 
 
@@ -537,7 +538,7 @@ async def test_start_and_stop_twice_in_one_process() -> None:
             await qq.wait_connected(2.0)
             await fake.send_private_message(USER_ID, f"round {round_}")
             texts.extend(m.text for m in await sink.wait_for(1))
-            await qq.send_text(PRIVATE, "pong")
+            await qq.send(PRIVATE, Text("pong"))
         await qq.stop()
         await qq.stop()  # idempotent
     assert texts == ["round 0", "round 1"]
@@ -766,10 +767,10 @@ async def test_the_access_token_never_appears_in_debug_logs(
             await qq.wait_connected(2.0)
             await fake.send_private_message(USER_ID, "hi")
             await sink.wait_for(1)
-            await qq.send_text(PRIVATE, "hello")
+            await qq.send(PRIVATE, Text("hello"))
             fake.fail_next("send_private_msg")
             with pytest.raises(SendFailed):
-                await qq.send_text(PRIVATE, "again")
+                await qq.send(PRIVATE, Text("again"))
     text = "\n".join(debug_logs)
     assert (TOKEN in text, "DEBUG" in text, f"OneBot connected as {BOT_ID}" in text) == (
         False,

@@ -9,16 +9,17 @@ import pytest
 
 from bot.errors import BadLLMReply
 from bot.models import Reply
+from bot.replies.contract import REPLY_CONTRACT
+from bot.replies.items import Text
 from bot.replies.parse import (
     IMAGE_NOTE_CHARS_MAX,
-    REPLY_CONTRACT,
-    looks_like_question,
     parse_image_notes,
-    parse_replies,
     salvage_replies,
     splitter_messages,
     strip_reasoning,
 )
+from bot.replies.plan import parse_replies
+from bot.replies.questions import looks_like_question
 from bot.replies.splitting import split_text, split_to_limit
 
 MAX_DELAY_S = 10.0
@@ -26,7 +27,12 @@ HI = '{"replies": [{"content": "hi", "send_delay_seconds": 1}]}'
 
 
 def parse(text: str, *, finish_reason: str | None = "stop") -> list[Reply]:
-    return parse_replies(text, finish_reason=finish_reason, max_delay_s=MAX_DELAY_S)
+    return parse_replies(text, finish_reason=finish_reason, max_delay_s=MAX_DELAY_S).replies
+
+
+def said(content: str, delay: float = 0.0, reply_to: str | None = None) -> Reply:
+    """Return a text reply as the plan reader gives it."""
+    return Reply(Text(content, reply_to), delay)
 
 
 def plan(*items: object) -> str:
@@ -38,78 +44,71 @@ VALID_CASES = [
         '{"replies": [{"content": "哈哈，我也刚看到", "send_delay_seconds": 0},'
         ' {"content": "你说的那家店是不是在学校旁边？", "send_delay_seconds": 3,'
         ' "reply_to": "8812"}]}',
-        [Reply("哈哈，我也刚看到", 0.0), Reply("你说的那家店是不是在学校旁边？", 3.0, "8812")],
+        [said("哈哈，我也刚看到", 0.0), said("你说的那家店是不是在学校旁边？", 3.0, "8812")],
         id="plain-spec-example",
     ),
-    pytest.param(f"```json\n{HI}\n```", [Reply("hi", 1.0)], id="fenced-json"),
-    pytest.param(f"```\n{HI}\n```", [Reply("hi", 1.0)], id="fenced-no-language"),
+    pytest.param(f"```json\n{HI}\n```", [said("hi", 1.0)], id="fenced-json"),
+    pytest.param(f"```\n{HI}\n```", [said("hi", 1.0)], id="fenced-no-language"),
     pytest.param(
-        f"Sure! Here is my answer:\n{HI}\nHope that helps.", [Reply("hi", 1.0)], id="prose-around"
+        f"Sure! Here is my answer:\n{HI}\nHope that helps.", [said("hi", 1.0)], id="prose-around"
     ),
     pytest.param(
-        f"好的，这是回复：```json\n{HI}\n```以上。", [Reply("hi", 1.0)], id="prose-and-fence"
+        f"好的，这是回复：```json\n{HI}\n```以上。", [said("hi", 1.0)], id="prose-and-fence"
     ),
     pytest.param(
         HI + "\n" + plan({"content": "second", "send_delay_seconds": 0}),
-        [Reply("hi", 1.0)],
+        [said("hi", 1.0)],
         id="two-objects-first-wins",
     ),
     pytest.param(
-        '{"note": "thinking"} ' + HI, [Reply("hi", 1.0)], id="first-object-without-replies-skipped"
+        '{"note": "thinking"} ' + HI, [said("hi", 1.0)], id="first-object-without-replies-skipped"
     ),
-    pytest.param('{"response": ' + HI + "}", [Reply("hi", 1.0)], id="nested-one-level"),
+    pytest.param('{"response": ' + HI + "}", [said("hi", 1.0)], id="nested-one-level"),
     pytest.param('{"replies": []}', [], id="empty-list-is-silence"),
     pytest.param(
         plan({"content": None}, {"content": "  "}, {"content": "ok"}),
-        [Reply("ok", 0.0)],
+        [said("ok", 0.0)],
         id="null-and-blank-content-dropped",
     ),
-    pytest.param(plan({"content": "  spaced \n"}), [Reply("spaced", 0.0)], id="content-stripped"),
+    pytest.param(plan({"content": "  spaced \n"}), [said("spaced", 0.0)], id="content-stripped"),
+    pytest.param(plan({"content": "a", "send_delay_seconds": -3}), [said("a", 0.0)], id="negative"),
     pytest.param(
-        plan({"content": "a", "send_delay_seconds": -3}), [Reply("a", 0.0)], id="negative"
-    ),
-    pytest.param(
-        '{"replies": [{"content": "a", "send_delay_seconds": NaN}]}', [Reply("a", 0.0)], id="nan"
+        '{"replies": [{"content": "a", "send_delay_seconds": NaN}]}', [said("a", 0.0)], id="nan"
     ),
     pytest.param(
         '{"replies": [{"content": "a", "send_delay_seconds": Infinity}]}',
-        [Reply("a", MAX_DELAY_S)],
+        [said("a", MAX_DELAY_S)],
         id="infinity",
     ),
     pytest.param(
-        plan({"content": "a", "send_delay_seconds": 1e9}), [Reply("a", MAX_DELAY_S)], id="huge"
+        plan({"content": "a", "send_delay_seconds": 1e9}), [said("a", MAX_DELAY_S)], id="huge"
     ),
-    pytest.param(plan({"content": "a", "send_delay_seconds": "2.5"}), [Reply("a", 2.5)], id="str"),
-    pytest.param(plan({"content": "a", "send_delay_seconds": None}), [Reply("a", 0.0)], id="null"),
-    pytest.param(plan({"content": "a"}), [Reply("a", 0.0)], id="missing-delay"),
+    pytest.param(plan({"content": "a", "send_delay_seconds": "2.5"}), [said("a", 2.5)], id="str"),
+    pytest.param(plan({"content": "a", "send_delay_seconds": None}), [said("a", 0.0)], id="null"),
+    pytest.param(plan({"content": "a"}), [said("a", 0.0)], id="missing-delay"),
     pytest.param(
-        plan({"content": "a", "send_delay_seconds": 1, "emotion": "happy", "typing": True}),
-        [Reply("a", 1.0)],
-        id="unknown-fields-ignored",
+        '{"replies": [{"content": "a"}], "mood": "happy"}', [said("a", 0.0)], id="unknown-top"
     ),
-    pytest.param(
-        '{"replies": [{"content": "a"}], "mood": "happy"}', [Reply("a", 0.0)], id="unknown-top"
-    ),
-    pytest.param(plan({"content": "a", "reply_to": 123}), [Reply("a", 0.0, "123")], id="int-id"),
-    pytest.param(plan({"content": "a", "reply_to": None}), [Reply("a", 0.0)], id="null-id"),
-    pytest.param(plan({"content": "a", "reply_to": ""}), [Reply("a", 0.0)], id="empty-id"),
+    pytest.param(plan({"content": "a", "reply_to": 123}), [said("a", 0.0, "123")], id="int-id"),
+    pytest.param(plan({"content": "a", "reply_to": None}), [said("a", 0.0)], id="null-id"),
+    pytest.param(plan({"content": "a", "reply_to": ""}), [said("a", 0.0)], id="empty-id"),
     pytest.param(
         '[{"content": "one", "send_delay_seconds": 0}, {"content": "two", "send_delay_seconds": 2}]',  # noqa: E501
-        [Reply("one", 0.0), Reply("two", 2.0)],
+        [said("one", 0.0), said("two", 2.0)],
         id="top-level-array",
     ),
-    pytest.param('{"replies": ["one", "two"]}', [Reply("one", 0.0), Reply("two", 0.0)], id="strs"),
+    pytest.param('{"replies": ["one", "two"]}', [said("one", 0.0), said("two", 0.0)], id="strs"),
     pytest.param(
         plan({"content": "你好呀😀，{占位} 100% 的“引号”"}),
-        [Reply("你好呀😀，{占位} 100% 的“引号”", 0.0)],
+        [said("你好呀😀，{占位} 100% 的“引号”", 0.0)],
         id="chinese-emoji-braces",
     ),
     pytest.param(
-        '{"replies": [{"content": "\\u4f60\\u597d"}]}', [Reply("你好", 0.0)], id="ascii-escaped"
+        '{"replies": [{"content": "\\u4f60\\u597d"}]}', [said("你好", 0.0)], id="ascii-escaped"
     ),
     pytest.param(
         '<think>maybe {"replies": ["no"]}</think>\n' + HI,
-        [Reply("hi", 1.0)],
+        [said("hi", 1.0)],
         id="reasoning-block-skipped",
     ),
 ]
@@ -137,7 +136,7 @@ INVALID_CASES = [
     pytest.param('{"replies": {"content": "hi"}}', "valid list", id="replies-an-object"),
     pytest.param(plan({"content": 5}), "replies.0.content", id="content-int"),
     pytest.param(plan({"content": ["a"]}), "replies.0.content", id="content-list"),
-    pytest.param(plan({"text": "hi"}), "replies.0.content: Field required", id="content-missing"),
+    pytest.param(plan({"text": "hi"}), "replies.0: unknown key 'text'", id="content-missing"),
     pytest.param(plan({"content": "a", "send_delay_seconds": "soon"}), "number", id="delay-word"),
     pytest.param(plan({"content": "a", "send_delay_seconds": True}), "boolean", id="delay-bool"),
     pytest.param(plan({"content": "a", "send_delay_seconds": [1]}), "number", id="delay-list"),
@@ -163,13 +162,13 @@ def test_parse_length_is_invalid_even_with_valid_json() -> None:
 @pytest.mark.parametrize("finish_reason", [None, "stop", "eos", "content_filter"])
 def test_parse_other_finish_reasons_accepted(finish_reason: str | None) -> None:
     """Only "length" disqualifies an answer; unknown or missing finish reasons do not."""
-    assert parse(HI, finish_reason=finish_reason) == [Reply("hi", 1.0)]
+    assert parse(HI, finish_reason=finish_reason) == [said("hi", 1.0)]
 
 
 def test_parse_50k_content_kept_whole() -> None:
     """A 50 kB content is valid and kept whole; cutting it to the platform limit is later."""
     content = "长" * 50_000
-    assert parse(plan({"content": content, "send_delay_seconds": 0})) == [Reply(content, 0.0)]
+    assert parse(plan({"content": content, "send_delay_seconds": 0})) == [said(content, 0.0)]
 
 
 def test_parse_error_message_is_short() -> None:
@@ -184,8 +183,8 @@ def test_parse_clamps_to_max_delay() -> None:
     text = plan(
         {"content": "a", "send_delay_seconds": 7}, {"content": "b", "send_delay_seconds": 2}
     )
-    actual = parse_replies(text, finish_reason="stop", max_delay_s=3.0)
-    assert actual == [Reply("a", 3.0), Reply("b", 2.0)]
+    actual = parse_replies(text, finish_reason="stop", max_delay_s=3.0).replies
+    assert actual == [said("a", 3.0), said("b", 2.0)]
 
 
 @pytest.mark.parametrize(
@@ -215,7 +214,7 @@ def test_contract_example_parses() -> None:
     """The JSON example inside the contract is itself a valid reply plan."""
     example = REPLY_CONTRACT[REPLY_CONTRACT.index('{"replies"') :]
     actual = parse(example)
-    assert actual == [Reply("…", 0.0), Reply("…", 2.5, "123")]
+    assert actual == [said("…", 0.0), said("…", 2.5, "123")]
 
 
 def test_splitter_messages_keep_raw_verbatim() -> None:
@@ -235,14 +234,16 @@ def test_splitter_prompt_example_parses() -> None:
     """The JSON example in the splitter prompt is itself a valid reply plan."""
     system = splitter_messages("x")[0].content
     example = system[system.index('{"replies"') :].split("\n")[0]
-    assert parse(example) == [Reply("…", 0.0), Reply("…", 2.0)]
+    assert parse(example) == [said("…", 0.0), said("…", 2.0)]
 
 
 # --- split_text ---------------------------------------------------------------------------
 
 
 def contents(replies: list[Reply]) -> list[str]:
-    return [reply.content for reply in replies]
+    texts = [reply.item for reply in replies]
+    assert all(isinstance(text, Text) for text in texts)
+    return [text.content for text in texts if isinstance(text, Text)]
 
 
 def test_split_text_chinese_paragraphs() -> None:
@@ -359,7 +360,7 @@ def test_salvage_replies(text: str, expected: list[str] | None) -> None:
 
 def test_split_text_single_sentence_unchanged() -> None:
     """A single sentence stays one message with no delay."""
-    assert split_text("just one line", chars_per_s=6, max_delay_s=10) == [Reply("just one line")]
+    assert split_text("just one line", chars_per_s=6, max_delay_s=10) == [said("just one line")]
 
 
 # --- split_to_limit -------------------------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 import aiosqlite
 
 from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage, PlannedReply
+from bot.replies.items import Text
 from fakes.harness import PRIVATE, harness, make_config, replies_json, user_prompt
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
@@ -75,9 +76,9 @@ async def test_outbox_after_restart(tmp_path: Path, llm: FakeLLMServer) -> None:
             BatchOutcome.ANSWERED,
             now=now,
             replies=[
-                PlannedReply("过期的", now - timedelta(minutes=5)),
-                PlannedReply("发送中的", now - timedelta(seconds=1)),
-                PlannedReply("新鲜的", now),
+                PlannedReply(Text("过期的"), now - timedelta(minutes=5)),
+                PlannedReply(Text("发送中的"), now - timedelta(seconds=1)),
+                PlannedReply(Text("新鲜的"), now),
             ],
         )
         assert await store.claim_for_sending(items[1].id, now=now)  # the crash hits mid-send

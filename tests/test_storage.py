@@ -16,6 +16,7 @@ import pytest
 
 from bot.errors import StorageError
 from bot.models import BatchOutcome, PlannedReply
+from bot.replies.items import Text
 from storage.migrate import load_migrations
 from storage.sqlite import SqliteStore
 from tests.test_store_contract import ALICE, T0, add, answered_batch, at, incoming, stored
@@ -123,11 +124,14 @@ async def test_close_batch_is_atomic(store: SqliteStore, db_path: Path) -> None:
     await add(store, incoming(ALICE, "1"))
     batch = await store.open_batch(ALICE, limit=30, now=T0)
     assert batch is not None
-    unstorable = PlannedReply("two", at(1), reply_to=cast("str", object()))
+    unstorable = PlannedReply(Text("two", reply_to=cast("str", object())), at(1))
 
     with pytest.raises(StorageError):
         await store.close_batch(
-            batch.id, BatchOutcome.ANSWERED, now=T0, replies=[PlannedReply("one", T0), unstorable]
+            batch.id,
+            BatchOutcome.ANSWERED,
+            now=T0,
+            replies=[PlannedReply(Text("one"), T0), unstorable],
         )
 
     assert peek(db_path, "SELECT state FROM batches") == [("open",)]

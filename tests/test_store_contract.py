@@ -1,10 +1,9 @@
-"""One contract over every store: SQLite on a real file, and the in-memory twin.
+"""The store's contract, on a real SQLite file.
 
-Each test runs once per store (the ``store`` fixture is parametrized, as aiogram's
-``tests/test_fsm/storage/test_storages.py`` does) and uses only the ports
-(:class:`bot.ports.MessageLog`, :class:`bot.ports.Batches`, :class:`bot.ports.Outbox`),
-except where it reads back what the store holds through :class:`Tables`. What only SQLite
-has (the file, WAL, migrations, durability across processes) is in ``test_storage.py``.
+Each test uses only the ports (:class:`bot.ports.MessageLog`, :class:`bot.ports.Batches`,
+:class:`bot.ports.Outbox`), except where it reads back what the store holds through
+:class:`Tables`. What is SQLite's own (the file, WAL, migrations, durability across
+processes) is in ``test_storage.py``.
 """
 
 from __future__ import annotations
@@ -35,13 +34,12 @@ from bot.models import (
     StoredMessage,
 )
 from bot.ports import Store
-from storage.in_memory import InMemoryStore
+from bot.replies.items import Outgoing, Reaction, Sticker, Text, Voice
 from storage.sqlite import SqliteStore
 
 T0 = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
 ALICE = ChatKey("telegram", ChatKind.PRIVATE, "123")
 GROUP = ChatKey("qq", ChatKind.GROUP, "456")
-STORES = ("sqlite", "in_memory")
 
 
 def at(seconds: float) -> datetime:
@@ -99,7 +97,7 @@ async def answered_batch(
     batch = await store.open_batch(chat, limit=30, now=now)
     assert batch is not None
     replies = [
-        PlannedReply(content, due_at=now + timedelta(seconds=i))
+        PlannedReply(Text(content), due_at=now + timedelta(seconds=i))
         for i, content in enumerate(contents)
     ]
     items = await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=now, replies=replies)
@@ -120,22 +118,6 @@ BotMessageRow = tuple[str, str, str, str, float, int, int | None]
 
 
 class Tables:
-    """Read back what a store holds beyond what its ports return."""
-
-    def batch_states(self) -> list[str]:
-        """Return every batch's state, oldest batch first."""
-        raise NotImplementedError
-
-    def outbox(self) -> list[Reply]:
-        """Return every queued reply, in queueing order."""
-        raise NotImplementedError
-
-    def bot_messages(self) -> list[BotMessageRow]:
-        """Return the bot's own messages in the log, in storage order."""
-        raise NotImplementedError
-
-
-class SqliteTables(Tables):
     """Read the tables with a second, plain connection to the file."""
 
     def __init__(self, path: Path) -> None:
@@ -170,59 +152,17 @@ class SqliteTables(Tables):
         ]
 
 
-class MemoryTables(Tables):
-    """Read the rows an in-memory store holds."""
-
-    def __init__(self, store: InMemoryStore) -> None:
-        """Read ``store``."""
-        self._store = store
-
-    def batch_states(self) -> list[str]:
-        """Return every batch's state, oldest batch first."""
-        return [str(row.state) for row in self._store.batch_rows()]
-
-    def outbox(self) -> list[Reply]:
-        """Return every queued reply, in queueing order."""
-        return [
-            Reply(row.content, str(row.state), row.reason, row.platform_message_id)
-            for row in self._store.outbox_rows()
-        ]
-
-    def bot_messages(self) -> list[BotMessageRow]:
-        """Return the bot's own messages in the log, in storage order."""
-        return [
-            (
-                row.message_id,
-                row.sender_id,
-                row.sender_name,
-                row.text,
-                row.sent_at,
-                int(row.from_bot),
-                row.batch_id,
-            )
-            for row in self._store.message_rows()
-            if row.from_bot
-        ]
-
-
-@pytest.fixture(params=STORES)
-async def store(request: pytest.FixtureRequest, db_path: Path) -> AsyncIterator[Store]:
-    """Open a fresh store of each kind and close it after the test."""
-    if request.param == "sqlite":
-        async with await SqliteStore.open(db_path) as opened:
-            yield opened
-    else:
-        in_memory = InMemoryStore()
-        yield in_memory
-        await in_memory.close()
+@pytest.fixture
+async def store(db_path: Path) -> AsyncIterator[Store]:
+    """Open a fresh store and close it after the test."""
+    async with await SqliteStore.open(db_path) as opened:
+        yield opened
 
 
 @pytest.fixture
-def tables(store: Store, db_path: Path) -> Tables:
-    """Read back what ``store`` holds."""
-    if isinstance(store, InMemoryStore):
-        return MemoryTables(store)
-    return SqliteTables(db_path)
+def tables(db_path: Path) -> Tables:
+    """Read back what the store holds."""
+    return Tables(db_path)
 
 
 async def test_closed_store_refuses_work(store: Store) -> None:
@@ -421,14 +361,23 @@ async def test_close_batch_queues_replies(store: Store) -> None:
     await add(store, incoming(ALICE, "1"))
     batch = await store.open_batch(ALICE, limit=30, now=T0)
     assert batch is not None
-    replies = [PlannedReply("hi", at(10)), PlannedReply("how are you?", at(13), reply_to="1")]
+    replies = [
+        PlannedReply(Text("hi"), at(10)),
+        PlannedReply(Text("how are you?", reply_to="1"), at(13)),
+    ]
 
     items = await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=at(10), replies=replies)
 
     expected = [
-        OutboxItem(items[0].id, ALICE, batch.id, 0, "hi", at(10), OutboxState.SCHEDULED),
+        OutboxItem(items[0].id, ALICE, batch.id, 0, Text("hi"), at(10), OutboxState.SCHEDULED),
         OutboxItem(
-            items[1].id, ALICE, batch.id, 1, "how are you?", at(13), OutboxState.SCHEDULED, "1"
+            items[1].id,
+            ALICE,
+            batch.id,
+            1,
+            Text("how are you?", "1"),
+            at(13),
+            OutboxState.SCHEDULED,
         ),
     ]
     assert items == expected
@@ -443,7 +392,7 @@ async def test_close_batch_refuses_double_close(store: Store, tables: Tables) ->
 
     with pytest.raises(StorageError, match="not open"):
         await store.close_batch(
-            batch.id, BatchOutcome.ANSWERED, now=at(5), replies=[PlannedReply("two", at(5))]
+            batch.id, BatchOutcome.ANSWERED, now=at(5), replies=[PlannedReply(Text("two"), at(5))]
         )
 
     assert await store.scheduled_count() == 1
@@ -456,7 +405,7 @@ async def test_close_batch_that_fails_changes_nothing(store: Store, tables: Tabl
     await add(store, incoming(ALICE, "1"))
     batch = await store.open_batch(ALICE, limit=30, now=T0)
     assert batch is not None
-    broken = [PlannedReply("one", at(1)), PlannedReply(cast(str, None), at(2))]
+    broken = [PlannedReply(Text("one"), at(1)), PlannedReply(Text(cast(str, None)), at(2))]
 
     with pytest.raises((AttributeError, TypeError)):
         await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=at(1), replies=broken)
@@ -512,7 +461,9 @@ async def test_history_excludes_waiting_and_current_batch(store: Store) -> None:
     await add(store, *old)
     _, items = await answered_batch(store, ALICE, ["reply"], now=at(3))
     assert await store.claim_for_sending(items[0].id, now=at(3))
-    await store.mark_sent(items[0].id, platform_message_id="900", sender_name="小满", now=at(4))
+    await store.mark_sent(
+        items[0].id, platform_message_id="900", said="reply", sender_name="小满", now=at(4)
+    )
     await add(store, incoming(ALICE, "5"))
     current = await store.open_batch(ALICE, limit=30, now=at(6))
     assert current is not None
@@ -531,7 +482,9 @@ async def test_chat_activity_lists_chats_newest_first_with_the_bots_messages(
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"), incoming(ALICE, "3"))
     _, items = await answered_batch(store, GROUP, ["hi"], now=at(4))
     assert await store.claim_for_sending(items[0].id, now=at(4))
-    await store.mark_sent(items[0].id, platform_message_id="900", sender_name="小满", now=at(5))
+    await store.mark_sent(
+        items[0].id, platform_message_id="900", said="hi", sender_name="小满", now=at(5)
+    )
 
     activity = await store.chat_activity(limit=10)
 
@@ -582,7 +535,9 @@ async def test_unsaid_replies_come_from_last_answered_batch(store: Store) -> Non
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["sent", "left 1", "left 2"])
     assert await store.claim_for_sending(items[0].id, now=T0)
-    await store.mark_sent(items[0].id, platform_message_id="900", sender_name="bot", now=T0)
+    await store.mark_sent(
+        items[0].id, platform_message_id="900", said="sent", sender_name="bot", now=T0
+    )
     assert await store.cancel_scheduled(ALICE, now=at(1)) == 2
     await add(store, incoming(ALICE, "2"))
     silent = await store.open_batch(ALICE, limit=30, now=at(2))
@@ -608,7 +563,9 @@ async def test_unsaid_replies_only_look_at_the_newest_answered_batch(
     await add(store, incoming(ALICE, "2"))
     _, new_items = await answered_batch(store, ALICE, ["new"])
     assert await store.claim_for_sending(new_items[0].id, now=T0)
-    await store.mark_sent(new_items[0].id, platform_message_id="901", sender_name="b", now=T0)
+    await store.mark_sent(
+        new_items[0].id, platform_message_id="901", said="new", sender_name="b", now=T0
+    )
     await add(store, incoming(ALICE, "3"))
     current = await store.open_batch(ALICE, limit=30, now=T0)
     assert current is not None
@@ -649,7 +606,9 @@ async def test_mark_sent_keeps_the_bot_message(store: Store, tables: Tables) -> 
     batch, items = await answered_batch(store, GROUP, ["@Alice sure"])
     assert await store.claim_for_sending(items[0].id, now=T0)
 
-    await store.mark_sent(items[0].id, platform_message_id="77", sender_name="小满", now=at(2))
+    await store.mark_sent(
+        items[0].id, platform_message_id="77", said="@Alice sure", sender_name="小满", now=at(2)
+    )
 
     row = tables.bot_messages()
     outbox = [(reply.state, reply.platform_message_id) for reply in tables.outbox()]
@@ -666,7 +625,7 @@ async def test_mark_sent_that_fails_changes_nothing(store: Store, tables: Tables
 
     with pytest.raises((AttributeError, TypeError)):
         await store.mark_sent(
-            items[0].id, platform_message_id="77", sender_name=cast(str, None), now=at(1)
+            items[0].id, platform_message_id="77", said="hi", sender_name=cast(str, None), now=at(1)
         )
 
     states = [reply.state for reply in tables.outbox()]
@@ -679,10 +638,15 @@ async def test_mark_sent_keeps_the_quote(store: Store) -> None:
     batch = await store.open_batch(GROUP, limit=30, now=T0)
     assert batch is not None
     (item,) = await store.close_batch(
-        batch.id, BatchOutcome.ANSWERED, now=T0, replies=[PlannedReply("yes", T0, reply_to="1")]
+        batch.id,
+        BatchOutcome.ANSWERED,
+        now=T0,
+        replies=[PlannedReply(Text("yes", reply_to="1"), T0)],
     )
     assert await store.claim_for_sending(item.id, now=T0)
-    await store.mark_sent(item.id, platform_message_id="77", sender_name="小满", now=at(2))
+    await store.mark_sent(
+        item.id, platform_message_id="77", said="yes", sender_name="小满", now=at(2)
+    )
 
     history = await store.recent_history(GROUP, exclude_batch=0, limit=10)
 
@@ -695,7 +659,9 @@ async def test_mark_sent_tolerates_a_known_platform_id(store: Store) -> None:
     _, items = await answered_batch(store, ALICE, ["hi"])
     assert await store.claim_for_sending(items[0].id, now=T0)
 
-    await store.mark_sent(items[0].id, platform_message_id="1", sender_name="bot", now=T0)
+    await store.mark_sent(
+        items[0].id, platform_message_id="1", said="hi", sender_name="bot", now=T0
+    )
 
     history = await store.recent_history(ALICE, exclude_batch=0, limit=10)
     assert [(m.message_id, m.from_bot) for m in history] == [("1", False)]
@@ -708,7 +674,9 @@ async def test_mark_sent_refuses_an_unclaimed_reply(store: Store) -> None:
     _, items = await answered_batch(store, ALICE, ["hi"])
 
     with pytest.raises(StorageError, match="not being sent"):
-        await store.mark_sent(items[0].id, platform_message_id="9", sender_name="b", now=T0)
+        await store.mark_sent(
+            items[0].id, platform_message_id="9", said="hi", sender_name="b", now=T0
+        )
 
     assert await store.recent_history(ALICE, exclude_batch=0, limit=10) == [
         stored(incoming(ALICE, "1"))
@@ -768,13 +736,13 @@ async def test_next_scheduled_orders_by_due_time(store: Store) -> None:
     await add(store, incoming(ALICE, "1"))
     batch = await store.open_batch(ALICE, limit=30, now=T0)
     assert batch is not None
-    replies = [PlannedReply("later", at(9)), PlannedReply("sooner", at(5))]
+    replies = [PlannedReply(Text("later"), at(9)), PlannedReply(Text("sooner"), at(5))]
     await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=T0, replies=replies)
 
     item = await store.next_scheduled(ALICE)
 
     assert item is not None
-    assert (item.content, item.seq) == ("sooner", 1)
+    assert (item.item, item.seq) == (Text("sooner"), 1)
 
 
 async def test_recover_outbox_drops_sending_and_stale(store: Store, tables: Tables) -> None:
@@ -794,3 +762,38 @@ async def test_recover_outbox_drops_sending_and_stale(store: Store, tables: Tabl
         ("fresh", "scheduled", None),
     ]
     assert await store.next_scheduled(GROUP) == group_items[0]
+
+
+async def test_items_of_every_kind_come_back_as_they_were_queued(store: Store) -> None:
+    """A text, a reaction, a sticker and a voice note are queued and read back as such."""
+    await add(store, incoming(GROUP, "1"))
+    batch = await store.open_batch(GROUP, limit=30, now=T0)
+    assert batch is not None
+    queued: list[Outgoing] = [Text("好", "1"), Reaction("👍", "1"), Sticker("s7"), Voice("晚安")]
+    replies = [PlannedReply(item, at(n)) for n, item in enumerate(queued)]
+
+    items = await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=T0, replies=replies)
+
+    assert [item.item for item in items] == queued
+
+
+async def test_a_reaction_sent_is_no_message_of_the_bot(store: Store, tables: Tables) -> None:
+    """An item sent without a message of its own (a reaction) is sent, and no bot message
+    joins the history; a text sent after it does."""
+    await add(store, incoming(GROUP, "1"))
+    batch = await store.open_batch(GROUP, limit=30, now=T0)
+    assert batch is not None
+    reaction, text = await store.close_batch(
+        batch.id,
+        BatchOutcome.ANSWERED,
+        now=T0,
+        replies=[PlannedReply(Reaction("👍", "1"), T0), PlannedReply(Text("好的"), at(1))],
+    )
+    for item, message_id, said in ((reaction, None, None), (text, "90", "好的")):
+        assert await store.claim_for_sending(item.id, now=at(2))
+        await store.mark_sent(
+            item.id, platform_message_id=message_id, said=said, sender_name="小满", now=at(2)
+        )
+
+    assert [reply.state for reply in tables.outbox()] == ["sent", "sent"]
+    assert [(row[0], row[3]) for row in tables.bot_messages()] == [("90", "好的")]

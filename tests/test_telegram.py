@@ -17,6 +17,7 @@ from adapters.telegram.platform import TelegramPlatform
 from bot.errors import ChatUnavailable, ConfigError, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import PacingLimits, Platform
+from bot.replies.items import Text
 from fakes.bot_api import (
     FakeBotAPI,
     document,
@@ -200,7 +201,7 @@ async def test_group_messages_are_addressed_only_when_they_name_the_bot(
     tg: TelegramPlatform, api: FakeBotAPI, sink: RecordingSink
 ) -> None:
     """In a group, a mention, a text_mention, a reply to the bot or its name address it."""
-    bot_message = await tg.send_text(GROUP_KEY, "I am here")
+    bot_message = await tg.send(GROUP_KEY, Text("I am here"))
     group: dict[str, Any] = {"chat_type": "supergroup", "title": "Friends"}
     mention_text = "Pacebot?"
     text_mention = entity("text_mention", mention_text, "Pacebot", user=api.bot_user)
@@ -418,7 +419,7 @@ async def test_send_text_posts_and_returns_the_message_id(
     tg: TelegramPlatform, api: FakeBotAPI
 ) -> None:
     """A plain send reaches sendMessage without a quote and returns the new message's id."""
-    message_id = await tg.send_text(PRIVATE_KEY, "hi there")
+    message_id = await tg.send(PRIVATE_KEY, Text("hi there"))
 
     sent = api.sent_messages(PRIVATE_CHAT)
     assert (
@@ -438,7 +439,7 @@ async def test_send_text_with_quote_sends_reply_parameters(
     """A quoted send passes ``reply_parameters`` and the message quotes the original."""
     original = api.push_message(GROUP_CHAT, "what's up", chat_type="group")
 
-    await tg.send_text(GROUP_KEY, "not much", reply_to=str(original))
+    await tg.send(GROUP_KEY, Text("not much", str(original)))
 
     assert (
         api.calls_to("sendMessage")[0]["reply_parameters"],
@@ -450,7 +451,7 @@ async def test_missing_quote_is_dropped_and_the_text_sent_anyway(
     tg: TelegramPlatform, api: FakeBotAPI
 ) -> None:
     """When the quoted message is gone, the text is sent again once without the quote."""
-    message_id = await tg.send_text(PRIVATE_KEY, "answer", reply_to="999999")
+    message_id = await tg.send(PRIVATE_KEY, Text("answer", "999999"))
 
     calls = api.calls_to("sendMessage")
     assert (
@@ -469,7 +470,7 @@ async def test_429_becomes_rate_limited_with_its_wait(
     )
 
     with pytest.raises(RateLimited) as caught:
-        await tg.send_text(PRIVATE_KEY, "hi")
+        await tg.send(PRIVATE_KEY, Text("hi"))
 
     assert caught.value.retry_after_s == 7.0
 
@@ -479,7 +480,7 @@ async def test_403_becomes_chat_unavailable(tg: TelegramPlatform, api: FakeBotAP
     api.block_chat(PRIVATE_CHAT)
 
     with pytest.raises(ChatUnavailable, match="blocked"):
-        await tg.send_text(PRIVATE_KEY, "hi")
+        await tg.send(PRIVATE_KEY, Text("hi"))
 
 
 async def test_chat_not_found_becomes_chat_unavailable(
@@ -489,7 +490,7 @@ async def test_chat_not_found_becomes_chat_unavailable(
     api.block_chat(GROUP_CHAT, status=400, description="Bad Request: chat not found")
 
     with pytest.raises(ChatUnavailable, match="not found"):
-        await tg.send_text(GROUP_KEY, "hi")
+        await tg.send(GROUP_KEY, Text("hi"))
 
 
 async def test_migrated_group_becomes_chat_unavailable_naming_the_new_chat(
@@ -504,7 +505,7 @@ async def test_migrated_group_becomes_chat_unavailable_naming_the_new_chat(
     )
 
     with pytest.raises(ChatUnavailable, match="telegram:group:-1001234"):
-        await tg.send_text(GROUP_KEY, "hi")
+        await tg.send(GROUP_KEY, Text("hi"))
 
 
 async def test_other_bad_request_refuses_that_message_for_good(
@@ -512,7 +513,7 @@ async def test_other_bad_request_refuses_that_message_for_good(
 ) -> None:
     """Any other 400 (here: too long) is ``MessageRefused``: sending it again cannot help."""
     with pytest.raises(MessageRefused, match="too long"):
-        await tg.send_text(PRIVATE_KEY, "x" * 5000)
+        await tg.send(PRIVATE_KEY, Text("x" * 5000))
 
 
 async def test_server_error_is_a_certain_failure(tg: TelegramPlatform, api: FakeBotAPI) -> None:
@@ -520,7 +521,7 @@ async def test_server_error_is_a_certain_failure(tg: TelegramPlatform, api: Fake
     api.fail_next("sendMessage", status=502, description="Bad Gateway")
 
     with pytest.raises(SendFailed) as caught:
-        await tg.send_text(PRIVATE_KEY, "hi")
+        await tg.send(PRIVATE_KEY, Text("hi"))
 
     assert caught.value.maybe_delivered is False
 
@@ -534,7 +535,7 @@ async def test_timeout_may_have_delivered(api: FakeBotAPI, sink: RecordingSink) 
         api.delay_next("sendMessage", 0.4)
 
         with pytest.raises(SendFailed) as caught:
-            await tg.send_text(PRIVATE_KEY, "slow")
+            await tg.send(PRIVATE_KEY, Text("slow"))
 
     assert (caught.value.maybe_delivered, [m["text"] for m in api.sent_messages()]) == (
         True,
@@ -547,7 +548,7 @@ async def test_send_before_ready_fails_without_a_request(
 ) -> None:
     """Sending before the connection is up fails certainly and calls nothing."""
     with pytest.raises(SendFailed) as caught:
-        await platform.send_text(PRIVATE_KEY, "too early")
+        await platform.send(PRIVATE_KEY, Text("too early"))
 
     assert (caught.value.maybe_delivered, api.calls_to("sendMessage")) == (False, [])
 
@@ -706,7 +707,7 @@ async def test_stop_is_clean_and_idempotent(
     await asyncio.sleep(0.3)  # longer than one poll: a live poller would have called again
 
     with pytest.raises(SendFailed):
-        await tg.send_text(PRIVATE_KEY, "after stop")
+        await tg.send(PRIVATE_KEY, Text("after stop"))
     assert (len(api.calls_to("getUpdates")), api.confirmed_offset, tg.ready.is_set()) == (
         polls,
         update_id + 1,
@@ -748,10 +749,10 @@ async def test_token_never_appears_in_debug_logs(
                 await platform.wait_ready()
             message_id = api.push_message(PRIVATE_CHAT, "hi")
             await received(api, sink)
-            await platform.send_text(PRIVATE_KEY, "hello", reply_to=str(message_id))
+            await platform.send(PRIVATE_KEY, Text("hello", str(message_id)))
             api.fail_next("sendMessage", status=502, description=f"Bad Gateway for {api.token}")
             with pytest.raises(SendFailed) as caught:
-                await platform.send_text(PRIVATE_KEY, "again")
+                await platform.send(PRIVATE_KEY, Text("again"))
         finally:
             logging.getLogger("httpx").setLevel(logging.WARNING)
 

@@ -9,7 +9,7 @@ to one delivery task, which gives the core all that came in together in one call
 commit); they never run through nonebot's matchers, which handle each event in its own
 task (so a message could overtake an earlier one) and call ``get_msg`` for every quote.
 :func:`~adapters.qq.normalise.normalise` turns each into an
-:class:`~bot.models.IncomingMessage`. Outbound, ``send_text`` calls
+:class:`~bot.models.IncomingMessage`. Outbound, ``send`` of a text calls
 ``send_group_msg``/``send_private_msg`` with a segment array, and
 :mod:`adapters.qq.errors` translates nonebot's errors into the :mod:`bot.errors` tree.
 
@@ -42,10 +42,11 @@ from adapters.qq import errors, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
 from bot.addressing import BotNames
 from bot.config import is_loopback
-from bot.errors import ConfigError, SendFailed
+from bot.errors import ConfigError, MessageRefused, SendFailed
 from bot.log import redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
+from bot.replies.items import Outgoing, Text
 from bot.tasks import start_task
 
 if TYPE_CHECKING:
@@ -326,7 +327,17 @@ class QQPlatform:
 
     # --- outbound ----------------------------------------------------------------------
 
-    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+        """Deliver ``item`` to ``chat``; return the id of the message it made.
+
+        A text is posted (quoting its ``reply_to``); other kinds are not delivered yet.
+        """
+        if not isinstance(item, Text):
+            msg = f"a {item.kind} item cannot be sent to QQ"
+            raise MessageRefused(msg)
+        return await self._send_text(chat, item.content, reply_to=item.reply_to)
+
+    async def _send_text(self, chat: ChatKey, text: str, *, reply_to: str | None) -> str:
         """Post ``text`` to ``chat`` (quoting ``reply_to``); return the new message id."""
         log = logger.bind(chat=str(chat))
         action, target = self._target(chat)

@@ -28,9 +28,10 @@ from adapters.telegram.normalise import PLATFORM_NAME, chat_key_of, normalise
 from adapters.telegram.polling import Backoff, Poller
 from adapters.telegram.wire import build_bot, opt_into_timedelta_periods, quiet_http_loggers
 from bot.addressing import BotNames
-from bot.errors import ConfigError, PacebotError, PlatformError, SendFailed
+from bot.errors import ConfigError, MessageRefused, PacebotError, PlatformError, SendFailed
 from bot.models import ChatKey, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
+from bot.replies.items import Outgoing, Text
 from bot.tasks import set_before_done, start_task
 
 if TYPE_CHECKING:
@@ -274,11 +275,17 @@ class TelegramPlatform:
 
     # --- outbound ------------------------------------------------------------------------
 
-    async def send_text(self, chat: ChatKey, text: str, *, reply_to: str | None = None) -> str:
-        """Post ``text`` to ``chat`` (quoting ``reply_to``); return the new message id."""
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+        """Deliver ``item`` to ``chat``; return the id of the message it made.
+
+        A text is posted (quoting its ``reply_to``); other kinds are not delivered yet.
+        """
+        if not isinstance(item, Text):
+            msg = f"a {item.kind} item cannot be sent to Telegram"
+            raise MessageRefused(msg)
         self._check_connected(chat)
         with self._sends.track():
-            return await self._send_text(chat, text, reply_to=reply_to)
+            return await self._send_text(chat, item.content, reply_to=item.reply_to)
 
     async def _send_text(self, chat: ChatKey, text: str, *, reply_to: str | None) -> str:
         try:

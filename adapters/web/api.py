@@ -114,6 +114,7 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "tier": trace.tier,
         "raw_output": trace.raw_output,
         "replies": to_jsonable_python(shown.fates),
+        "dropped": to_jsonable_python(trace.dropped),
     }
 
 

@@ -1,53 +1,24 @@
-"""Read the LLM's reply plan.
+"""Find the JSON in an LLM's answer, and what the fallbacks need when there is none.
 
-The batch handler asks for JSON (SPEC §3)::
+The batch handler asks for JSON::
 
     {"replies": [{"content": "...", "send_delay_seconds": 0, "reply_to": "8812"}]}
 
-:func:`parse_replies` reads it tolerantly; when it fails, the splitter LLM gets
-:func:`splitter_messages`, and when that fails too ``bot/replies/splitting.py`` cuts the prose
-(:func:`salvage_replies` keeps a broken plan's finished texts). Everything here is pure:
-no I/O, no event loop.
+:func:`find_json_object` finds it tolerantly (no reasoning block, no code fence, prose
+around it) and ``bot/replies/plan.py`` reads its items; when that fails, the splitter LLM
+gets :func:`splitter_messages`, and when that fails too ``bot/replies/splitting.py`` cuts
+the prose (:func:`salvage_replies` keeps a broken plan's finished texts). Everything here
+is pure: no I/O, no event loop.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Sequence
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictStr, ValidationError
+from typing import Any
 
 from bot.errors import BadLLMReply
-from bot.models import ChatMessage, Reply
-
-REPLY_CONTRACT = """\
-## Output format
-Answer with ONE JSON object and nothing else (no code fences, no text around it):
-{"replies": [{"content": "…", "send_delay_seconds": 0}, \
-{"content": "…", "send_delay_seconds": 2.5, "reply_to": "123"}]}
-- "replies": 1–4 short chat messages, in order, the way a person types in a chat: \
-one thought per message, split where a person would hit send. Never repeat yourself.
-- "content": the exact text to send, plain chat text (no JSON, no "name:" prefix).
-- "send_delay_seconds": seconds to wait after the previous message (the first one counts \
-from now, so 0 is usual for it); later ones about the time it takes to type them, e.g. 1–6.
-- "reply_to" (optional): the id of one message in the new batch to quote. Only when it \
-helps, e.g. to answer two people in a group, or a message that is no longer the latest; \
-otherwise leave it out.
-- {"replies": []} means staying silent: only when nothing calls for an answer \
-(no question, nobody talking to you, e.g. a lone "ok"). Never stay silent when asked something.
-"""
-"""The output contract of SPEC §3, appended verbatim to the system prompt (never formatted)."""
-
-IMAGE_NOTES_CONTRACT = """\
-- "image_notes" (when the new messages hold pictures): for each picture you were shown, \
-a short description of what it shows (one line, in the chat's language), by the id of \
-the message it came in, e.g. "image_notes": {"8812": "一只橘猫趴在键盘上"}. You will not \
-see the picture again, only this note.
-"""
-"""Added to the contract when a batch's pictures go with the request (SPEC §17)."""
+from bot.models import ChatMessage
 
 IMAGE_NOTE_CHARS_MAX = 300
 
@@ -99,59 +70,6 @@ def strip_reasoning(text: str) -> str:
 
 
 # --- parsing the reply JSON -------------------------------------------------------------
-
-
-def _coerce_delay(value: object) -> float:
-    if value is None:
-        return 0.0
-    if isinstance(value, bool):
-        msg = "must be a number of seconds, not a boolean"
-        raise ValueError(msg)  # noqa: TRY004 - pydantic wants ValueError
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            msg = "must be a number of seconds"
-            raise ValueError(msg) from None
-    msg = "must be a number of seconds"
-    raise ValueError(msg)
-
-
-def _coerce_reply_to(value: object) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        msg = "must be a message id (string or integer)"
-        raise ValueError(msg)  # noqa: TRY004 - pydantic wants ValueError
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return value.strip() or None
-    msg = "must be a message id (string or integer)"
-    raise ValueError(msg)
-
-
-class _ReplyItem(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    content: StrictStr | None
-    send_delay_seconds: Annotated[float, BeforeValidator(_coerce_delay)] = 0.0
-    reply_to: Annotated[str | None, BeforeValidator(_coerce_reply_to)] = None
-
-
-def _coerce_item(value: object) -> object:
-    # A bare string is an unambiguous message; accept it rather than waste a splitter call.
-    if isinstance(value, str):
-        return {"content": value}
-    return value
-
-
-class _ReplyPlan(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    replies: list[Annotated[_ReplyItem, BeforeValidator(_coerce_item)]]
 
 
 def _strip_fences(text: str) -> str:
@@ -227,41 +145,6 @@ def json_body(text: str, *, finish_reason: str | None) -> str:
     return body
 
 
-def _describe(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "reply"
-    reason = str(first["msg"]).removeprefix("Value error, ")
-    return f"{where}: {reason}"
-
-
-def _clamp_delay(delay: float, max_delay_s: float) -> float:
-    if math.isnan(delay):
-        return 0.0
-    return float(min(max(delay, 0.0), max_delay_s))
-
-
-def parse_replies(text: str, *, finish_reason: str | None, max_delay_s: float) -> list[Reply]:
-    """Read the reply plan out of an LLM answer; raise ``BadLLMReply`` if there is none.
-
-    An empty list is valid: the LLM chose silence, and the caller decides whether that
-    is allowed. Items with empty content are dropped; a wrong type anywhere is invalid.
-    """
-    body = json_body(text, finish_reason=finish_reason)
-    data = find_json_object(body, key="replies", accept_list=True)
-    try:
-        plan = _ReplyPlan.model_validate(data)
-    except ValidationError as exc:
-        msg = f"not a valid reply plan: {_describe(exc)}"
-        raise BadLLMReply(msg) from None
-    replies: list[Reply] = []
-    for item in plan.replies:
-        content = (item.content or "").strip()
-        if content:
-            delay = _clamp_delay(item.send_delay_seconds, max_delay_s)
-            replies.append(Reply(content, delay, item.reply_to))
-    return replies
-
-
 def parse_image_notes(text: str, *, message_ids: frozenset[str]) -> dict[str, str]:
     """Read the ``image_notes`` of a reply plan: a note per message id that had pictures.
 
@@ -316,39 +199,3 @@ def salvage_replies(text: str) -> list[str] | None:
         if isinstance(content, str) and content.strip():
             contents.append(content.strip())
     return contents
-
-
-# --- questions --------------------------------------------------------------------------
-
-_QUESTION_WORDS = frozenset(
-    {
-        "what", "why", "how", "when", "where", "who", "whom", "whose", "which",
-        "can", "could", "would", "will", "should", "shall", "may", "might",
-        "do", "does", "did", "is", "are", "was", "were", "am", "have", "has",
-        "any", "anyone", "anybody", "anything",
-    }
-)  # fmt: skip
-_ZH_PARTICLE_RE = re.compile(r"[吗嘛么呢][\s~～。.!！…\"'”’)）]*(?:[，,；;\n]|$)")
-_ZH_QUESTION_RE = re.compile(
-    r"为什么|为啥|怎么|什么|啥|哪|谁|几[点个时天号岁次]|多少|多久|([^\W不没])[不没]\1"
-)
-_SENTENCE_START_RE = re.compile(r"(?:^|[.!;:\n。！；]\s*)([A-Za-z]+)")
-
-
-def looks_like_question(texts: Sequence[str]) -> bool:
-    """Tell whether any message asks something, so an empty reply list would be rude.
-
-    Errs towards yes: answering a statement is harmless, ignoring a question is not.
-    """
-    for raw in texts:
-        text = URL_RE.sub(" ", raw).strip()
-        if not text:
-            continue
-        if "?" in text or "？" in text:
-            return True
-        if _ZH_PARTICLE_RE.search(text) or _ZH_QUESTION_RE.search(text):
-            return True
-        for m in _SENTENCE_START_RE.finditer(text):
-            if m.group(1).lower() in _QUESTION_WORDS:
-                return True
-    return False

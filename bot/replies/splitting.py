@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from bot.models import Reply
+from bot.replies.items import Text
 from bot.replies.parse import URL_RE, salvage_replies, strip_reasoning
 
 # --- splitting prose into chat messages -------------------------------------------------
@@ -130,7 +131,7 @@ def split_text(
             if not replies
             else _typing_delay(content, chars_per_s=chars_per_s, max_delay_s=max_delay_s)
         )
-        replies.append(Reply(content, delay))
+        replies.append(Reply(Text(content), delay))
     return replies
 
 

@@ -1,0 +1,40 @@
+"""The output contract the reply call's system prompt ends with: the reply JSON and its items.
+
+It is appended verbatim (never formatted) after the rest of the system prompt. It offers
+only the kinds of item that are delivered; the others are dropped if the model writes
+them anyway (see ``bot/answer.py``).
+"""
+
+from __future__ import annotations
+
+from bot.replies.items import ItemKind
+
+REPLY_CONTRACT = """\
+## Output format
+Answer with ONE JSON object and nothing else (no code fences, no text around it):
+{"replies": [{"content": "…", "send_delay_seconds": 0}, \
+{"content": "…", "send_delay_seconds": 2.5, "reply_to": "123"}]}
+- "replies": 1–4 short chat messages, in order, the way a person types in a chat: \
+one thought per message, split where a person would hit send. Never repeat yourself.
+- "content": the exact text to send, plain chat text (no JSON, no "name:" prefix).
+- "send_delay_seconds": seconds to wait after the previous message (the first one counts \
+from now, so 0 is usual for it); later ones about the time it takes to type them, e.g. 1–6.
+- "reply_to" (optional): the id of one message in the new batch to quote. Only when it \
+helps, e.g. to answer two people in a group, or a message that is no longer the latest; \
+otherwise leave it out.
+- {"replies": []} means staying silent: only when nothing calls for an answer \
+(no question, nobody talking to you, e.g. a lone "ok"). Never stay silent when asked something.
+"""
+"""The output contract of SPEC §3, appended verbatim to the system prompt (never formatted)."""
+
+IMAGE_NOTES_CONTRACT = """\
+- "image_notes" (when the new messages hold pictures): for each picture you were shown, \
+a short description of what it shows (one line, in the chat's language), by the id of \
+the message it came in, e.g. "image_notes": {"8812": "一只橘猫趴在键盘上"}. You will not \
+see the picture again, only this note.
+"""
+"""Added to the contract when a batch's pictures go with the request (SPEC §17)."""
+
+DELIVERED = frozenset({ItemKind.CONTENT})
+"""The kinds of item the contract offers and the platforms are sent; any other kind the
+model writes is dropped (a voice note is said as text)."""
