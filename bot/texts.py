@@ -108,7 +108,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "up to today will be.",
         "forgetme_done": "Forgot {count} fact(s) about you in this chat; nothing you wrote up to "
         "today will teach them again. Day summaries are kept (an admin can /pop them).",
-        # /trace and `pacebot trace`; the words the SPEC names (answered, sent, json…) stay
+        # /trace and `pacebot trace`; the words the README names (answered, sent, json…) stay
         "trace_usage": "usage: /trace [N], N = 1 for the newest batch, up to {keep}",
         "trace_none": "No batch of {chat} has a trace yet.",
         "trace_too_far": "{chat} has {kept} trace(s) kept: choose N from 1 (newest) to {kept}.",
