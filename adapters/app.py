@@ -304,6 +304,8 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
     async with running_core(config, secrets, platforms) as pipeline:
         reader = await stdin_reader()
         console.show_banner()
+        if config.web.enabled:
+            console.show_no_dashboard(config.web.url)
         reading = asyncio.create_task(console.read_input(pipeline, reader), name="console:input")
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)

@@ -79,6 +79,8 @@ def check(path: Path, *, online: bool = False) -> int:
     print(f"LLM: {config.llm.model} at {config.llm.base_url or 'the OpenAI default endpoint'}")
     for name in platforms:
         print(f"would start: {name}")
+    if config.web.enabled:
+        print(f"dashboard: {config.web.url} (only `pacebot run` serves it, not `pacebot console`)")
     if problems or secrets is None:
         for problem in problems:
             print(f"✗ {problem}", file=sys.stderr)

@@ -84,6 +84,10 @@ class ConsolePlatform:
         """Say who you are and how to leave."""
         self.say("console_banner", chat=CONSOLE_CHAT)
 
+    def show_no_dashboard(self, url: str) -> None:
+        """Say that ``[web] enabled`` serves nothing here: only ``pacebot run`` serves it."""
+        self.say("console_no_dashboard", url=url)
+
     def show_left_waiting(self, chat: ConsoleChat) -> None:
         """On leaving early, say how many messages are left for the next start, if any."""
         count = chat.waiting_messages(CONSOLE_CHAT)

@@ -275,6 +275,12 @@ class WebConfig(_Section):
     def is_loopback(self) -> bool:
         return is_loopback(self.host)
 
+    @property
+    def url(self) -> str:
+        """The address to open in a browser once ``pacebot run`` serves the dashboard."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
 
 class Config(_Section):
     """The whole validated configuration."""

@@ -167,6 +167,23 @@ async def test_console_with_dev_null_as_input_exits_at_once(
     assert "PermissionError" not in err
 
 
+async def test_console_says_it_does_not_serve_the_dashboard(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With [web] enabled the console says, under its banner, that only `pacebot run` serves it."""
+    config = write_config(tmp_path, llm.base_url)
+    config.write_text(config.read_text() + "\n[web]\nenabled = true\nport = 8123\n")
+    code, out, err = await run_console(config, asyncio.subprocess.DEVNULL)
+    assert (code, out.splitlines()) == (
+        0,
+        [
+            BANNER,
+            "[web] is enabled, but the console does not serve the dashboard: only `pacebot run`"
+            " does, at http://127.0.0.1:8123/",
+        ],
+    ), err
+
+
 async def test_console_reads_a_file_to_its_end_and_answers(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
