@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.config import Config, Secrets, enabled_platforms, load_config, read_persona, read_secrets
+from bot.config_errors import toml_value
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
@@ -122,7 +123,10 @@ def prepare_data_dir(config: Config, *, keep: bool = True) -> None:
                 with tempfile.TemporaryFile(dir=directory):
                     pass
             except OSError as exc:
-                msg = f"bot.data_dir = {str(data_dir)!r}: cannot write in {directory} ({_why(exc)})"
+                msg = (
+                    f"bot.data_dir = {toml_value(data_dir)}: cannot write in {directory}"
+                    f" ({_why(exc)})"
+                )
                 raise ConfigError(msg) from None
     finally:
         if not keep:
@@ -136,17 +140,17 @@ def _make_dir(directory: Path, *, data_dir: Path, created: list[Path]) -> None:
     try:
         missing = [path for path in (directory, *directory.parents) if not path.exists()]
     except OSError as exc:  # a parent this user may not even look into
-        msg = f"bot.data_dir = {str(data_dir)!r}: cannot reach {directory} ({_why(exc)})"
+        msg = f"bot.data_dir = {toml_value(data_dir)}: cannot reach {directory} ({_why(exc)})"
         raise ConfigError(msg) from None
     for path in reversed(missing):
         try:
             path.mkdir()
         except OSError as exc:
-            msg = f"bot.data_dir = {str(data_dir)!r}: cannot create {path} ({_why(exc)})"
+            msg = f"bot.data_dir = {toml_value(data_dir)}: cannot create {path} ({_why(exc)})"
             raise ConfigError(msg) from None
         created.append(path)
     if not directory.is_dir():
-        msg = f"bot.data_dir = {str(data_dir)!r}: {directory} exists and is not a directory"
+        msg = f"bot.data_dir = {toml_value(data_dir)}: {directory} exists and is not a directory"
         raise ConfigError(msg)
 
 

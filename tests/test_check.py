@@ -76,7 +76,7 @@ def test_a_config_error_still_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = tmp_path / "config.toml"
     path.write_text('[bot]\ntimezone = "Mars/Olympus"\n', encoding="utf-8")
     assert main(["check", "-c", str(path)]) == 1
-    assert "bot.timezone = 'Mars/Olympus'" in capsys.readouterr().err
+    assert 'bot.timezone = "Mars/Olympus"' in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -76,7 +76,7 @@ def test_check_names_the_key_the_path_and_the_reason(case: str, tmp_path: Path) 
     done = pacebot("check", "-c", str(write_config(tmp_path, data_dir)))
     assert (done.returncode, done.stderr.splitlines()) == (
         1,
-        [f"✗ bot.data_dir = '{data_dir}': {reason}"],
+        [f'✗ bot.data_dir = "{data_dir}": {reason}'],
     )
 
 
@@ -89,7 +89,7 @@ def test_console_and_run_say_it_in_one_line(case: str, command: str, tmp_path: P
     assert (done.returncode, done.stdout, done.stderr.splitlines()) == (
         1,
         "",
-        [f"pacebot: bot.data_dir = '{data_dir}': {reason}"],
+        [f'pacebot: bot.data_dir = "{data_dir}": {reason}'],
     )
 
 
@@ -117,7 +117,7 @@ def test_the_memory_commands_say_it_in_one_line(
     assert (code, captured.out, captured.err.splitlines()) == (
         1,
         "",
-        [f"pacebot: bot.data_dir = '{data_dir}': {reason}"],
+        [f'pacebot: bot.data_dir = "{data_dir}": {reason}'],
     )
 
 

@@ -43,7 +43,7 @@ def test_a_chatters_braces_do_not_break_a_template() -> None:
 def test_the_language_is_checked_with_the_config() -> None:
     """An unknown bot.language is a config error naming the key and the choices."""
     assert parse_config({"bot": {"language": "zh"}}, base_dir=Path()).bot.language == "zh"
-    with pytest.raises(ConfigError, match=r"bot.language = 'fr': Input should be 'en' or 'zh'"):
+    with pytest.raises(ConfigError, match=r'bot.language = "fr": must be one of "en", "zh"'):
         parse_config({"bot": {"language": "fr"}}, base_dir=Path())
 
 
