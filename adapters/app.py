@@ -36,7 +36,7 @@ from rich.progress import Progress
 
 from adapters import trace_cli
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir
-from adapters.console import ConsolePlatform, stdin_reader
+from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.picture_sources import opened_picture_sources
 from adapters.platforms import (
@@ -299,7 +299,11 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
     """Chat in the terminal until the input ends (answer what waits) or Ctrl-C (leave now)."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    console = ConsolePlatform(bot_name=config.bot.name, texts=Texts(config.bot.language))
+    console = ConsolePlatform(
+        bot_name=config.bot.name,
+        texts=Texts(config.bot.language),
+        echo_input=not stdin_is_terminal(),
+    )
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as pipeline:
         reader = await stdin_reader()
