@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from adapters.cli import main
 from bot.config import Config, load_config, parse_config, read_persona
@@ -227,3 +228,35 @@ def test_check_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     """`pacebot check` on a missing file exits 1 saying it cannot be read."""
     assert main(["check", "-c", str(tmp_path / "nope.toml")]) == 1
     assert "cannot read config file" in capsys.readouterr().err
+
+
+def documented_keys(text: str) -> dict[str, list[str]]:
+    """Read docs/configuration.md: each ``[table]`` heading with the keys of its rows."""
+    tables: dict[str, list[str]] = {}
+    table = ""
+    for line in text.splitlines():
+        if line.startswith("#"):  # a heading: "## [bot]" opens a table, any other closes it
+            table = line[line.index("[") + 1 : -1] if line.endswith("]") else ""
+            if table:
+                tables[table] = []
+        elif table and line.startswith("| `"):
+            tables[table].append(line.split("`")[1])
+    return tables
+
+
+def config_keys(model: type[BaseModel], prefix: str = "") -> dict[str, list[str]]:
+    """Return each table of the config with its keys, nested tables as their own."""
+    tables: dict[str, list[str]] = {prefix: []} if prefix else {}
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            tables.update(config_keys(annotation, f"{prefix}.{name}" if prefix else name))
+        else:
+            tables[prefix].append(name)
+    return tables
+
+
+def test_every_key_is_documented_in_its_table() -> None:
+    """docs/configuration.md has a table for each config table, with a row for each key."""
+    text = (EXAMPLE.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert documented_keys(text) == config_keys(Config)

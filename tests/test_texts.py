@@ -98,3 +98,12 @@ async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: Fak
         "/help — 列出你可以用的命令",
         "/forgetme — 忘掉这个聊天里关于你的所有事实",
     ]
+
+
+def test_every_command_is_in_the_commands_doc() -> None:
+    """docs/commands.md's admin command table has a row for every command of the menu."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "commands.md").read_text("utf-8")
+    table = text.split("## Admin commands", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| `/")]
+    names = {span[1:].split()[0] for row in rows for span in row.split("`")[1::2]}
+    assert sorted(names) == sorted(command.name for command in MENU)
