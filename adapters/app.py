@@ -35,8 +35,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from adapters import shell
-from adapters.checks import NOTHING_ENABLED
-from adapters.console import ConsolePlatform, stdin_reader
+from adapters.checks import NOTHING_ENABLED, prepare_data_dir
+from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.picture_sources import opened_picture_sources
 from adapters.platforms import (
@@ -320,11 +320,17 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
     """Chat in the terminal until the input ends (answer what waits) or Ctrl-C (leave now)."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    console = ConsolePlatform(bot_name=config.bot.name, texts=Texts(config.bot.language))
+    console = ConsolePlatform(
+        bot_name=config.bot.name,
+        texts=Texts(config.bot.language),
+        echo_input=not stdin_is_terminal(),
+    )
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as core:
         reader = await stdin_reader()
         console.show_banner()
+        if config.web.enabled:
+            console.show_no_dashboard(config.web.url)
         reading = asyncio.create_task(
             console.read_input(core.inbox, core.ops.status, reader), name="console:input"
         )
@@ -376,12 +382,13 @@ def serve(path: Path, *, console: bool, log_level: str | None) -> int:
         if not console:
             load_platform_modules(config)
         level = resolve_log_level(log_level, config)
+        prepare_data_dir(config)
         # In the console the terminal is the chat: only problems go to stderr unless asked.
         chosen = log_level or os.environ.get("PACEBOT_LOG_LEVEL")
         stderr_level = "WARNING" if console and not chosen else None
         start_logging(config, secrets, level=level, stderr_level=stderr_level)
         asyncio.run(chat_in_console(config, secrets) if console else run(config, secrets))
-    except PacebotError as exc:
+    except (PacebotError, OSError) as exc:
         return _failed(exc)
     except KeyboardInterrupt:
         return 130
@@ -433,11 +440,12 @@ def _run_memory_command(
         config = load_config(path)
         secrets = read_secrets(config, console=True)
         read_persona(config)
+        prepare_data_dir(config)
         start_logging(
             config, secrets, level=resolve_log_level(None, config), stderr_level="WARNING"
         )
         return asyncio.run(command(config, secrets))
-    except PacebotError as exc:
+    except (PacebotError, OSError) as exc:
         return _failed(exc)
     except KeyboardInterrupt:
         return 130
@@ -467,12 +475,14 @@ async def _trace(config: Config, *, chat: ChatKey, count: int) -> int:
 def trace(path: Path, *, chat: ChatKey, count: int) -> int:
     """Print ``chat``'s ``count`` newest batch traces; needs no secret, only the database."""
     try:
-        return asyncio.run(_trace(load_config(path), chat=chat, count=count))
-    except PacebotError as exc:
+        config = load_config(path)
+        prepare_data_dir(config)
+        return asyncio.run(_trace(config, chat=chat, count=count))
+    except (PacebotError, OSError) as exc:
         return _failed(exc)
 
 
-def _failed(error: PacebotError) -> int:
-    """Say why a command failed, without a traceback; return its exit code."""
+def _failed(error: PacebotError | OSError) -> int:
+    """Say why a command failed, in one line and without a traceback; return its exit code."""
     print(f"pacebot: {error}", file=sys.stderr)
     return 1

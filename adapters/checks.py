@@ -1,7 +1,9 @@
 """``pacebot check``: validate the config and the environment, and with ``--online`` the far ends.
 
 Offline, nothing leaves the machine: the config is read, the persona and every secret an
-enabled platform needs are looked up. ``--online`` then makes the fewest requests that
+enabled platform needs are looked up, and the data directory is tried
+(:func:`prepare_data_dir`, which every other command also calls before it starts).
+``--online`` then makes the fewest requests that
 tell whether a run would work: one tiny chat completion (reachable, key accepted, JSON
 mode accepted; with ``llm.memory_tool`` on, one more offering the tool), one embedding of
 one word when ``[memory.embeddings]`` is on, and Telegram's ``getMe`` (the token is
@@ -13,12 +15,15 @@ The LLM SDK and the platform libraries are imported only for ``--online``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.config import Config, Secrets, enabled_platforms, load_config, read_persona, read_secrets
+from bot.config_errors import toml_value
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
@@ -60,6 +65,10 @@ def check(path: Path, *, online: bool = False) -> int:
         read_persona(config)
     except ConfigError as exc:
         problems.append(str(exc))
+    try:
+        prepare_data_dir(config, keep=False)  # check leaves no directory behind
+    except ConfigError as exc:
+        problems.append(str(exc))
     secrets: Secrets | None = None
     try:
         secrets = read_secrets(config, console=False)
@@ -71,6 +80,8 @@ def check(path: Path, *, online: bool = False) -> int:
     print(f"LLM: {config.llm.model} at {config.llm.base_url or 'the OpenAI default endpoint'}")
     for name in platforms:
         print(f"would start: {name}")
+    if config.web.enabled:
+        print(f"dashboard: {config.web.url} (only `pacebot run` serves it, not `pacebot console`)")
     if problems or secrets is None:
         for problem in problems:
             print(f"✗ {problem}", file=sys.stderr)
@@ -94,6 +105,57 @@ def check(path: Path, *, online: bool = False) -> int:
             "set enabled = true under [telegram] or [qq]"
         )
     return 0
+
+
+def prepare_data_dir(config: Config, *, keep: bool = True) -> None:
+    """Create the data directory and its ``logs/`` and write a file in each.
+
+    Raise ``ConfigError`` naming ``bot.data_dir`` when that fails: under ``/proc``, an
+    existing file, a directory this user cannot write. With ``keep=False`` (``pacebot
+    check``) the directories this call had to create are removed again.
+    """
+    data_dir = config.bot.data_dir
+    created: list[Path] = []
+    try:
+        for directory in (data_dir, config.log_dir):
+            _make_dir(directory, data_dir=data_dir, created=created)
+            try:
+                with tempfile.TemporaryFile(dir=directory):
+                    pass
+            except OSError as exc:
+                msg = (
+                    f"bot.data_dir = {toml_value(data_dir)}: cannot write in {directory}"
+                    f" ({_why(exc)})"
+                )
+                raise ConfigError(msg) from None
+    finally:
+        if not keep:
+            for directory in reversed(created):
+                with contextlib.suppress(OSError):
+                    directory.rmdir()
+
+
+def _make_dir(directory: Path, *, data_dir: Path, created: list[Path]) -> None:
+    """Create ``directory`` and its missing parents, appending each one made to ``created``."""
+    try:
+        missing = [path for path in (directory, *directory.parents) if not path.exists()]
+    except OSError as exc:  # a parent this user may not even look into
+        msg = f"bot.data_dir = {toml_value(data_dir)}: cannot reach {directory} ({_why(exc)})"
+        raise ConfigError(msg) from None
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+        except OSError as exc:
+            msg = f"bot.data_dir = {toml_value(data_dir)}: cannot create {path} ({_why(exc)})"
+            raise ConfigError(msg) from None
+        created.append(path)
+    if not directory.is_dir():
+        msg = f"bot.data_dir = {toml_value(data_dir)}: {directory} exists and is not a directory"
+        raise ConfigError(msg)
+
+
+def _why(error: OSError) -> str:
+    return error.strerror or str(error)
 
 
 async def online_findings(config: Config, secrets: Secrets) -> list[Finding]:

@@ -3,7 +3,9 @@
 The console user is ``console:private:local`` and always an admin. End the input
 (Ctrl-D) to let the bot answer what is waiting and exit; Ctrl-C exits at once, saying
 what is left for the next start. Standard input need not be a terminal: a pipe, a file
-or ``/dev/null`` is read to its end, then what waits is answered.
+or ``/dev/null`` is read to its end, then what waits is answered. Lines that do not come
+from a terminal are printed as the user's (``you: …``), so the transcript reads as a
+conversation.
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ class ConsolePlatform:
         texts: Texts,
         user_name: str = "you",
         out: TextIO | None = None,
+        echo_input: bool = False,
     ) -> None:
         self._bot_name = bot_name
         self._texts = texts
         self._user_name = user_name
+        self._echo_input = echo_input  # the terminal shows what is typed; a file does not
         self._out = out or sys.stdout
         self._tty = self._out.isatty()
         self._typing_shown = False
@@ -84,6 +88,10 @@ class ConsolePlatform:
         """Say who you are and how to leave."""
         self.say("console_banner", chat=CONSOLE_CHAT)
 
+    def show_no_dashboard(self, url: str) -> None:
+        """Say that ``[web] enabled`` serves nothing here: only ``pacebot run`` serves it."""
+        self.say("console_no_dashboard", url=url)
+
     async def show_left_waiting(self, status: StatusOps) -> None:
         """On leaving early, say how many messages are left for the next start, if any."""
         count = await status.waiting_messages(CONSOLE_CHAT)
@@ -118,6 +126,10 @@ class ConsolePlatform:
             text = line.decode("utf-8", errors="replace").strip()
             if not text:
                 continue
+            if self._echo_input:
+                self._clear_typing()
+                self._out.write(f"{self._user_name}: {text}\n")
+                self._out.flush()
             await inbox.receive_many((self.message(text),))
             if not self._waiting_shown and await status.waiting_messages(CONSOLE_CHAT):
                 self._waiting_shown = True
@@ -140,6 +152,14 @@ async def stdin_reader() -> asyncio.StreamReader:
         reader.feed_data(sys.stdin.buffer.read())
     reader.feed_eof()
     return reader
+
+
+def stdin_is_terminal() -> bool:
+    """Tell whether standard input is a terminal (which shows what is typed itself)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except ValueError:  # closed
+        return False
 
 
 def _is_watchable(stream: TextIO | None) -> bool:

@@ -189,8 +189,7 @@ class OpenAILLM(SdkClient):
             usage.completion_tokens if usage else "?",
         )
         message = choice.message
-        content = message.content if message is not None else None
-        text = strip_reasoning(content) if isinstance(content, str) else ""
+        text = strip_reasoning(message_text(message.content if message is not None else None))
         return Completion(
             text=text,
             finish_reason=choice.finish_reason,
@@ -338,6 +337,28 @@ def _tool_param(tool: ToolSpec) -> ChatCompletionToolParam:
             "parameters": json.loads(tool.parameters),
         },
     }
+
+
+def message_text(content: object) -> str:
+    """Return the text of an answer's ``message.content``: a string, or its text parts.
+
+    Some providers (Mistral's reasoning models among them) send the content as a list of
+    parts, e.g. ``[{"type": "thinking", ...}, {"type": "text", "text": "{...}"}]``: the
+    text parts, joined in order, are the answer; thinking and other parts are not.
+    Anything else (``None``, an odd body) reads as no text.
+    """
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = [
+        part["text"]
+        for part in content
+        if isinstance(part, dict)
+        and part.get("type", "text") == "text"
+        and isinstance(part.get("text"), str)
+    ]
+    return "".join(texts)
 
 
 def _tool_calls(message: ChatCompletionMessage | None) -> tuple[ToolCall, ...]:

@@ -23,7 +23,7 @@ from bot.models import Jpeg
 MAX_SIDE_PX: Final = 1024
 """The longest side of a picture the model sees."""
 MAX_BYTES: Final = 10 * 1024 * 1024
-"""The largest file fetched for the model (SPEC §17)."""
+"""The largest file fetched for the model."""
 MAX_PIXELS: Final = 50_000_000
 """The most pixels a picture may claim: above any phone camera Telegram or QQ passes on."""
 JPEG_QUALITY: Final = 85

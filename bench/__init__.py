@@ -1,4 +1,4 @@
-"""Benchmarks of pacebot against SPEC §11 and against the machine's own limits.
+"""Benchmarks of pacebot against docs/targets.md and against the machine's own limits.
 
 Run them all (about 10 minutes on the 2-core development machine) from the repository root::
 

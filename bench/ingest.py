@@ -32,7 +32,7 @@ from bot.models import ChatKey
 from fakes.harness import Harness, harness
 from fakes.openai_api import FakeLLMServer
 
-P99_TARGET_MS = 20.0  # SPEC §11, ingest at the core (Pipeline.receive)
+P99_TARGET_MS = 20.0  # docs/targets.md, ingest at the core (Pipeline.receive)
 RATE_TARGET = 3000.0
 _PACING = {"debounce_min_s": 60.0, "debounce_max_s": 60.0, "max_wait_s": 120.0, "max_batch": 1000}
 

@@ -9,7 +9,7 @@ and shared by the runs. Each run opens it with the real ``SqliteStore`` and asks
 - **keyword**: questions about a topic ("那家火锅店", "concert tickets", a word no summary
   holds): jieba in a worker thread, then FTS5 ranked by bm25, with the substring
   fallback when a term is short or matches nothing;
-- **hybrid**: the same keyword questions with semantic recall on (SPEC §14): keyword hits
+- **hybrid**: the same keyword questions with semantic recall on: keyword hits
   fused with the chat's nearest summary vectors, plus the nearest facts. Every summary has
   a random unit vector of ``VECTOR_DIMS`` dimensions, written through the real back-fill;
   the question's vector comes from :class:`RandomEmbedder` at once, because the
@@ -42,7 +42,7 @@ from bot.models import ChatKey
 from storage.sqlite import SqliteStore
 
 RECALL_P99_TARGET_MS = 20.0
-HYBRID_P99_TARGET_MS = 30.0  # SPEC §11: with vectors, not counting the embeddings request
+HYBRID_P99_TARGET_MS = 30.0  # docs/targets.md: with vectors, not counting the embeddings request
 VECTOR_DIMS = 1536  # text-embedding-3-small
 
 

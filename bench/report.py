@@ -2,7 +2,7 @@
 
 A benchmark run returns :class:`Figure` values. The runner gathers the same figure from
 every run into a :class:`Result` (the median of the runs, the spread between them), then
-sets each result against its SPEC §11 target and against a limit of this machine measured
+sets each result against its target (docs/targets.md) and against a limit of this machine measured
 in the same invocation (the raw SQLite commit rate, a bare timer, a bare HTTP round trip).
 """
 
@@ -20,7 +20,7 @@ from bench.stats import Spread, median
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """A SPEC §11 bound a figure should stay within."""
+    """A bound of docs/targets.md a figure should stay within."""
 
     op: Literal["<=", ">=", "=="]
     value: float

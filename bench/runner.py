@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run the benchmarks it names."""
     parser = argparse.ArgumentParser(
         prog="python -m bench",
-        description="Benchmark pacebot against SPEC §11 and against this machine's limits.",
+        description="Benchmark pacebot against docs/targets.md and against this machine's limits.",
     )
     parser.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (all)")
     parser.add_argument("--quick", action="store_true", help="a tiny smoke run of each, once")

@@ -5,7 +5,7 @@ is built once per invocation and copied for each run. A run then starts the core
 ``running_core`` does (open and migrate the store, warm jieba up, freeze the start-up
 heap, build the pipeline, ``Pipeline.recover``) while a ticker measures the event loop's
 stalls. The figures: the time to re-arm every chat, the longest stall while re-arming
-(SPEC: none over 50 ms) and while opening the store (before any platform takes updates),
+(docs/targets.md: none over 50 ms) and while opening the store (before any platform takes updates),
 and the memory each re-armed chat holds in the pipeline (``tracemalloc``, in a second
 pass).
 """

@@ -35,7 +35,7 @@ from bot.models import ChatKey, ChatKind
 LATENESS_P99_TARGET_MS = 10.0
 LATENESS_MAX_TARGET_MS = 100.0
 ARMED_MEMORY_TARGET_B = 1024.0
-_TARGET_CHATS = 100_000  # SPEC §11: lateness bounds hold with 100,000 live timers
+_TARGET_CHATS = 100_000  # docs/targets.md: lateness bounds hold with 100,000 live timers
 _RESETS = 5
 
 

@@ -66,7 +66,7 @@ class Decision(enum.Enum):
 
 
 def decide(batch: Batch, *, reply_mode: str) -> Decision:
-    """Apply SPEC §6: private chats are answered, groups per ``groups.reply_mode``."""
+    """Apply the group rules: private chats are answered, groups per ``groups.reply_mode``."""
     texts = [m.text for m in batch.messages]
     if not batch.chat.is_group:
         return Decision.MAY_STAY_SILENT if not looks_like_question(texts) else Decision.ANSWER

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from bot.config_errors import describe, toml_value
 from bot.errors import ConfigError
 from bot.texts import Language
 
@@ -72,8 +73,8 @@ def _admin_ids(value: tuple[str, ...]) -> tuple[str, ...]:
     for admin in value:
         if not _ADMIN_RE.match(admin):
             msg = (
-                f"{admin!r} is not an admin id; use platform:numeric-id, "
-                "e.g. telegram:123456789 or qq:10001"
+                f"{toml_value(admin)} is not an admin id; use platform:numeric-id, "
+                'e.g. "telegram:123456789" or "qq:10001"'
             )
             raise ValueError(msg)
     return value
@@ -155,8 +156,8 @@ class PacingConfig(_Section):
     def _ordered(self) -> Self:
         if self.debounce_min_s > self.debounce_max_s:
             msg = (
-                f"debounce_min_s ({self.debounce_min_s}) must not exceed "
-                f"debounce_max_s ({self.debounce_max_s})"
+                f"pacing.debounce_min_s = {self.debounce_min_s}: must not exceed "
+                f"pacing.debounce_max_s ({self.debounce_max_s})"
             )
             raise ValueError(msg)
         return self
@@ -275,6 +276,12 @@ class WebConfig(_Section):
     def is_loopback(self) -> bool:
         return is_loopback(self.host)
 
+    @property
+    def url(self) -> str:
+        """The address to open in a browser once ``pacebot run`` serves the dashboard."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
 
 class Config(_Section):
     """The whole validated configuration."""
@@ -297,23 +304,12 @@ class Config(_Section):
         return self.bot.data_dir / "logs"
 
 
-def _describe(error: Mapping[str, Any]) -> str:
-    key = ".".join(str(part) for part in error["loc"])
-    value = error.get("input")
-    reason = str(error["msg"]).removeprefix("Value error, ")
-    if error["type"] == "extra_forbidden":
-        return f"{key}: unknown key (value {value!r}); check its spelling against config.toml"
-    if error["type"] == "missing":
-        return f"{key}: required"
-    return f"{key} = {value!r}: {reason}"
-
-
 def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
     """Validate a parsed TOML document; resolve paths relative to ``base_dir``."""
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        problems = "\n".join(f"  - {_describe(e)}" for e in exc.errors())
+        problems = "\n".join(f"  - {describe(e, model=Config)}" for e in exc.errors())
         msg = f"invalid configuration:\n{problems}"
         raise ConfigError(msg) from None
     bot = config.bot
@@ -351,18 +347,18 @@ def read_persona(config: Config) -> str:
     try:
         text = config.bot.persona_file.read_text(encoding="utf-8").strip()
     except OSError as exc:
-        msg = (
-            f"bot.persona_file = {str(config.bot.persona_file)!r}: cannot read it ({exc.strerror})"
+        msg = f"bot.persona_file = {toml_value(config.bot.persona_file)}: cannot read it" + (
+            f" ({exc.strerror})"
         )
         raise ConfigError(msg) from None
     except UnicodeDecodeError as exc:
         msg = (
-            f"bot.persona_file = {str(config.bot.persona_file)!r}: not UTF-8 text"
+            f"bot.persona_file = {toml_value(config.bot.persona_file)}: not UTF-8 text"
             f" (byte {exc.start} cannot be decoded); save it as UTF-8"
         )
         raise ConfigError(msg) from None
     if not text:
-        msg = f"bot.persona_file = {str(config.bot.persona_file)!r}: the file is empty"
+        msg = f"bot.persona_file = {toml_value(config.bot.persona_file)}: the file is empty"
         raise ConfigError(msg)
     return text
 
@@ -431,7 +427,7 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
         if onebot_token is None and not config.qq.is_loopback:
             problems.append(
                 f"[qq] access_token_env: environment variable {token_env} is not set, and it is "
-                f"required because qq.host = {config.qq.host!r} is not a loopback address"
+                f"required because qq.host = {toml_value(config.qq.host)} is not a loopback address"
             )
     web_token = None
     if config.web.enabled and not console:

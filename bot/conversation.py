@@ -8,7 +8,7 @@ is with the LLM) or **sending** (its replies go out). The pipeline keeps a
                       ▲                                                     │
                       └──────────── (more waiting) ◄─── replies done ◄──────┘
 
-The rules of SPEC §2.6 for writing while the bot answers ("talking over" it) are pure
+The rules for writing while the bot answers ("talking over" it) are pure
 methods here, so they are tested without an event loop:
 
 - In a private chat any new message talks over the answer; in a group only one that

@@ -2,10 +2,11 @@
 
 stdlib logging (PTB, httpx, APScheduler, uvicorn) is routed into loguru. httpx logs
 request URLs, which hold the Telegram token, so its loggers stay at WARNING and every
-sink redacts the secrets it was told about. Times are written in the bot's time zone,
-with its offset: the chat days and the nightly run are counted there too. A line about a
-chat names it (``logger.bind(chat=...)``, or ``logger.contextualize`` around a batch,
-which reaches the lines libraries log meanwhile).
+sink redacts the secrets it was told about. APScheduler's and uvicorn's INFO lines (jobs
+added, servers started) come out at DEBUG: INFO is kept for what an operator acts on.
+Times are written in the bot's time zone, with its offset: the chat days and the nightly
+run are counted there too. A line about a chat names it (``logger.bind(chat=...)``, or
+``logger.contextualize`` around a batch, which reaches the lines libraries log meanwhile).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ REDACTED = "***"
 LOG_FILE = "pacebot.log"
 """The log file's name under ``<data_dir>/logs/``; older ones are rotated beside it."""
 _QUIET_LOGGERS = ("httpx", "httpcore", "hpack", "openai._base_client")
+_CHATTY_LIBRARIES = frozenset({"apscheduler", "uvicorn"})
+"""Libraries whose INFO lines are start-up and shutdown chatter ("Added job", "Uvicorn
+running on"): pacebot says what an operator needs itself, so they are logged at DEBUG."""
 _FORMAT = (
     "{time:YYYY-MM-DD HH:mm:ss.SSS ZZ} | {level: <7} | {extra[where]: <24} | "
     "{message}{extra[error]}"
@@ -96,14 +100,22 @@ def _patch(record: Record, *, zone: tzinfo | None = None) -> None:
     record["exception"] = None
 
 
+def _library(logger_name: str) -> str:
+    return logger_name.partition(".")[0]
+
+
 class _InterceptHandler(logging.Handler):
     """Send stdlib log records to loguru."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        try:
-            level: str | int = logger.level(record.levelname).name
-        except ValueError:
-            level = record.levelno
+        level: str | int
+        if record.levelno == logging.INFO and _library(record.name) in _CHATTY_LIBRARIES:
+            level = "DEBUG"
+        else:
+            try:
+                level = logger.level(record.levelname).name
+            except ValueError:
+                level = record.levelno
         logger.opt(depth=6, exception=record.exc_info).log(
             level, "{}: {}", record.name, record.getMessage()
         )

@@ -108,7 +108,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "up to today will be.",
         "forgetme_done": "Forgot {count} fact(s) about you in this chat; nothing you wrote up to "
         "today will teach them again. Day summaries are kept (an admin can /pop them).",
-        # /trace and `pacebot trace`; the words the SPEC names (answered, sent, json…) stay
+        # /trace and `pacebot trace`; the words the README names (answered, sent, json…) stay
         "trace_usage": "usage: /trace [N], N = 1 for the newest batch, up to {keep}",
         "trace_none": "No batch of {chat} has a trace yet.",
         "trace_too_far": "{chat} has {kept} trace(s) kept: choose N from 1 (newest) to {kept}.",
@@ -137,6 +137,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "console_waiting": "… ({bot} is waiting for you to finish)",
         "console_left_waiting": "{count} message(s) still waiting: {bot} answers them on the "
         "next start.",
+        "console_no_dashboard": "[web] is enabled, but the console does not serve the "
+        "dashboard: only `pacebot run` does, at {url}",
     }
 )
 
@@ -242,6 +244,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",
         "console_left_waiting": "还有 {count} 条消息在等待：{bot} 下次启动时会回复。",
+        "console_no_dashboard": "[web] 已开启，但控制台不提供网页面板：只有 `pacebot run` 提供，"
+        "地址是 {url}",
     }
 )
 

@@ -1,4 +1,4 @@
-"""Why the bot said what it said: one trace per batch, for admins (SPEC §15).
+"""Why the bot said what it said: one trace per batch, for admins (README, "Traces").
 
 A :class:`TraceNotes` collects along the answer path what the batch held, what the
 prompt was made of, what recall found, each LLM call (with the model's name, latency
@@ -239,8 +239,8 @@ def _shown_item(kind: str, content: str) -> str:
 def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
     """Return a trace as text for an admin (``/trace``, ``pacebot trace``), in ``say``'s words.
 
-    The SPEC's own words (answered, sent, json, …) are shown as they are in every language:
-    they are what an operator searches the docs and logs for.
+    The words the README's "Traces" names (answered, sent, json, …) are shown as they are
+    in every language: they are what an operator searches the docs and logs for.
     """
     trace = shown.trace
     local = trace.at.astimezone(zone)

@@ -1,4 +1,4 @@
-"""Gather the pictures of a batch for its one LLM call (SPEC §17).
+"""Gather the pictures of a batch for its one LLM call (README, "Pictures").
 
 Only the newest ``llm.max_images`` pictures are fetched, a few at a time, when the batch
 is answered; a picture that cannot be fetched or decoded keeps its placeholder and the

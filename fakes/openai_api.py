@@ -15,10 +15,10 @@ the script is empty it is answered with ``default``. Every request body is recor
 ``requests`` (headers in ``request_headers``), whatever the answer. With ``api_key`` set,
 a request carrying another key gets 401, as OpenAI answers (on both endpoints); with
 ``refuse_json_mode``, a request with ``response_format`` gets 400, as providers without
-JSON mode answer. A step may be a call of a tool (``call_tool``); ``refuse_tools`` makes
-every request that offers tools a 400. ``before_answer``, if set, is awaited with each
-chat request's body before it is answered: a test can hold one request until another
-arrives, or answer them out of order.
+JSON mode answer. A step may be a call of a tool (``call_tool``) or a content made of
+parts (``reply_parts``); ``refuse_tools`` makes every request that offers tools a 400.
+``before_answer``, if set, is awaited with each chat request's body before it is
+answered: a test can hold one request until another arrives, or answer them out of order.
 
 ``POST /v1/embeddings`` has a script of its own (``embeddings_fail``,
 ``embeddings_hang``) and records its bodies in ``embedding_requests``. Unscripted, it
@@ -58,7 +58,7 @@ class _Step:
     """One scripted answer: a completion, an HTTP error or a raw body, maybe after a wait."""
 
     status: int = 200
-    content: str | None = None
+    content: str | list[dict[str, Any]] | None = None  # a list: the content as parts
     finish_reason: str = "stop"
     body: Any = None  # a raw JSON body (dict/list) or text (str) instead of a completion
     headers: dict[str, str] = field(default_factory=dict)
@@ -111,6 +111,14 @@ class FakeLLMServer:
     def reply(self, content: str | None, *, finish_reason: str = "stop") -> None:
         """Answer the next request with this message content (``None`` = null content)."""
         self._script.append(_Step(content=content, finish_reason=finish_reason))
+
+    def reply_parts(self, *parts: dict[str, Any]) -> None:
+        """Answer the next request with the content as a list of parts, as some providers do.
+
+        E.g. ``{"type": "thinking", "thinking": [...]}, {"type": "text", "text": "{...}"}``
+        (Mistral's reasoning models).
+        """
+        self._script.append(_Step(content=list(parts)))
 
     def reply_json(self, obj: Any, *, finish_reason: str = "stop") -> None:
         """Answer the next request with ``obj`` serialised as the message content."""
@@ -341,14 +349,14 @@ class FakeLLMServer:
     def _completion(
         self,
         request: dict[str, Any],
-        content: str | None,
+        content: str | list[dict[str, Any]] | None,
         finish_reason: str,
         *,
         tool_calls: tuple[dict[str, Any], ...] = (),
     ) -> dict[str, Any]:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
         prompt_tokens = max(1, prompt_chars // 4)
-        completion_tokens = len(content or "") // 4
+        completion_tokens = len(content if isinstance(content, str) else str(content or "")) // 4
         return {
             "id": f"chatcmpl-fake{next(self._ids)}",
             "object": "chat.completion",

@@ -32,7 +32,7 @@ def test_every_benchmark_yields_finite_figures_with_units(report: Report) -> Non
 
 
 def test_spec_targets_are_attached_and_limits_resolve(report: Report) -> None:
-    """Every SPEC §11 figure carries its target, and every limit named was measured."""
+    """Every figure of docs/targets.md carries its target, and every limit named was measured."""
     with_targets = {r.name for r in report.results if r.target is not None}
     expected = {
         "ingest.300/s.latency.p99",

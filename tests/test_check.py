@@ -76,7 +76,35 @@ def test_a_config_error_still_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
     path = tmp_path / "config.toml"
     path.write_text('[bot]\ntimezone = "Mars/Olympus"\n', encoding="utf-8")
     assert main(["check", "-c", str(path)]) == 1
-    assert "bot.timezone = 'Mars/Olympus'" in capsys.readouterr().err
+    assert 'bot.timezone = "Mars/Olympus"' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("web", "url"),
+    [
+        ("[web]\nenabled = true\n", "http://127.0.0.1:8090/"),
+        ('[web]\nenabled = true\nhost = "::1"\nport = 9000\n', "http://[::1]:9000/"),
+    ],
+)
+def test_check_names_the_dashboard_and_who_serves_it(
+    web: str,
+    url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """With [web] on, check gives the dashboard's URL and says only `pacebot run` serves it."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    monkeypatch.setenv("PACEBOT_WEB_TOKEN", "a-dashboard-token-of-32-characters")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:abc")
+    path = tmp_path / "config.toml"
+    path.write_text(f"[telegram]\nenabled = true\n{web}", encoding="utf-8")
+    assert main(["check", "-c", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[3:5] == [
+        "would start: telegram",
+        f"dashboard: {url} (only `pacebot run` serves it, not `pacebot console`)",
+    ]
 
 
 async def test_online_check_passes_against_a_working_llm_and_telegram(

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from adapters.cli import main
 from bot.config import Config, load_config, parse_config, read_persona
@@ -37,23 +38,77 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[pacing]\ndebounce_min_s = -1\n", "pacing.debounce_min_s = -1: Input should be greater"),
-        ("[pacing]\nmax_batch = 'many'\n", "pacing.max_batch = 'many'"),
-        ("[pacing]\nundo = 1\n", "pacing.undo: unknown key"),
-        ("[bots]\nname = 'x'\n", "bots: unknown key"),
-        ("[bot]\ntimezone = 'Mars/Olympus'\n", "must be an IANA time zone"),
-        ("[bot]\nadmins = ['alice']\n", "use platform:numeric-id"),
-        ("[memory]\nday_boundary = '4am'\n", "must be a time of day HH:MM"),
-        ("[groups]\nreply_mode = 'sometimes'\n", "groups.reply_mode = 'sometimes'"),
-        ("[llm]\napi_key_env = 'sk-secret value'\n", "must be the name of an environment variable"),
-        ("[pacing]\ndebounce_min_s = 20.0\n", "must not exceed debounce_max_s"),
+        ("[pacing]\ndebounce_min_s = -1\n", "pacing.debounce_min_s = -1: must be at least 0.0"),
+        (
+            "[pacing]\nmax_batch = 'many'\n",
+            'pacing.max_batch = "many": must be a whole number, e.g. 30',
+        ),
+        ("[pacing]\nmax_batch = 1.5\n", "pacing.max_batch = 1.5: must be a whole number, e.g. 30"),
+        ("[pacing]\nmax_wait_s = 0\n", "pacing.max_wait_s = 0: must be more than 0.0"),
+        (
+            "[pacing]\nundo = 1\n",
+            "pacing.undo: unknown key (value 1); check its spelling against config.toml",
+        ),
+        (
+            "[bots]\nname = 'x'\n",
+            'bots: unknown key (value { name = "x" }); check its spelling against config.toml',
+        ),
+        (
+            "[bot]\ntimezone = 'Mars/Olympus'\n",
+            'bot.timezone = "Mars/Olympus": must be an IANA time zone such as Asia/Shanghai or'
+            " Europe/Berlin",
+        ),
+        (
+            "[bot]\nadmins = ['alice']\n",
+            'bot.admins = ["alice"]: "alice" is not an admin id; use platform:numeric-id, e.g.'
+            ' "telegram:123456789" or "qq:10001"',
+        ),
+        (
+            "[bot]\nadmins = 'telegram:123'\n",
+            'bot.admins = "telegram:123": must be an array, e.g. ["telegram:123"]',
+        ),
+        (
+            "[bot]\naliases = ['阿满', 7]\n",
+            "bot.aliases (item 2) = 7: must be a string in double quotes",
+        ),
+        ("bot = 'x'\n", 'bot = "x": must be a table: a line [bot] with its keys below it'),
+        (
+            "[llm]\nsplitter = 5\n",
+            "llm.splitter = 5: must be a table: a line [llm.splitter] with its keys below it",
+        ),
+        ("[bot]\nname = ''\n", 'bot.name = "": must not be empty'),
+        ("[bot]\nname = 5\n", 'bot.name = 5: must be a string in double quotes, e.g. "小满"'),
+        ("[bot]\ndata_dir = 5\n", 'bot.data_dir = 5: must be a path in double quotes, e.g. "data"'),
+        ("[llm]\njson_mode = 'maybe'\n", 'llm.json_mode = "maybe": must be true or false'),
+        ("[llm]\ntemperature = 3\n", "llm.temperature = 3: must be at most 2.0"),
+        (
+            "[memory]\nday_boundary = '4am'\n",
+            'memory.day_boundary = "4am": must be a time of day HH:MM, e.g. 04:00',
+        ),
+        (
+            "[memory]\nday_boundary = 04:00:00\n",
+            'memory.day_boundary = 04:00:00: must be a string in double quotes, e.g. "04:00"',
+        ),
+        (
+            "[groups]\nreply_mode = 'sometimes'\n",
+            'groups.reply_mode = "sometimes": must be one of "mention", "always", "smart"',
+        ),
+        (
+            "[llm]\napi_key_env = 'sk-secret value'\n",
+            'llm.api_key_env = "sk-secret value": must be the name of an environment variable,'
+            " e.g. PACEBOT_LLM_API_KEY",
+        ),
+        (
+            "[pacing]\ndebounce_min_s = 20.0\n",
+            "pacing.debounce_min_s = 20.0: must not exceed pacing.debounce_max_s (15.0)",
+        ),
     ],
 )
 def test_bad_values_name_key_value_and_form(tmp_path: Path, text: str, expected: str) -> None:
-    """A bad value is an error that names the key, the value and the expected form."""
+    """A bad value is one line naming the key, the value as TOML writes it, and the form."""
     with pytest.raises(ConfigError) as caught:
         load_config(write(tmp_path, text))
-    assert expected in str(caught.value)
+    assert str(caught.value) == f"invalid configuration:\n  - {expected}"
 
 
 ENV_FORM = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
@@ -62,21 +117,21 @@ ENV_FORM = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KE
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"llm": {"api_key_env": "a b"}}, f"llm.api_key_env = 'a b': {ENV_FORM}"),
+        ({"llm": {"api_key_env": "a b"}}, f'llm.api_key_env = "a b": {ENV_FORM}'),
         (
             {"llm": {"splitter": {"api_key_env": "1x"}}},
-            f"llm.splitter.api_key_env = '1x': {ENV_FORM}",
+            f'llm.splitter.api_key_env = "1x": {ENV_FORM}',
         ),
-        ({"telegram": {"token_env": "a-b"}}, f"telegram.token_env = 'a-b': {ENV_FORM}"),
-        ({"qq": {"access_token_env": ""}}, f"qq.access_token_env = '': {ENV_FORM}"),
+        ({"telegram": {"token_env": "a-b"}}, f'telegram.token_env = "a-b": {ENV_FORM}'),
+        ({"qq": {"access_token_env": ""}}, f'qq.access_token_env = "": {ENV_FORM}'),
         (
             {"llm": {"base_url": "ftp://x"}},
-            "llm.base_url = 'ftp://x': must be an http(s) URL such as "
+            'llm.base_url = "ftp://x": must be an http(s) URL such as '
             "https://api.openai.com/v1, or empty",
         ),
         (
             {"telegram": {"api_base_url": "x"}},
-            "telegram.api_base_url = 'x': must be an http(s) URL such as "
+            'telegram.api_base_url = "x": must be an http(s) URL such as '
             "http://127.0.0.1:8081/bot, or empty",
         ),
     ],
@@ -118,7 +173,7 @@ def test_persona_file_not_in_utf8_is_a_config_error(tmp_path: Path) -> None:
     """The same holds for the persona file, named by its key."""
     (tmp_path / "persona.md").write_bytes("你是阿福。".encode("gbk"))
     config = load_config(write(tmp_path, '[bot]\npersona_file = "persona.md"\n'))
-    with pytest.raises(ConfigError, match=r"bot.persona_file = .*persona.md': not UTF-8 text"):
+    with pytest.raises(ConfigError, match=r'bot.persona_file = ".*persona.md": not UTF-8 text'):
         read_persona(config)
 
 
@@ -173,3 +228,35 @@ def test_check_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     """`pacebot check` on a missing file exits 1 saying it cannot be read."""
     assert main(["check", "-c", str(tmp_path / "nope.toml")]) == 1
     assert "cannot read config file" in capsys.readouterr().err
+
+
+def documented_keys(text: str) -> dict[str, list[str]]:
+    """Read docs/configuration.md: each ``[table]`` heading with the keys of its rows."""
+    tables: dict[str, list[str]] = {}
+    table = ""
+    for line in text.splitlines():
+        if line.startswith("#"):  # a heading: "## [bot]" opens a table, any other closes it
+            table = line[line.index("[") + 1 : -1] if line.endswith("]") else ""
+            if table:
+                tables[table] = []
+        elif table and line.startswith("| `"):
+            tables[table].append(line.split("`")[1])
+    return tables
+
+
+def config_keys(model: type[BaseModel], prefix: str = "") -> dict[str, list[str]]:
+    """Return each table of the config with its keys, nested tables as their own."""
+    tables: dict[str, list[str]] = {prefix: []} if prefix else {}
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            tables.update(config_keys(annotation, f"{prefix}.{name}" if prefix else name))
+        else:
+            tables[prefix].append(name)
+    return tables
+
+
+def test_every_key_is_documented_in_its_table() -> None:
+    """docs/configuration.md has a table for each config table, with a row for each key."""
+    text = (EXAMPLE.parent / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert documented_keys(text) == config_keys(Config)

@@ -89,15 +89,17 @@ async def run_console(
 async def test_console_chat_answers_and_exits_at_end_of_input(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """Two typed lines get one answer in two paced messages with typing shown, then a clean exit."""
+    """Two piped lines, shown as the user's, get one answer in two paced messages, then exit 0."""
     llm.reply_json(replies_json("你好呀", "今天过得怎么样？", delay=0.1))
     code, out, err = await run_console(
-        write_config(tmp_path, llm.base_url), "嗨\n我回来了\n".encode()
+        write_config(tmp_path, llm.base_url), "嗨\n\n我回来了\n".encode()
     )
     assert code == 0, err
     assert out.splitlines() == [
         BANNER,
+        "you: 嗨",
         WAITING,
+        "you: 我回来了",
         "小满: 你好呀",
         "(小满 is typing…)",
         "小满: 今天过得怎么样？",
@@ -144,11 +146,11 @@ async def test_ctrl_c_says_a_message_is_still_waiting(tmp_path: Path, llm: FakeL
     assert process.stdout is not None
     process.stdin.write("还在吗\n".encode())
     await process.stdin.drain()
-    lines = [await asyncio.wait_for(process.stdout.readline(), 20) for _ in range(2)]
+    lines = [await asyncio.wait_for(process.stdout.readline(), 20) for _ in range(3)]
     process.send_signal(signal.SIGINT)
     out, err = await asyncio.wait_for(process.communicate(), 20)
     assert process.returncode == 0, err.decode()
-    assert [line.decode().rstrip("\n") for line in lines] == [BANNER, WAITING]
+    assert [line.decode().rstrip("\n") for line in lines] == [BANNER, "you: 还在吗", WAITING]
     assert out.decode().splitlines() == [
         "1 message(s) still waiting: 小满 answers them on the next start."
     ]
@@ -167,14 +169,59 @@ async def test_console_with_dev_null_as_input_exits_at_once(
     assert "PermissionError" not in err
 
 
+async def test_console_says_it_does_not_serve_the_dashboard(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With [web] enabled the console says, under its banner, that only `pacebot run` serves it."""
+    config = write_config(tmp_path, llm.base_url)
+    config.write_text(config.read_text() + "\n[web]\nenabled = true\nport = 8123\n")
+    code, out, err = await run_console(config, asyncio.subprocess.DEVNULL)
+    assert (code, out.splitlines()) == (
+        0,
+        [
+            BANNER,
+            "[web] is enabled, but the console does not serve the dashboard: only `pacebot run`"
+            " does, at http://127.0.0.1:8123/",
+        ],
+    ), err
+
+
+async def test_lines_typed_at_a_terminal_are_not_printed_again(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With a terminal on stdin (it shows what is typed) the console prints only its own lines."""
+    llm.reply_json(replies_json("收到"))
+    terminal, stdin = os.openpty()
+    try:
+        env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY}
+        process = await start_console(write_config(tmp_path, llm.base_url), env, stdin=stdin)
+        assert process.stdout is not None
+        banner = await asyncio.wait_for(process.stdout.readline(), 20)
+        os.write(terminal, "好的\n".encode())
+        lines = [await asyncio.wait_for(process.stdout.readline(), 20) for _ in range(2)]
+        process.send_signal(signal.SIGINT)
+        await asyncio.wait_for(process.communicate(), 20)
+    finally:
+        os.close(terminal)
+        os.close(stdin)
+    assert [line.decode().rstrip("\n") for line in (banner, *lines)] == [
+        BANNER,
+        WAITING,
+        "小满: 收到",
+    ]
+
+
 async def test_console_reads_a_file_to_its_end_and_answers(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """Input redirected from a file is read to its end, answered in one batch, then exit 0."""
+    """A file on stdin is read to its end, each line shown as the user's, answered in one batch."""
     llm.reply_json(replies_json("收到"))
     lines = tmp_path / "input.txt"
     lines.write_text("第一行\n第二行\n", encoding="utf-8")
     with lines.open("rb") as stdin:
         code, out, err = await run_console(write_config(tmp_path, llm.base_url), stdin)
-    assert (code, out.splitlines()) == (0, [BANNER, WAITING, "小满: 收到"]), err
+    assert (code, out.splitlines()) == (
+        0,
+        [BANNER, "you: 第一行", WAITING, "you: 第二行", "小满: 收到"],
+    ), err
     assert len(llm.requests) == 1

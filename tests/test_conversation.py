@@ -1,4 +1,4 @@
-"""One chat's conversation as a pure state machine: phases and the talk-over rules (§2.6)."""
+"""One chat's conversation as a pure state machine: phases and the talk-over rules."""
 
 from __future__ import annotations
 

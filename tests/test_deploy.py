@@ -92,7 +92,7 @@ def test_every_path_the_image_copies_exists() -> None:
 
 
 def test_the_image_runs_as_a_user_on_a_data_volume_with_the_config_it_copies(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The image runs `pacebot run` as a non-root user on /data, with a config that passes check."""
     steps = dockerfile()
@@ -117,8 +117,17 @@ def test_the_image_runs_as_a_user_on_a_data_volume_with_the_config_it_copies(
     }
     monkeypatch.setenv("PACEBOT_LLM_API_KEY", "sk-deploy-test")
     monkeypatch.setenv("ONEBOT_ACCESS_TOKEN", "a-long-random-string")
-    assert main(["check", "-c", str(ROOT / copied[config])]) == 0
-    assert "would start: qq" in capsys.readouterr().out
+    # check tries to write in data_dir: a directory of this test stands in for the volume.
+    text = (ROOT / copied[config]).read_text(encoding="utf-8")
+    volume = tmp_path / "volume"
+    here = tmp_path / "config.toml"
+    here.write_text(text.replace('data_dir = "/data"', f'data_dir = "{volume}"'), encoding="utf-8")
+    assert main(["check", "-c", str(here)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert (f"database: {volume / 'pacebot.sqlite3'}" in out, "would start: qq" in out) == (
+        True,
+        True,
+    )
 
 
 def test_compose_runs_pacebot_beside_napcat_sharing_the_access_token() -> None:

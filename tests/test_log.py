@@ -122,3 +122,36 @@ async def test_every_line_logged_while_answering_names_the_chat(
     where = f"| {PRIVATE} batch "
     assert len(llm_lines) >= 2
     assert [line for line in llm_lines if where not in line] == []
+
+
+@pytest.mark.parametrize(
+    ("level", "expected"),
+    [
+        ("INFO", [("WARNING", "uvicorn.error: Invalid HTTP request received.")]),
+        (
+            "DEBUG",
+            [
+                ("DEBUG", 'apscheduler.scheduler: Added job "partial" to job store "default"'),
+                ("DEBUG", "uvicorn.error: Uvicorn running on http://127.0.0.1:8090"),
+                ("WARNING", "uvicorn.error: Invalid HTTP request received."),
+            ],
+        ),
+    ],
+)
+def test_the_schedulers_and_servers_start_up_lines_are_debug(
+    tmp_path: Path, level: str, expected: list[tuple[str, str]]
+) -> None:
+    """APScheduler's and uvicorn's INFO lines come out at DEBUG; their warnings stay warnings."""
+    setup_logging(level=level, log_dir=tmp_path)
+    try:
+        logging.getLogger("apscheduler.scheduler").info(
+            'Added job "%s" to job store "%s"', "partial", "default"
+        )
+        logging.getLogger("uvicorn.error").info("Uvicorn running on %s", "http://127.0.0.1:8090")
+        logging.getLogger("uvicorn.error").warning("Invalid HTTP request received.")
+    finally:
+        logger.remove()
+        logging.basicConfig(handlers=[], force=True)
+    lines = (tmp_path / "pacebot.log").read_text(encoding="utf-8").splitlines()
+    fields = [line.split(" | ") for line in lines]
+    assert [(field[1].strip(), field[3]) for field in fields] == expected

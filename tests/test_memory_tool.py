@@ -1,4 +1,4 @@
-"""The memory tool (SPEC §16) through the real core, the openai SDK and the fake LLM server."""
+"""The memory tool through the real core, the openai SDK and the fake LLM server."""
 
 from __future__ import annotations
 

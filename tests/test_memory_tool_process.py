@@ -1,4 +1,4 @@
-"""The memory tool (SPEC §16) through a real `pacebot run` process on QQ.
+"""The memory tool through a real `pacebot run` process on QQ.
 
 A day summary is pushed onto the chat's prompt stack before the start, as an earlier
 night would have left it. Then everything goes over the real wires: nonebot2 fed by the

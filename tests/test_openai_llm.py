@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from loguru import logger
 
-from adapters.openai_llm import SPLITTER_TEMPERATURE, OpenAILLM
+from adapters.openai_llm import SPLITTER_TEMPERATURE, OpenAILLM, message_text
 from bot.config import LLMConfig, SplitterConfig
 from bot.errors import BadLLMReply, ConfigError, LLMUnavailable
 from bot.models import ChatMessage, Completion
@@ -113,6 +113,49 @@ async def test_reasoning_block_is_stripped(server: FakeLLMServer, llm: OpenAILLM
     """A leading <think> block of a reasoning model never reaches the caller."""
     server.reply('<think>先想想 {"replies": []}</think>\n{"replies": []}')
     assert await llm.complete(MESSAGES, json_mode=True) == Completion('{"replies": []}', "stop")
+
+
+PLAN = '{"replies": [{"content": "在的", "send_delay_seconds": 0}]}'
+
+
+async def test_content_as_a_list_of_parts_is_read_from_its_text_parts(
+    server: FakeLLMServer, llm: OpenAILLM
+) -> None:
+    """A message content of thinking and text parts (Mistral's reasoning models) is its text."""
+    server.reply_parts(
+        {"type": "thinking", "thinking": [{"type": "text", "text": "The user asks if I am here."}]},
+        {"type": "text", "text": PLAN},
+    )
+    completion = await llm.complete(MESSAGES, json_mode=True)
+    replies = parse_replies(completion.text, finish_reason="stop", max_delay_s=5.0)
+    assert (completion, [reply.content for reply in replies]) == (
+        Completion(PLAN, "stop"),
+        ["在的"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        pytest.param(PLAN, PLAN, id="a string"),
+        pytest.param(None, "", id="null"),
+        pytest.param(
+            [{"type": "text", "text": '{"replies": ['}, {"type": "text", "text": "]}"}],
+            '{"replies": []}',
+            id="text parts joined in order",
+        ),
+        pytest.param([{"text": "hi"}], "hi", id="a part without a type"),
+        pytest.param(
+            [{"type": "thinking", "thinking": "hm"}, {"type": "image_url"}, "stray", 3],
+            "",
+            id="no text part",
+        ),
+        pytest.param({"type": "text", "text": "hi"}, "", id="one part, not a list"),
+    ],
+)
+def test_message_text_reads_strings_and_text_parts(content: object, expected: str) -> None:
+    """Only a string or the text parts of a list are an answer's text."""
+    assert message_text(content) == expected
 
 
 async def test_no_choices_is_bad_reply(server: FakeLLMServer, llm: OpenAILLM) -> None:

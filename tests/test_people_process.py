@@ -234,7 +234,7 @@ async def test_people_and_traces_in_the_console(tmp_path: Path, llm: FakeLLMServ
 
     people = await type_and_read(process, "/people", "/facts <user id>")
     facts = await type_and_read(process, "/facts local", "/forget <fact id>")
-    ghost = await type_and_read(process, "/facts 999", "999")
+    ghost = await type_and_read(process, "/facts 999", "Nothing is remembered")
     forgot = await type_and_read(process, f"/forget {exam}", "Forgot fact")
     llm.reply_json({"replies": [{"content": "吃面吧", "send_delay_seconds": 0}]})
     answer = await type_and_read(process, "午饭吃什么", "吃面吧")
@@ -252,8 +252,14 @@ async def test_people_and_traces_in_the_console(tmp_path: Path, llm: FakeLLMServ
         f"#{peanut} · learned from {yesterday} · CANARY-PEANUT 对花生过敏",
         f"#{exam} · learned from {yesterday} · CANARY-EXAM 下周三考驾照",
     ]
-    assert ghost == f"小满: Nothing is remembered about id 999 in {CONSOLE}."
-    assert forgot == f"小满: Forgot fact #{exam} about you (id local): CANARY-EXAM 下周三考驾照"
+    assert ghost.splitlines() == [
+        "you: /facts 999",
+        f"小满: Nothing is remembered about id 999 in {CONSOLE}.",
+    ]
+    assert forgot.splitlines() == [
+        f"you: /forget {exam}",
+        f"小满: Forgot fact #{exam} about you (id local): CANARY-EXAM 下周三考驾照",
+    ]
     assert answer.endswith("小满: 吃面吧")
     reply_prompt = system_prompt(llm, 1)
     assert "- you (id local): CANARY-PEANUT 对花生过敏" in reply_prompt
@@ -262,7 +268,7 @@ async def test_people_and_traces_in_the_console(tmp_path: Path, llm: FakeLLMServ
     assert f"batch 2 of {CONSOLE}" in trace
     assert "reply 1: sent · 吃面吧" in trace
     assert re.search(r"people [1-9]", trace)
-    assert forgot_me.startswith("小满: Forgot 1 fact(s) about you in this chat;")
+    assert forgot_me.splitlines()[-1].startswith("小满: Forgot 1 fact(s) about you in this chat;")
     assert live_facts(config) == []
     assert len(llm.requests) == 2
     assert KEY not in str(llm.requests)

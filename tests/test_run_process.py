@@ -90,7 +90,7 @@ async def test_sigterm_between_replies_then_restart(
 async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
-    """With Telegram and QQ on, SIGTERM stops both; logs, uvicorn's too, reach pacebot's file."""
+    """With Telegram and QQ on, SIGTERM stops both; logs, uvicorn's (DEBUG) too, reach the file."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
@@ -99,7 +99,9 @@ async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
         config.read_text(encoding="utf-8") + f"\n[qq]\nenabled = true\nport = {port}\n",
         encoding="utf-8",
     )
-    process = await start(config, api)
+    # uvicorn's start and stop lines are DEBUG: ask for them to see that they are routed.
+    env = {"PACEBOT_LLM_API_KEY": KEY, "TELEGRAM_BOT_TOKEN": api.token}
+    process = await start_run(config, {**env, "PACEBOT_LOG_LEVEL": "DEBUG"})
     await api.wait_for("getUpdates", timeout=20)
     onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
     await onebot.connect_when_listening()
@@ -114,7 +116,7 @@ async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
     assert "Traceback" not in err
     assert "QQ: OneBot connected as 10001; QQ is running" in log
     assert f"Telegram running as @{api.bot_username}: first poll answered" in log
-    assert "uvicorn" in log
+    assert "| DEBUG   | -                        | uvicorn.error: " in log
     assert KEY not in log
     assert api.token not in log
 

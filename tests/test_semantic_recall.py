@@ -1,4 +1,4 @@
-"""Semantic recall (SPEC §14): real SQLite, the real openai SDK, the fake /v1/embeddings."""
+"""Semantic recall: real SQLite, the real openai SDK, the fake /v1/embeddings."""
 
 from __future__ import annotations
 

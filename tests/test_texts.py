@@ -43,7 +43,7 @@ def test_a_chatters_braces_do_not_break_a_template() -> None:
 def test_the_language_is_checked_with_the_config() -> None:
     """An unknown bot.language is a config error naming the key and the choices."""
     assert parse_config({"bot": {"language": "zh"}}, base_dir=Path()).bot.language == "zh"
-    with pytest.raises(ConfigError, match=r"bot.language = 'fr': Input should be 'en' or 'zh'"):
+    with pytest.raises(ConfigError, match=r'bot.language = "fr": must be one of "en", "zh"'):
         parse_config({"bot": {"language": "fr"}}, base_dir=Path())
 
 
@@ -98,3 +98,12 @@ async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: Fak
         "/help — 列出你可以用的命令",
         "/forgetme — 忘掉这个聊天里关于你的所有事实",
     ]
+
+
+def test_every_command_is_in_the_commands_doc() -> None:
+    """docs/commands.md's admin command table has a row for every command of the menu."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "commands.md").read_text("utf-8")
+    table = text.split("## Admin commands", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| `/")]
+    names = {span[1:].split()[0] for row in rows for span in row.split("`")[1::2]}
+    assert sorted(names) == sorted(command.name for command in MENU)

@@ -1,4 +1,4 @@
-"""Pictures in the one reply call (SPEC §17): real PTB, fake Bot API, real openai SDK, SQLite."""
+"""Pictures in the one reply call: real PTB, fake Bot API, real openai SDK, SQLite."""
 
 from __future__ import annotations
 

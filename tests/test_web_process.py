@@ -96,6 +96,29 @@ async def test_the_dashboard_runs_beside_telegram_and_qq_and_stops_on_sigterm(
     assert WEB_TOKEN not in log
 
 
+async def test_a_run_logs_no_scheduler_or_server_chatter_at_info(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """At INFO a run with the dashboard and QQ logs its own start lines, not APScheduler's or
+    uvicorn's."""
+    web_port, qq_port = free_port(), free_port()
+    config = write_config(tmp_path, llm, api, web_port=web_port, qq_port=qq_port)
+    process = await start_run(config, environment(api))
+    await api.wait_for("getUpdates", timeout=20)
+    process.send_signal(signal.SIGTERM)
+    _, err = await asyncio.wait_for(process.communicate(), 20)
+    lines = err.decode().splitlines()
+    ours = [line.split(" | ")[3] for line in lines if "dashboard" in line or "QQ: list" in line]
+    assert (process.returncode, len(lines) > 0) == (0, True)
+    assert ours == [
+        f"QQ: listening on 127.0.0.1:{qq_port}, waiting for OneBot to connect to "
+        f"ws://127.0.0.1:{qq_port}/onebot/v11/ws",
+        f"dashboard running at http://127.0.0.1:{web_port}",
+        "dashboard stopped",
+    ]
+    assert [line for line in lines if "apscheduler" in line or "uvicorn" in line] == []
+
+
 async def test_a_taken_dashboard_port_stops_the_run_and_names_the_keys(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:

@@ -1,4 +1,4 @@
-"""The web dashboard of SPEC §18, served by ``pacebot run`` when ``[web] enabled``.
+"""The web dashboard (README, "Dashboard"), served by ``pacebot run`` when ``[web] enabled``.
 
 Imported only then (it loads FastAPI, uvicorn and Jinja2). ``site.py`` builds the app
 from ``api.py`` (the JSON API) and ``pages.py`` (the server-rendered pages), guarded by

@@ -1,4 +1,4 @@
-"""The dashboard's JSON API (SPEC §18): the pages' live parts use it, and scripts may.
+"""The dashboard's JSON API: the pages' live parts use it, and scripts may.
 
 Times are ISO 8601 in UTC. Errors are ``{"error": "..."}`` with a fitting status: 400 for
 a malformed chat key, fact id, person id or ``n``, 401 without the token, 403 without the
@@ -99,7 +99,7 @@ def person_json(person: PersonFacts) -> dict[str, Any]:
 
 
 def trace_json(shown: ShownTrace) -> dict[str, Any]:
-    """Return a batch's trace (SPEC §15) with its replies' fates as JSON."""
+    """Return a batch's trace with its replies' fates as JSON."""
     trace = shown.trace
     return {
         "batch_id": trace.batch_id,

@@ -2,7 +2,7 @@
 
 Routes declare these as FastAPI dependencies, so none of them runs before the request
 has shown the token (and, when it changes something with a cookie, the CSRF token), and
-none looks a chat up before its key has passed the grammar of SPEC §8.
+none looks a chat up before its key has passed the grammar of ``ChatKey.parse``.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What the bot remembers of people: short facts per (chat, person), learned at night.
 
-The nightly summary call also names what it learned about the day's speakers (SPEC §13);
-no extra LLM call is made. A fact is kept only in the chat it was learned in, only for
-someone who wrote in that chat that day, once after whitespace and case folding, and
+The nightly summary call also names what it learned about the day's speakers; no extra
+LLM call is made. A fact is kept only in the chat it was learned in, only for someone who
+wrote in that chat that day, once after whitespace and case folding, and
 at most ``memory.facts_per_person`` live ones per person, newest first. Forgetting is a
 soft delete that records who and when, so nothing stored is lost.
 """

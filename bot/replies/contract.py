@@ -25,7 +25,7 @@ otherwise leave it out.
 - {"replies": []} means staying silent: only when nothing calls for an answer \
 (no question, nobody talking to you, e.g. a lone "ok"). Never stay silent when asked something.
 """
-"""The output contract of SPEC §3, appended verbatim to the system prompt (never formatted)."""
+"""The output contract (docs/reply-contract.md), appended verbatim to the system prompt."""
 
 IMAGE_NOTES_CONTRACT = """\
 - "image_notes" (when the new messages hold pictures): for each picture you were shown, \
@@ -33,7 +33,7 @@ a short description of what it shows (one line, in the chat's language), by the 
 the message it came in, e.g. "image_notes": {"8812": "一只橘猫趴在键盘上"}. You will not \
 see the picture again, only this note.
 """
-"""Added to the contract when a batch's pictures go with the request (SPEC §17)."""
+"""Added to the contract when a batch's pictures go with the request."""
 
 DELIVERED = frozenset({ItemKind.CONTENT})
 """The kinds of item the contract offers and the platforms are sent; any other kind the

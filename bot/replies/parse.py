@@ -1,6 +1,6 @@
 """Find the JSON in an LLM's answer, and what the fallbacks need when there is none.
 
-The batch handler asks for JSON::
+The batch handler asks for JSON (docs/reply-contract.md)::
 
     {"replies": [{"content": "...", "send_delay_seconds": 0, "reply_to": "8812"}]}
 

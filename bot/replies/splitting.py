@@ -1,8 +1,9 @@
 """Split prose into chat-sized messages, and one reply to a platform's limit.
 
-:func:`split_text` is the last tier of the fallback chain of SPEC §3: it cuts the prose
-on paragraph and sentence boundaries with typing-speed delays. :func:`split_to_limit` cuts
-one reply that is longer than a platform allows. Everything here is pure.
+:func:`split_text` is the last tier of the fallback chain (docs/reply-contract.md): it
+cuts the prose on paragraph and sentence boundaries with typing-speed delays.
+:func:`split_to_limit` cuts one reply that is longer than a platform allows. Everything
+here is pure.
 """
 
 from __future__ import annotations

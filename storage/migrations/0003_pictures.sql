@@ -1,4 +1,4 @@
--- Pictures (SPEC §17): a message keeps references to its pictures, fetched only when a
+-- Pictures: a message keeps references to its pictures, fetched only when a
 -- batch is answered, and what the model saw in them, shown in later prompts instead.
 
 -- JSON list of {"ref": ..., "placeholder": ...}: a Telegram file_id or a QQ image URL

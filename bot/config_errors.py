@@ -1,0 +1,121 @@
+"""Say what is wrong with a config value in TOML's words: the key, the value, the form.
+
+pydantic reports in Python's words ("Input should be a valid tuple", "a valid dictionary
+or instance of BotConfig"). The operator wrote TOML, so an error names the key as they
+wrote it, shows the value as it stands in the file, and names the expected form as TOML
+does: an array, a table, a string in double quotes, a whole number, true or false.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import date, time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+_ARRAY = 'must be an array of strings, e.g. ["one", "two"]'
+_FORMS = {
+    "tuple_type": _ARRAY,
+    "list_type": _ARRAY,
+    "string_type": "must be a string in double quotes",
+    "path_type": "must be a path in double quotes",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_too_short": "must not be empty",
+}
+"""The expected form for each pydantic error type that is about the kind of value."""
+_TABLE_TYPES = frozenset({"model_type", "model_attributes_type", "dict_type"})
+_ARRAY_TYPES = frozenset({"tuple_type", "list_type"})
+_BOUNDS = {
+    "greater_than": ("gt", "must be more than {}"),
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "less_than": ("lt", "must be less than {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+}
+
+
+def toml_value(value: object) -> str:
+    """Write ``value`` as it would stand in a TOML file."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | Path):
+        return json.dumps(str(value), ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, Mapping):
+        pairs = ", ".join(f"{key} = {toml_value(item)}" for key, item in value.items())
+        return "{ " + pairs + " }" if pairs else "{}"
+    if isinstance(value, date | time):
+        return value.isoformat()
+    return str(value)
+
+
+def describe(error: Mapping[str, Any], *, model: type[BaseModel]) -> str:
+    """Return one line for one validation error of ``model``: key, value, expected form."""
+    loc = tuple(error["loc"])
+    key = _key(loc)
+    kind = error["type"]
+    value = error.get("input")
+    shown = toml_value(value)
+    if kind == "extra_forbidden":
+        return f"{key}: unknown key (value {shown}); check its spelling against config.toml"
+    if kind == "missing":
+        return f"{key}: required"
+    if kind in _TABLE_TYPES:
+        return f"{key} = {shown}: must be a table: a line [{key}] with its keys below it"
+    if kind in _ARRAY_TYPES and isinstance(value, str):  # the brackets were forgotten
+        return f"{key} = {shown}: must be an array, e.g. [{shown}]"
+    reason = _expected(error, default=_default(model, loc))
+    if isinstance(value, Mapping):  # a check across a table's keys names those keys itself
+        return reason
+    return f"{key} = {shown}: {reason}"
+
+
+def _key(loc: tuple[str | int, ...]) -> str:
+    names = ".".join(str(part) for part in loc if isinstance(part, str))
+    items = [part for part in loc if isinstance(part, int)]
+    return f"{names} (item {items[-1] + 1})" if items else names
+
+
+def _expected(error: Mapping[str, Any], *, default: object) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    if kind in _FORMS:
+        example = f", e.g. {toml_value(default)}" if _is_example(default, kind) else ""
+        return _FORMS[kind] + example
+    if kind in _BOUNDS:
+        name, form = _BOUNDS[kind]
+        return form.format(ctx[name])
+    if kind == "literal_error":
+        return "must be one of " + str(ctx["expected"]).replace("'", '"').replace(" or ", ", ")
+    return str(error["msg"]).removeprefix("Value error, ").replace("Input should be", "must be")
+
+
+def _is_example(default: object, kind: str) -> bool:
+    """Tell whether a field's default shows the expected form (not an empty string or array)."""
+    if kind == "string_too_short" or kind in _ARRAY_TYPES or isinstance(default, bool):
+        return False
+    return isinstance(default, str | Path | int | float) and str(default) != ""
+
+
+def _default(model: type[BaseModel], loc: tuple[str | int, ...]) -> object:
+    """Return the default of the field at ``loc`` (None if there is none to show)."""
+    default: object = None
+    current: type[BaseModel] | None = model
+    for part in loc:
+        field = current.model_fields.get(part) if current and isinstance(part, str) else None
+        if field is None:
+            return None
+        default = field.default
+        annotation = field.annotation
+        is_table = isinstance(annotation, type) and issubclass(annotation, BaseModel)
+        current = annotation if isinstance(annotation, type) and is_table else None
+    return default
