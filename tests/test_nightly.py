@@ -14,6 +14,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.openai_llm import OpenAILLM
 from bot.config import Config
@@ -240,21 +242,93 @@ async def test_summary_prompt_holds_only_that_chat_and_day(world: World) -> None
     assert not any("ALPHA-CANARY" in p and "BETA-CANARY" in p for p in prompts)
 
 
-async def test_the_job_coalesces_missed_runs_and_never_overlaps(tmp_path: Path) -> None:
-    """Runs missed while asleep collapse into one (if at most six hours late), one at a time."""
-    config = make_config(tmp_path, "http://127.0.0.1:9/v1")
+class JobEvents:
+    """What the scheduler reports of the nightly job, and how many times it started."""
 
-    async def nothing() -> None:
-        pass
+    def __init__(self, scheduler: AsyncIOScheduler) -> None:
+        self.started = 0
+        self.seen: list[int] = []
+        self.changed = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        mask = EVENT_JOB_EXECUTED | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
+        scheduler.add_listener(
+            lambda event: loop.call_soon_threadsafe(self._seen, event.code), mask
+        )
 
-    scheduler = start_scheduler(config, nothing)
+    def _seen(self, code: int) -> None:
+        self.seen.append(code)
+        self.changed.set()
+
+    async def wait_for(self, code: int) -> None:
+        async with asyncio.timeout(5):
+            while code not in self.seen:
+                self.changed.clear()
+                await self.changed.wait()
+
+
+def asleep_since(tmp_path: Path, *, hours_ago: float) -> tuple[Config, datetime]:
+    """Return a config whose day boundary passed ``hours_ago`` hours ago, and that moment."""
+    zone = ZoneInfo("Asia/Shanghai")
+    boundary = (datetime.now(zone) - timedelta(hours=hours_ago)).replace(second=0, microsecond=0)
+    config = make_config(
+        tmp_path, "http://127.0.0.1:9/v1", memory={"day_boundary": f"{boundary:%H:%M}"}
+    )
+    return config, boundary
+
+
+@pytest.mark.parametrize(("hours_ago", "runs"), [(2.0, 1), (7.0, 0)])
+async def test_boundaries_slept_through_collapse_into_one_run(
+    tmp_path: Path, hours_ago: float, runs: int
+) -> None:
+    """Woken after sleeping through three day boundaries, the job runs once if the last
+    one passed at most six hours ago (none of the older ones is run or counted as
+    missed), and not at all if it is older: it waits for the next boundary."""
+    config, last = asleep_since(tmp_path, hours_ago=hours_ago)
+    started: list[datetime] = []
+
+    async def nightly() -> None:
+        started.append(datetime.now(UTC))
+
+    scheduler = start_scheduler(config, nightly)
     try:
+        events = JobEvents(scheduler)
+        scheduler.modify_job(NIGHTLY_JOB_ID, next_run_time=last - timedelta(days=2))
+        await events.wait_for(EVENT_JOB_EXECUTED if runs else EVENT_JOB_MISSED)
         job = scheduler.get_job(NIGHTLY_JOB_ID)
         assert job is not None
-        assert (job.coalesce, job.misfire_grace_time, job.max_instances) == (True, 6 * 3600, 1)
-        assert str(job.trigger) == str(nightly_trigger(config))
+        next_run: datetime = job.next_run_time
     finally:
         scheduler.shutdown(wait=False)
+    assert (len(started), events.seen.count(EVENT_JOB_MISSED)) == (runs, 1 - runs)
+    assert next_run == last + timedelta(days=1)
+
+
+async def test_a_run_never_overlaps_the_one_still_running(tmp_path: Path) -> None:
+    """A boundary that comes while the last night's run is still going does not start a
+    second run beside it; the one running finishes alone."""
+    config, _ = asleep_since(tmp_path, hours_ago=1.0)
+    started = 0
+    release = asyncio.Event()
+
+    async def nightly() -> None:
+        nonlocal started
+        started += 1
+        await release.wait()
+
+    scheduler = start_scheduler(config, nightly)
+    try:
+        events = JobEvents(scheduler)
+        scheduler.modify_job(NIGHTLY_JOB_ID, next_run_time=datetime.now(UTC))
+        async with asyncio.timeout(5):
+            while not started:  # noqa: ASYNC110 - the job counts itself, nothing to await
+                await asyncio.sleep(0.005)
+        scheduler.modify_job(NIGHTLY_JOB_ID, next_run_time=datetime.now(UTC))
+        await events.wait_for(EVENT_JOB_MAX_INSTANCES)
+        release.set()
+        await events.wait_for(EVENT_JOB_EXECUTED)
+    finally:
+        scheduler.shutdown(wait=False)
+    assert (started, events.seen) == (1, [EVENT_JOB_MAX_INSTANCES, EVENT_JOB_EXECUTED])
 
 
 @pytest.mark.parametrize(

@@ -127,10 +127,10 @@ async def test_content_as_a_list_of_parts_is_read_from_its_text_parts(
         {"type": "text", "text": PLAN},
     )
     completion = await llm.complete(MESSAGES, json_mode=True)
-    replies = parse_replies(completion.text, finish_reason="stop", max_delay_s=5.0)
-    assert (completion, [reply.content for reply in replies]) == (
+    plan = parse_replies(completion.text, finish_reason="stop", max_delay_s=5.0)
+    assert (completion, [reply.item for reply in plan.replies]) == (
         Completion(PLAN, "stop"),
-        ["在的"],
+        [Text("在的")],
     )
 
 
