@@ -35,10 +35,10 @@ from bench.report import Figure, at_most, spread_figures
 from bench.rig import LoopClock, fresh_path, open_loop
 from bench.stats import Spread
 from bot.config import PacingConfig
-from bot.models import BatchOutcome, ChatKey, IncomingMessage, PlannedReply
+from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.pacing import Pacer
 from bot.ports import PacingLimits
-from bot.replies.items import Text
+from bot.replies.items import PlannedReply, Text
 from bot.sender import Sender
 from fakes.bot_api import FakeBotAPI
 from storage.sqlite import SqliteStore

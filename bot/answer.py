@@ -26,21 +26,11 @@ from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, Sto
 from bot.memory.recall import Recalled
 from bot.memory.stack import Memory, Persona
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
-from bot.models import (
-    Batch,
-    BatchOutcome,
-    ChatKey,
-    ChatMessage,
-    Completion,
-    ImageInput,
-    PlannedReply,
-    Reply,
-    ToolSpec,
-)
+from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, ImageInput, ToolSpec
 from bot.ports import LLM, MessageLog, PictureSource
 from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
 from bot.replies.contract import DELIVERED, IMAGE_NOTES_CONTRACT, REPLY_CONTRACT
-from bot.replies.items import DroppedItem
+from bot.replies.items import DroppedItem, PlannedReply, Reply
 from bot.replies.parse import parse_image_notes, splitter_messages
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
 from bot.replies.questions import looks_like_question

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.errors import ConfigError
-from bot.replies.items import Item, Outgoing
 
 
 class ChatKind(enum.StrEnum):
@@ -142,45 +141,6 @@ class BatchOutcome(enum.StrEnum):
     SKIPPED = "skipped"  # not addressed in a group with reply_mode = "mention"
     FAILED = "failed"  # the LLM was unavailable or its output unusable
     ABANDONED = "abandoned"  # the process stopped mid-answer; its messages wait again
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """One item of the LLM's reply plan and the wait before it."""
-
-    item: Item
-    send_delay_seconds: float = 0.0
-
-
-class OutboxState(enum.StrEnum):
-    """The life of a reply: ``scheduled → sending → sent | cancelled | dropped``."""
-
-    SCHEDULED = "scheduled"
-    SENDING = "sending"
-    SENT = "sent"
-    CANCELLED = "cancelled"
-    DROPPED = "dropped"
-
-
-@dataclass(frozen=True, slots=True)
-class PlannedReply:
-    """An item ready for the outbox and when it is due (wall clock)."""
-
-    item: Outgoing
-    due_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class OutboxItem:
-    """An item in the durable outbox."""
-
-    id: int
-    chat: ChatKey
-    batch_id: int
-    seq: int
-    item: Outgoing
-    due_at: datetime
-    state: OutboxState
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,15 +28,13 @@ from bot.models import (
     IncomingMessage,
     Jpeg,
     KnownPerson,
-    OutboxItem,
     PersonNote,
     Picture,
-    PlannedReply,
     StoredMessage,
     SummaryRecord,
     ToolSpec,
 )
-from bot.replies.items import Outgoing
+from bot.replies.items import OutboxItem, Outgoing, PlannedReply
 from bot.trace import ShownTrace, Trace
 
 

@@ -21,10 +21,10 @@ from loguru import logger
 
 from bot.config import PacingConfig
 from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
-from bot.models import ChatKey, OutboxItem
+from bot.models import ChatKey
 from bot.pacing import Budget, Pacer
 from bot.ports import Outbox, Platform
-from bot.replies.items import said
+from bot.replies.items import OutboxItem, said
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
 

@@ -1,1 +1,1 @@
-"""Durable state: the SQLite store, and an in-memory twin of its message ports."""
+"""Durable state: the SQLite store, one module per port, and its migrations."""

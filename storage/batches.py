@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from bot.errors import StorageError
-from bot.models import Batch, BatchOutcome, ChatKey, OutboxItem, PlannedReply
-from bot.replies.items import to_row
+from bot.models import Batch, BatchOutcome, ChatKey
+from bot.replies.items import OutboxItem, PlannedReply, to_row
 from storage.database import Database
 from storage.messages import MESSAGE_COLUMNS, stored_message
 from storage.outbox import OUTBOX_COLUMNS, outbox_item

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.errors import StorageError
-from bot.models import ChatKey, OutboxItem, OutboxState
-from bot.replies.items import from_row
+from bot.models import ChatKey
+from bot.replies.items import OutboxItem, OutboxState, from_row
 from storage.database import Database
 from storage.values import BOT_SENDER_ID, aware, clean, unix
 

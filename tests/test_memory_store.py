@@ -19,11 +19,10 @@ from bot.models import (
     ChatKind,
     DaySummary,
     IncomingMessage,
-    PlannedReply,
     StoredMessage,
     SummaryRecord,
 )
-from bot.replies.items import Text
+from bot.replies.items import PlannedReply, Text
 from storage import search
 from storage.migrate import load_migrations, migrate
 from storage.sqlite import SqliteStore

@@ -8,9 +8,8 @@ import re
 import pytest
 
 from bot.errors import BadLLMReply
-from bot.models import Reply
 from bot.replies.contract import REPLY_CONTRACT
-from bot.replies.items import Text
+from bot.replies.items import Reply, Text
 from bot.replies.parse import (
     IMAGE_NOTE_CHARS_MAX,
     parse_image_notes,

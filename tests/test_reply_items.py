@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from bot.errors import BadLLMReply
-from bot.models import PlannedReply, Reply
 from bot.replies.contract import DELIVERED
 from bot.replies.items import (
     DroppedItem,
     ItemKind,
     Later,
+    PlannedReply,
     Reaction,
+    Reply,
     Sticker,
     Text,
     Voice,

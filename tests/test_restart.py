@@ -8,8 +8,8 @@ from pathlib import Path
 
 import aiosqlite
 
-from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage, PlannedReply
-from bot.replies.items import Text
+from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage
+from bot.replies.items import PlannedReply, Text
 from fakes.harness import PRIVATE, harness, make_config, replies_json, user_prompt
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore

@@ -15,8 +15,8 @@ from typing import Any, cast
 import pytest
 
 from bot.errors import StorageError
-from bot.models import BatchOutcome, PlannedReply
-from bot.replies.items import Text
+from bot.models import BatchOutcome
+from bot.replies.items import PlannedReply, Text
 from storage.migrate import load_migrations
 from storage.sqlite import SqliteStore
 from tests.test_store_contract import ALICE, T0, add, answered_batch, at, incoming, stored

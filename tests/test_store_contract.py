@@ -27,14 +27,20 @@ from bot.models import (
     ChatKey,
     ChatKind,
     IncomingMessage,
-    OutboxItem,
-    OutboxState,
     Picture,
-    PlannedReply,
     StoredMessage,
 )
 from bot.ports import Store
-from bot.replies.items import Outgoing, Reaction, Sticker, Text, Voice
+from bot.replies.items import (
+    OutboxItem,
+    OutboxState,
+    Outgoing,
+    PlannedReply,
+    Reaction,
+    Sticker,
+    Text,
+    Voice,
+)
 from storage.sqlite import SqliteStore
 
 T0 = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)

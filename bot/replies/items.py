@@ -6,14 +6,18 @@ promise to come back later (``later``). The first four go through the outbox to 
 platform as :data:`Outgoing`; a ``later`` is never sent, it is kept. In the outbox each
 outgoing item is its kind and two values: ``content`` (the text, the emoji, the sticker's
 id, the words to speak) and ``reply_to`` (the message a text quotes, the message a
-reaction lands on).
+reaction lands on). A :class:`Reply` is an item as the plan gave it, with its delay; a
+:class:`PlannedReply` one with its due time; an :class:`OutboxItem` one in the outbox.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TypeAlias
+from datetime import datetime
+from typing import ClassVar, TypeAlias
+
+from bot.models import ChatKey
 
 
 class ItemKind(enum.StrEnum):
@@ -30,60 +34,45 @@ class ItemKind(enum.StrEnum):
 class Text:
     """A text message, quoting ``reply_to`` if given."""
 
+    kind: ClassVar[ItemKind] = ItemKind.CONTENT
     content: str
     reply_to: str | None = None
-
-    @property
-    def kind(self) -> ItemKind:
-        return ItemKind.CONTENT
 
 
 @dataclass(frozen=True, slots=True)
 class Reaction:
     """An emoji reaction on the message ``to``."""
 
+    kind: ClassVar[ItemKind] = ItemKind.REACT
     emoji: str
     to: str
-
-    @property
-    def kind(self) -> ItemKind:
-        return ItemKind.REACT
 
 
 @dataclass(frozen=True, slots=True)
 class Sticker:
     """A sticker of the chat's collection, by its id there."""
 
+    kind: ClassVar[ItemKind] = ItemKind.STICKER
     sticker_id: str
-
-    @property
-    def kind(self) -> ItemKind:
-        return ItemKind.STICKER
 
 
 @dataclass(frozen=True, slots=True)
 class Voice:
     """Words to be spoken as a voice note."""
 
+    kind: ClassVar[ItemKind] = ItemKind.VOICE
     text: str
-
-    @property
-    def kind(self) -> ItemKind:
-        return ItemKind.VOICE
 
 
 @dataclass(frozen=True, slots=True)
 class Later:
     """A promise to come back to the chat: at a local time or after some seconds."""
 
+    kind: ClassVar[ItemKind] = ItemKind.LATER
     note: str
     purpose: str = "remind"  # its "kind" in the plan: "remind" (always kept) or "followup"
     at: str | None = None  # "YYYY-MM-DD HH:MM" in bot.timezone
     in_seconds: float | None = None
-
-    @property
-    def kind(self) -> ItemKind:
-        return ItemKind.LATER
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +87,45 @@ Outgoing: TypeAlias = Text | Reaction | Sticker | Voice
 """An item that goes through the outbox to a platform."""
 Item: TypeAlias = Outgoing | Later
 """Any item of a reply plan."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One item of the LLM's reply plan and the wait before it."""
+
+    item: Item
+    send_delay_seconds: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedReply:
+    """An item ready for the outbox and when it is due (wall clock)."""
+
+    item: Outgoing
+    due_at: datetime
+
+
+class OutboxState(enum.StrEnum):
+    """The life of a reply: ``scheduled → sending → sent | cancelled | dropped``."""
+
+    SCHEDULED = "scheduled"
+    SENDING = "sending"
+    SENT = "sent"
+    CANCELLED = "cancelled"
+    DROPPED = "dropped"
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """An item in the durable outbox."""
+
+    id: int
+    chat: ChatKey
+    batch_id: int
+    seq: int
+    item: Outgoing
+    due_at: datetime
+    state: OutboxState
 
 
 def to_row(item: Outgoing) -> tuple[ItemKind, str, str | None]:

@@ -21,13 +21,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StrictStr, ValidationError
 
 from bot.errors import BadLLMReply
-from bot.models import PlannedReply, Reply
 from bot.replies.items import (
     DroppedItem,
     Item,
     ItemKind,
     Later,
+    PlannedReply,
     Reaction,
+    Reply,
     Sticker,
     Text,
     Voice,

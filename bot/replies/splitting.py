@@ -13,8 +13,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from bot.models import Reply
-from bot.replies.items import Text
+from bot.replies.items import Reply, Text
 from bot.replies.parse import URL_RE, salvage_replies, strip_reasoning
 
 # --- splitting prose into chat messages -------------------------------------------------
