@@ -212,10 +212,20 @@ class Answerer:
             }
         return _Prompt(assembled.messages, recalled)
 
-    async def answer(self, batch: Batch, *, text_limit: int, chat_title: str | None) -> Answer:
-        """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome."""
+    async def answer(
+        self,
+        batch: Batch,
+        *,
+        text_limit: int,
+        chat_title: str | None,
+        rearmed_by: Sequence[str] = (),
+    ) -> Answer:
+        """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome.
+
+        ``rearmed_by`` names the messages that re-armed its quiet timer, for the trace.
+        """
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
-        notes = TraceNotes(batch, self._now())
+        notes = TraceNotes(batch, self._now(), rearmed_by=tuple(rearmed_by))
         decision = decide(batch, reply_mode=self._config.groups.reply_mode)
         if decision is Decision.SKIP:
             log.debug("batch not addressed to the bot; kept as context")

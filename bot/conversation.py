@@ -18,12 +18,18 @@ methods here, so they are tested without an event loop:
   go out, the rest is left to the next batch.
 - One batch at a time: a timer that fires while the chat is thinking or sending is
   remembered, and the next batch starts once the replies are done.
+
+And the rule of a busy room, for what re-arms the quiet timer (:meth:`message_in`): in a
+group, once a waiting message addresses the bot, the wait follows the people being
+answered. Only their messages and new ones addressing the bot re-arm it; everyone else's
+words are stored and join the batch as context without delaying it. Before anyone
+addresses the bot, and in private chats, every message re-arms it.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bot.models import IncomingMessage
 
@@ -35,6 +41,15 @@ class Phase(enum.Enum):
     WAITING = "waiting"
     THINKING = "thinking"
     SENDING = "sending"
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """What a stored message does to its chat: whether it re-arms the quiet timer, and
+    whether the replies still unsent must be cancelled now."""
+
+    rearms: bool
+    cancels: bool
 
 
 @dataclass(slots=True)
@@ -50,6 +65,9 @@ class Conversation:
     owed: bool = False  # someone is owed the answer being thought out (always, in private)
     talked_over: bool = False  # someone being answered wrote while it was thought out
     answer_again: bool = False  # the timer fired while busy: answer once free
+    askers: frozenset[str] = frozenset()  # senders of the waiting messages that address it
+    rearmed_by: list[str] = field(default_factory=list)  # waiting messages that re-armed
+    batch_rearmed_by: list[str] = field(default_factory=list)  # … of the batch to come
 
     @property
     def phase(self) -> Phase:
@@ -84,17 +102,33 @@ class Conversation:
             and message.sender_id in self.answering
         )
 
-    def message_in(self, message: IncomingMessage) -> bool:
-        """Take a stored message; return whether the unsent replies must be cancelled now.
+    def message_in(self, message: IncomingMessage) -> Arrival:
+        """Take a stored message; say whether it re-arms the timer and cancels replies.
 
-        Only a message that talks over the answer counts: in ``cancel`` mode, any in a
-        private chat, and in a group one that addresses the bot (a follow-up does, see
-        :meth:`follows_up`). While the answer is thought out, it is cut to its first reply
-        once ready (:meth:`answer_ready`).
+        It re-arms the quiet timer unless, in a group, someone addressed the bot since the
+        last batch and this is neither from one of them nor addressed to it. It cancels
+        the unsent replies only if it talks over the answer: in ``cancel`` mode, any
+        message in a private chat, and in a group one that addresses the bot (a follow-up
+        does, see :meth:`follows_up`). While the answer is thought out, it is cut to its
+        first reply once ready (:meth:`answer_ready`).
         """
         self.waiting = True
         if message.chat_title:
             self.title = message.chat_title
+        rearms = self._rearms(message)
+        if rearms:
+            self.rearmed_by.append(message.message_id)
+        return Arrival(rearms=rearms, cancels=self._talks_over(message))
+
+    def _rearms(self, message: IncomingMessage) -> bool:
+        if not message.chat.is_group:
+            return True
+        if message.addresses_bot:
+            self.askers |= {message.sender_id}
+            return True
+        return not self.askers or message.sender_id in self.askers
+
+    def _talks_over(self, message: IncomingMessage) -> bool:
         if not self.cancel_mode or (message.chat.is_group and not message.addresses_bot):
             return False  # "finish" mode, or a bystander in a group
         if self.thinking and self.owed:
@@ -111,19 +145,30 @@ class Conversation:
         """The chat went quiet: return whether to start a batch now.
 
         While an answer is in hand the batch waits for it, so it sees what was just said.
+        The waiting messages are the next batch's; whoever writes from now on starts a new
+        wait, with nobody having asked yet.
         """
         self.waiting = False
+        self.askers = frozenset()
+        self.batch_rearmed_by += self.rearmed_by
+        self.rearmed_by = []
         if self.busy:
             self.answer_again = True
             return False
         self.thinking = True
         return True
 
-    def answer_started(self, senders: frozenset[str], *, owed: bool) -> None:
-        """A batch from ``senders`` is with the LLM; ``owed`` if someone must be answered."""
+    def answer_started(self, senders: frozenset[str], *, owed: bool) -> tuple[str, ...]:
+        """A batch from ``senders`` is with the LLM; ``owed`` if someone must be answered.
+
+        Return the ids of its messages that re-armed the timer (the others joined it as
+        context), as far as this run saw them arrive.
+        """
         self.answering = senders
         self.owed = owed
         self.talked_over = False
+        rearmed, self.batch_rearmed_by = tuple(self.batch_rearmed_by), []
+        return rearmed
 
     def answer_ready(self, queued: int) -> bool:
         """The batch was answered with ``queued`` replies; return whether to cut them to one.

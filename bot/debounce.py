@@ -78,8 +78,14 @@ class Debouncer:
         state = self._waiting.get(chat)
         return state.count if state else 0
 
-    def touch(self, chat: ChatKey, *, count: int = 1, unfinished: bool = False) -> None:
-        """Note ``count`` new messages in ``chat`` and restart its quiet wait."""
+    def touch(
+        self, chat: ChatKey, *, count: int = 1, unfinished: bool = False, rearm: bool = True
+    ) -> None:
+        """Note ``count`` new messages in ``chat`` and restart its quiet wait.
+
+        With ``rearm`` false they only join the wait already running (a bystander in a
+        busy room): they count toward ``max_batch`` but do not move the deadline.
+        """
         loop = asyncio.get_running_loop()
         now = loop.time()
         state = self._waiting.get(chat)
@@ -87,6 +93,8 @@ class Debouncer:
         total = count if state is None else state.count + count
         if total >= self._pacing.max_batch:
             deadline = now
+        elif state is not None and not rearm:
+            deadline = state.deadline
         else:
             deadline = quiet_deadline(
                 self._pacing,

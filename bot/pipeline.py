@@ -126,9 +126,11 @@ class Pipeline:
         talked_over: dict[ChatKey, None] = {}  # in order, once each
         for kept in await self._keep(list(messages)):
             chat = kept.chat
-            if self._conversation(chat).message_in(kept):
+            arrival = self._conversation(chat).message_in(kept)
+            if arrival.cancels:
                 talked_over[chat] = None
-            self._await_quiet(chat, unfinished=looks_unfinished(kept.text))
+            unfinished = looks_unfinished(kept.text)
+            self.debouncer.touch(chat, unfinished=unfinished, rearm=arrival.rearms)
         for chat in talked_over:
             await self._cancel_unsent(chat)
 
@@ -313,14 +315,17 @@ class Pipeline:
         # they are being answered (in a private chat always): writing again talks over it.
         owed = decide(batch, reply_mode=self._config.groups.reply_mode) is Decision.ANSWER
         senders = frozenset(m.sender_id for m in batch.messages)
-        conversation.answer_started(senders, owed=owed or not chat.is_group)
+        rearmed_by = conversation.answer_started(senders, owed=owed or not chat.is_group)
         try:
             # Every line logged while answering carries the chat key and batch, the LLM
             # client's and its HTTP library's too.
             with logger.contextualize(chat=str(chat), batch=batch.id):
                 async with self.sender.typing(chat, platform, enabled=owed):
                     answer = await self._answerer.answer(
-                        batch, text_limit=platform.text_limit, chat_title=conversation.title
+                        batch,
+                        text_limit=platform.text_limit,
+                        chat_title=conversation.title,
+                        rearmed_by=rearmed_by,
                     )
         except Exception as exc:  # a bug must not leave the chat's messages stuck in the batch
             log.opt(exception=exc).error("answering failed")

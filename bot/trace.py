@@ -90,6 +90,8 @@ class Trace:
     tier: str | None = None  # "json", "fenced", "splitter" or "text-split"
     error: str | None = None
     dropped: tuple[DroppedItem, ...] = ()  # items of the plan that never reached the outbox
+    rearmed_by: tuple[str, ...] = ()  # messages that re-armed the quiet timer; the rest of
+    # a group batch joined it as context (the busy-room rule)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,7 @@ class TraceNotes:
 
     batch: Batch
     at: datetime
+    rearmed_by: tuple[str, ...] = ()
     prompt_tokens: dict[str, int] = field(default_factory=dict)
     recall: RecallFound = RecallFound()
     calls: list[LLMCall] = field(default_factory=list)
@@ -187,12 +190,13 @@ class TraceNotes:
 
     def freeze(self, outcome: BatchOutcome, *, error: str | None = None) -> Trace:
         """Return the trace of the batch as it ended."""
+        message_ids = tuple(m.message_id for m in self.batch.messages)
         return Trace(
             chat=self.batch.chat,
             batch_id=self.batch.id,
             at=self.at,
             why=WHY.get(outcome, str(outcome)),
-            message_ids=tuple(m.message_id for m in self.batch.messages),
+            message_ids=message_ids,
             prompt_tokens=tuple(
                 (p, self.prompt_tokens[p]) for p in PROMPT_PARTS if p in self.prompt_tokens
             ),
@@ -203,6 +207,7 @@ class TraceNotes:
             tier=self.tier,
             error=error,
             dropped=tuple(self.dropped),
+            rearmed_by=tuple(i for i in self.rearmed_by if i in message_ids),
         )
 
 
@@ -255,6 +260,15 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
         ),
         say("trace_messages", ids=", ".join(trace.message_ids) or say("trace_nothing")),
     ]
+    if trace.chat.is_group and trace.message_ids:
+        context = [i for i in trace.message_ids if i not in trace.rearmed_by]
+        lines.append(
+            say(
+                "trace_rearmed",
+                rearmed=", ".join(trace.rearmed_by) or say("trace_nothing"),
+                context=", ".join(context) or say("trace_nothing"),
+            )
+        )
     if trace.prompt_tokens:
         total = sum(tokens for _, tokens in trace.prompt_tokens)
         parts = ", ".join(f"{part} {tokens}" for part, tokens in trace.prompt_tokens)

@@ -15,12 +15,16 @@ SENT_AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 def said(
-    chat: ChatKey = PRIVATE, *, sender_id: str = "7", addressed: bool | None = None
+    chat: ChatKey = PRIVATE,
+    *,
+    sender_id: str = "7",
+    addressed: bool | None = None,
+    message_id: str = "m",
 ) -> IncomingMessage:
     """Build a message; private messages always address the bot."""
     return IncomingMessage(
         chat=chat,
-        message_id="m",
+        message_id=message_id,
         sender_id=sender_id,
         sender_name="小明",
         text="嗯",
@@ -77,14 +81,14 @@ def test_a_silent_answer_leaves_the_chat_idle() -> None:
 def test_writing_while_replies_go_out_cancels_them(chat: ChatKey) -> None:
     """A message addressing the bot while replies go out cancels the unsent ones."""
     conversation = sending(chat)
-    assert conversation.message_in(said(chat, addressed=True)) is True
+    assert conversation.message_in(said(chat, addressed=True)).cancels is True
 
 
 def test_a_bystander_in_a_group_cancels_nothing() -> None:
     """In a group, someone else chatting without naming the bot changes nothing."""
     conversation = sending(GROUP)
     bystander = said(GROUP, sender_id="99", addressed=False)
-    assert (conversation.follows_up(bystander), conversation.message_in(bystander)) == (
+    assert (conversation.follows_up(bystander), conversation.message_in(bystander).cancels) == (
         False,
         False,
     )
@@ -97,7 +101,7 @@ def test_finish_mode_never_cancels() -> None:
     conversation.timer_fired()
     conversation.answer_started(frozenset({"7"}), owed=True)
     conversation.answer_ready(3)
-    talked = conversation.message_in(said())
+    talked = conversation.message_in(said()).cancels
     follow_up = conversation.follows_up(said(GROUP, addressed=False))
     assert (talked, follow_up) == (False, False)
 
@@ -136,7 +140,7 @@ def test_no_follow_up_while_thinking_about_a_batch_nobody_is_owed() -> None:
 def test_talked_over_while_thinking_keeps_only_the_first_reply() -> None:
     """Writing while the answer is thought out cuts it to its first reply once ready."""
     conversation = answering()
-    cancel_now = conversation.message_in(said())
+    cancel_now = conversation.message_in(said()).cancels
     assert (cancel_now, conversation.answer_ready(3)) == (False, True)
 
 
@@ -177,3 +181,87 @@ def test_the_next_batch_waits_for_the_batch_in_hand_to_end() -> None:
     conversation.message_in(said())
     conversation.timer_fired()
     assert (conversation.replies_done(), conversation.answer_ended()) == (False, True)
+
+
+# -- a busy room: what re-arms the quiet timer -------------------------------------------
+
+
+def room(*said_in_order: tuple[str, str, bool]) -> tuple[Conversation, list[bool]]:
+    """Let (message id, sender, addresses the bot) arrive in a group; return whether each
+    re-armed the timer."""
+    conversation = Conversation(cancel_mode=True)
+    rearmed = [
+        conversation.message_in(
+            said(GROUP, sender_id=sender, addressed=addressed, message_id=message_id)
+        ).rearms
+        for message_id, sender, addressed in said_in_order
+    ]
+    return conversation, rearmed
+
+
+def test_before_anyone_asks_the_whole_room_re_arms_the_wait() -> None:
+    """Until a message addresses the bot, every group message re-arms the timer (the
+    room-wide debounce that "smart" mode waits on)."""
+    _, rearmed = room(("1", "a", False), ("2", "b", False), ("3", "c", False))
+    assert rearmed == [True, True, True]
+
+
+def test_once_asked_only_the_askers_and_new_mentions_re_arm_the_wait() -> None:
+    """After Alice addresses the bot, Bob's chatter joins as context without re-arming;
+    Alice's own next message re-arms, and so does Carol addressing the bot, after which
+    Carol's chatter re-arms too."""
+    _, rearmed = room(
+        ("1", "bob", False),
+        ("2", "alice", True),
+        ("3", "bob", False),
+        ("4", "alice", False),
+        ("5", "dave", False),
+        ("6", "carol", True),
+        ("7", "carol", False),
+        ("8", "bob", False),
+    )
+    assert rearmed == [True, True, False, True, False, True, True, False]
+
+
+def test_private_chats_re_arm_on_every_message() -> None:
+    """In a private chat every message re-arms the wait, as before."""
+    conversation = Conversation(cancel_mode=True)
+    rearmed = [conversation.message_in(said(message_id=str(n))).rearms for n in range(3)]
+    assert rearmed == [True, True, True]
+
+
+def test_the_next_wait_starts_with_nobody_having_asked() -> None:
+    """Once the timer fires, the askers belong to the batch taken: the next message from
+    anyone re-arms the new wait."""
+    conversation, _ = room(("1", "alice", True), ("2", "bob", False))
+    conversation.timer_fired()
+    after = conversation.message_in(said(GROUP, sender_id="bob", addressed=False, message_id="3"))
+    assert after.rearms is True
+
+
+def test_the_batch_knows_which_of_its_messages_re_armed_the_wait() -> None:
+    """The batch started after the timer fires is told the ids that re-armed it; the
+    others joined as context; the next batch starts afresh."""
+    conversation, _ = room(
+        ("1", "bob", False), ("2", "alice", True), ("3", "bob", False), ("4", "alice", False)
+    )
+    conversation.timer_fired()
+    first = conversation.answer_started(frozenset({"alice", "bob"}), owed=True)
+    conversation.answer_ready(0)
+    conversation.answer_ended()
+    conversation.message_in(said(GROUP, sender_id="bob", addressed=False, message_id="5"))
+    conversation.timer_fired()
+    second = conversation.answer_started(frozenset({"bob"}), owed=False)
+    assert (first, second) == (("1", "2", "4"), ("5",))
+
+
+def test_chatter_from_others_neither_delays_nor_cancels_the_answer() -> None:
+    """With Alice's question waiting, Bob's chatter does not re-arm the wait; once Alice
+    is being answered, Bob's chatter cancels nothing, while Alice writing again does."""
+    conversation, rearmed = room(("1", "alice", True), ("2", "bob", False))
+    conversation.timer_fired()
+    conversation.answer_started(frozenset({"alice"}), owed=True)
+    conversation.answer_ready(2)
+    bob = conversation.message_in(said(GROUP, sender_id="bob", addressed=False, message_id="3"))
+    alice = conversation.message_in(said(GROUP, sender_id="alice", addressed=True, message_id="4"))
+    assert (rearmed, bob.cancels, alice.cancels) == ([True, False], False, True)

@@ -176,3 +176,42 @@ async def test_a_later_deadline_fires_once_at_the_latest_message() -> None:
     assert len(fired) == 1
     assert fired[0] - last >= 0.3 - 0.005
     assert debouncer.waiting(CHAT) == 0
+
+
+async def test_a_message_that_does_not_re_arm_leaves_the_deadline_alone() -> None:
+    """Bystanders' messages every 20 ms while an asker waits: the answer comes a wait after
+    the asker's message, not after the room's last one, and they all count as waiting."""
+    pacing = PacingConfig(debounce_min_s=0.08, debounce_max_s=0.08, max_wait_s=5.0, max_batch=99)
+    fired: list[float] = []
+    loop = asyncio.get_running_loop()
+    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()))
+    debouncer.touch(CHAT)  # the asker
+    asked = loop.time()
+    waiting = []
+    while not fired and loop.time() - asked < 0.5:
+        await asyncio.sleep(0.02)
+        debouncer.touch(CHAT, rearm=False, unfinished=True)  # chatter, even "unfinished"
+        waiting.append(debouncer.waiting(CHAT))
+    assert len(fired) == 1
+    assert 0.08 - 0.005 <= fired[0] - asked < 0.15
+    assert waiting[:3] == [2, 3, 4]
+
+
+async def test_messages_that_do_not_re_arm_still_fill_the_batch() -> None:
+    """The max_batch-th message fires the chat at once, even one that does not re-arm."""
+    fired: list[ChatKey] = []
+    debouncer = Debouncer(FAST.model_copy(update={"max_batch": 3}), fired.append)
+    debouncer.touch(CHAT)
+    debouncer.touch(CHAT, rearm=False)
+    debouncer.touch(CHAT, rearm=False)
+    await asyncio.sleep(0)
+    assert fired == [CHAT]
+
+
+async def test_the_first_waiting_message_arms_even_if_it_would_not_re_arm() -> None:
+    """With nothing waiting yet, a message that would only join a wait starts one."""
+    fired: list[ChatKey] = []
+    debouncer = Debouncer(FAST, fired.append)
+    debouncer.touch(CHAT, rearm=False)
+    await asyncio.sleep(0.08)
+    assert fired == [CHAT]

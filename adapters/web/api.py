@@ -107,6 +107,7 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "why": trace.why,
         "error": trace.error,
         "message_ids": list(trace.message_ids),
+        "rearmed_by": list(trace.rearmed_by),
         "prompt_tokens": dict(trace.prompt_tokens),
         "recall": to_jsonable_python(trace.recall),
         "llm_calls": to_jsonable_python(trace.llm_calls),
