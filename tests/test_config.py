@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from adapters.cli import main
-from bot.config import Config, load_config, parse_config, read_persona
+from bot.config import Config, load_config, parse_config, read_persona, read_secrets
 from bot.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.toml"
@@ -143,10 +143,14 @@ def test_each_shared_field_type_names_its_own_key(data: dict[str, Any], expected
     assert str(caught.value) == f"invalid configuration:\n  - {expected}"
 
 
-def test_an_empty_splitter_key_env_falls_back() -> None:
-    """Only the splitter's key variable may be left empty, meaning the main one."""
-    config = parse_config({"llm": {"splitter": {"api_key_env": ""}}}, base_dir=Path())
+def test_an_empty_splitter_key_env_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the splitter's key variable may be left empty, and then the main key is used."""
+    monkeypatch.setenv("MAIN_LLM_KEY", "sk-main-key")
+    llm = {"api_key_env": "MAIN_LLM_KEY", "splitter": {"api_key_env": ""}}
+    config = parse_config({"llm": llm}, base_dir=Path())
     assert config.llm.splitter.api_key_env == ""
+    secrets = read_secrets(config, console=False)
+    assert (secrets.llm_api_key, secrets.splitter_api_key) == ("sk-main-key", "sk-main-key")
 
 
 def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:

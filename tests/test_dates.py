@@ -332,14 +332,38 @@ def test_chat_day_bounds_follow_the_wall_clock(
     )
 
 
+# Every clock change of 2026 in the zones tested here, in UTC.
+CLOCK_CHANGES_2026 = [
+    datetime(2026, 3, 8, 7, 0, tzinfo=UTC),  # New York forward
+    datetime(2026, 3, 29, 1, 0, tzinfo=UTC),  # Berlin forward
+    datetime(2026, 4, 5, 3, 0, tzinfo=UTC),  # Santiago back, at midnight
+    datetime(2026, 9, 6, 4, 0, tzinfo=UTC),  # Santiago forward, at midnight
+    datetime(2026, 10, 25, 1, 0, tzinfo=UTC),  # Berlin back
+    datetime(2026, 11, 1, 6, 0, tzinfo=UTC),  # New York back
+]
+
+
+def test_the_clock_changes_listed_are_all_of_2026() -> None:
+    """The list of 2026 clock changes holds every change the zones' tz data has that year."""
+    changes = []
+    hour = datetime(2026, 1, 1, tzinfo=UTC)
+    while hour.year == 2026:
+        after = hour + timedelta(hours=1)
+        for zone in (BERLIN, NEW_YORK, SHANGHAI, SANTIAGO):
+            if hour.astimezone(zone).utcoffset() != after.astimezone(zone).utcoffset():
+                changes.append(after)
+        hour = after
+    assert changes == CLOCK_CHANGES_2026
+
+
 @pytest.mark.parametrize("zone", [BERLIN, NEW_YORK, SHANGHAI, SANTIAGO])
 @pytest.mark.parametrize("boundary", [time(0, 0), time(2, 30), time(4, 0), time(23, 30)])
 def test_every_moment_lies_within_its_chat_day(zone: ZoneInfo, boundary: time) -> None:
     """Around every DST change of 2026, each moment falls inside the bounds of its chat day."""
     outside = []
-    for month, day in ((3, 6), (4, 2), (9, 3), (10, 23)):
-        start = datetime(2026, month, day, tzinfo=UTC)
-        for step in range(6 * 24 * 4):  # six days in quarter hours
+    for change in CLOCK_CHANGES_2026:
+        start = change - timedelta(days=3)
+        for step in range(6 * 24 * 4):  # three days either side, in quarter hours
             moment = start + timedelta(minutes=15 * step)
             first, end = chat_day_bounds(
                 chat_day(moment, zone=zone, boundary=boundary), zone=zone, boundary=boundary

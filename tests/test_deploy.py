@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import configparser
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -176,8 +175,12 @@ def test_the_licence_is_the_mit_licence_pyproject_names() -> None:
 def test_the_env_example_holds_no_secret() -> None:
     """The example file carries placeholders only."""
     example = (DEPLOY / "env.example").read_text(encoding="utf-8")
-    values = [
-        line.split("=", 1)[1] for line in example.splitlines() if "=" in line and line[0] != "#"
-    ]
+    assignments = [line for line in example.splitlines() if "=" in line and line[0] != "#"]
+    values = [line.split("=", 1)[1] for line in assignments]
     assert [v for v in values if v not in ("", "sk-...")] == []
-    assert os.sep not in "".join(values)
+    named = {name: value for name, _, value in (line.partition("=") for line in assignments)}
+    assert named == {
+        "PACEBOT_LLM_API_KEY": "sk-...",
+        "ONEBOT_ACCESS_TOKEN": "",
+        "TELEGRAM_BOT_TOKEN": "",
+    }

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.app import Core, running_bot
 from bot.config import Config, Secrets
@@ -14,6 +17,7 @@ from fakes.bot_api import FakeBotAPI
 from fakes.harness import TEST_KEY, free_port, make_config, replies_json, user_prompt, wait_until
 from fakes.onebot import FakeOneBot, at, reply, text
 from fakes.openai_api import FakeLLMServer
+from tests.log_capture import captured_logs
 
 SELF_ID = 10001
 GROUP_ID = 500
@@ -22,6 +26,11 @@ TOKEN = "onebot-secret-token-123"
 
 
 GROUP = ChatKey("qq", ChatKind.GROUP, str(GROUP_ID))
+
+
+def outbox_states(config: Config) -> list[str]:
+    with sqlite3.connect(config.database_path) as db:
+        return [str(state) for (state,) in db.execute("SELECT state FROM outbox ORDER BY id")]
 
 
 def qq_config(tmp_path: Path, llm: FakeLLMServer, **sections: Any) -> Config:
@@ -120,17 +129,24 @@ async def test_private_chat_and_a_two_person_burst(tmp_path: Path, llm: FakeLLMS
 
 
 async def test_reply_waits_for_a_reconnect(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """A reply due while OneBot is away waits in the outbox and goes out after a reconnect."""
+    """A reply that fails while OneBot is away waits in the outbox and goes out once after a
+    reconnect."""
     llm.reply_json(replies_json("第一句", "第二句", delay=0.3))
-    async with pacebot_with_onebot(qq_config(tmp_path, llm)) as (core, onebot):
-        await onebot.send_private_message(ALICE, "讲两句")
-        await onebot.wait_for_call("send_private_msg", within_s=5)
-        await onebot.close()
-        onebot.calls.clear()
-        await onebot.connect()
-        [call] = await onebot.wait_for_call("send_private_msg", within_s=10)
-        await core.inbox.drain()
-    assert call.params["message"][-1]["data"]["text"] == "第二句"
+    config = qq_config(tmp_path, llm)
+    with captured_logs() as logs:
+        async with pacebot_with_onebot(config) as (core, onebot):
+            await onebot.send_private_message(ALICE, "讲两句")
+            await onebot.wait_for_call("send_private_msg", within_s=5)
+            await onebot.close()
+            await wait_until(lambda: any("not sent" in line for line in logs))
+            await onebot.connect()
+            await onebot.wait_for_call("send_private_msg", 2, within_s=5)
+            await core.inbox.drain()
+    sent = [
+        call.params["message"][-1]["data"]["text"] for call in onebot.calls_of("send_private_msg")
+    ]
+    assert sent == ["第一句", "第二句"]
+    assert outbox_states(config) == ["sent", "sent"]
 
 
 async def test_telegram_and_qq_in_one_process(tmp_path: Path, llm: FakeLLMServer) -> None:

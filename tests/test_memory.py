@@ -17,7 +17,6 @@ from bot.memory.stack import (
     render_summary,
 )
 from bot.models import ChatKey, ChatKind, DaySummary, SummaryRecord
-from bot.prompt import estimate_tokens
 
 CHAT = ChatKey("telegram", ChatKind.GROUP, "-100")
 INITIAL = "你是小满，一个说话自然的朋友。"
@@ -131,6 +130,7 @@ def test_dropped_summaries_are_the_oldest() -> None:
 def test_initial_persona_is_never_cut() -> None:
     """Even a persona larger than its share is kept whole."""
     long_persona = "人设" * 5000
-    persona = effective_persona(long_persona, [record(0)], budget_tokens=1000)
+    summary = record(0)
+    persona = effective_persona(long_persona, [summary], budget_tokens=1000)
     assert persona.text == long_persona
-    assert estimate_tokens(persona.text) == 10000
+    assert (persona.kept, persona.dropped) == ((), (summary,))

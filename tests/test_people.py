@@ -30,6 +30,7 @@ OTHER_GROUP = ChatKey("test", ChatKind.GROUP, "-200")
 DAY = date(2026, 11, 21)
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SPEAKERS = {"7": "小明", "8": "Alice"}
+PEOPLE_TITLE = "People here (what you know about them; each fact is from this chat):"
 
 
 def summary_answer(people: Any, text: str = "大家聊了考研。") -> str:
@@ -74,7 +75,6 @@ def test_a_ten_kilobyte_fact_is_refused_and_the_others_kept() -> None:
     notes = read([{"user_id": "7", "facts": ["x" * 10_000, "喜欢猫"]}])
 
     assert notes == (PersonNote("7", "小明", ("喜欢猫",)),)
-    assert len("y" * FACT_CHARS_MAX) == FACT_CHARS_MAX
     assert read([{"user_id": "7", "facts": ["y" * FACT_CHARS_MAX]}])[0].facts == (
         "y" * FACT_CHARS_MAX,
     )
@@ -94,17 +94,38 @@ def test_the_same_fact_twice_in_one_answer_is_read_once() -> None:
     notes = read([{"user_id": "8", "facts": ["Likes  CATS", "likes cats", "ｌｉｋｅｓ ｃａｔｓ"]}])
 
     assert notes == (PersonNote("8", "Alice", ("Likes CATS",)),)
-    assert normalise_fact(" Likes\tCATS ") == normalise_fact("ｌｉｋｅｓ ｃａｔｓ")
+    assert [normalise_fact(" Likes\tCATS "), normalise_fact("ｌｉｋｅｓ ｃａｔｓ")] == [
+        "likescats",
+        "likescats",
+    ]
 
 
 def test_people_part_fits_its_budget_with_whole_facts_in_order() -> None:
     """Batch senders come first; facts that do not fit are left out, never cut."""
     facts = [Fact(n, PRIVATE, "7", "小明", f"事实{n}" * 5, DAY, NOW) for n in range(1, 30)]
     text = render_people([("7", "小明", facts)], budget_tokens=60)
+    alice = [
+        Fact(n, GROUP, "8", "Alice", t, DAY, NOW) for n, t in [(31, "在准备考研"), (32, "喜欢猫")]
+    ]
+    known = {"7": facts, "8": alice}
+    history = [StoredMessage(GROUP, "1", "7", "小明", "早", NOW, from_bot=False)]
+    batch = [StoredMessage(GROUP, "2", "8", "Alice", "我也在", NOW, from_bot=False)]
+    in_view = [(uid, name, known[uid]) for uid, name in people_in_view(batch, history)]
+    both = render_people(in_view, budget_tokens=60)
 
     assert text.startswith("People here")
     assert "- 小明 (id 7): 事实1事实1" in text
     assert "事实29" not in text
+    assert text.splitlines() == [
+        PEOPLE_TITLE,
+        "- 小明 (id 7): 事实1事实1事实1事实1事实1; 事实2事实2事实2事实2事实2; "
+        "事实3事实3事实3事实3事实3",
+    ]
+    assert both.splitlines() == [
+        PEOPLE_TITLE,
+        "- Alice (id 8): 在准备考研; 喜欢猫",
+        "- 小明 (id 7): 事实1事实1事实1事实1事实1",
+    ]
     assert render_people([("7", "小明", facts)], budget_tokens=5) == ""
 
 

@@ -424,7 +424,7 @@ async def test_show_typing_uses_napcat_input_status_in_private_chats_only(
     await platform.show_typing(PRIVATE)
     calls = await onebot.wait_for_call("set_input_status")
     assert [c.params for c in calls] == [{"user_id": 42, "event_type": 1}]
-    assert platform.typing_refresh_s == QQPlatform.typing_interval_s
+    assert platform.typing_refresh_s == 5.0
 
 
 async def test_show_typing_stops_after_an_unsupported_action(sink: RecordingSink) -> None:

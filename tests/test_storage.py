@@ -1,7 +1,7 @@
 """What only the SQLite store has: a real file, its schema, WAL and durability.
 
 The behaviour every store shares (messages, batches, the outbox) is proven over SQLite
-and the in-memory store alike in ``test_store_contract.py``.
+in ``test_store_contract.py``.
 """
 
 from __future__ import annotations

@@ -110,10 +110,14 @@ async def test_a_picture_that_fails_leaves_its_placeholder_and_the_batch_is_answ
     async with pacebot(vision_config(tmp_path, llm, api), api):
         send_photo(api, 700, png_bomb(50_000, 50_000), "炸弹")
         api.push_message(ALICE, extra=photo("不见了", sides=(90, 800)))  # never served
-        send_photo(api, 300, jpeg(300, 200), "好的这张")
+        good = send_photo(api, 300, jpeg(300, 200), "好的这张")
         await api.wait_for("sendMessage", timeout=5)
 
+    parts = llm.requests[0]["messages"][-1]["content"]
+    said = [line.split(": ", 1)[1] for line in parts[0]["text"].splitlines()[-3:]]
     assert [jpeg_size(decoded(url))[1] for url in llm.image_urls(0)] == [(300, 200)]
+    assert said == ["[photo] 炸弹", "[photo] 不见了", "[photo] 好的这张"]
+    assert [p["text"] for p in parts[1::2]] == [f"Picture in message #{good}:"]
     assert texts(api) == ["好的"]
 
 

@@ -723,9 +723,11 @@ def test_sessions_expire_and_are_capped() -> None:
     others = [sessions.open() for _ in range(63)]
     found_before = sessions.find(first.id)
     newest = sessions.open()
+    at_the_cap = [sessions.find(s.id) for s in (first, others[0], others[-1], newest)]
     clock[0] = 11.0
 
     assert found_before == first
+    assert at_the_cap == [None, others[0], others[-1], newest]
     assert (len(others), len(sessions)) == (63, 64)
     assert sessions.find(newest.id) is None
     assert sessions.find(others[0].id) is None
@@ -755,12 +757,18 @@ def big_log(tmp_path: Path) -> Path:
 
 
 def test_the_log_tail_reads_only_the_end(big_log: Path, tmp_path: Path) -> None:
-    """The tail gives the last lines whole, and nothing for a missing log."""
+    """The tail gives the last lines whole, read from only the file's last 256 KiB, and
+    nothing for a missing log."""
     last = tail(big_log, lines=3)
     many = tail(big_log, lines=100_000)
+    line_bytes = big_log.stat().st_size // 8000  # every line has the same length
+    whole_lines_in_reach = LOG_TAIL_BYTES_MAX // line_bytes
 
     assert [line.split()[-2] for line in last] == ["007997", "007998", "007999"]
     assert all(line.startswith("2026-03-05") for line in many)
+    assert [line.split()[-2] for line in many] == [
+        f"{n:06d}" for n in range(8000 - whole_lines_in_reach, 8000)
+    ]
     assert tail(tmp_path / "missing.log", lines=10) == []
 
 
