@@ -74,8 +74,8 @@ class ArmLog:
         debouncer = pipeline.debouncer
         touch = debouncer.touch
 
-        def timed(chat: ChatKey, *, count: int = 1, unfinished: bool = False) -> None:
-            touch(chat, count=count, unfinished=unfinished)
+        def timed(chat: ChatKey, *, count: int = 1, **how: bool) -> None:
+            touch(chat, count=count, **how)
             self.times[chat] += [time.monotonic()] * count
 
         debouncer.touch = timed  # type: ignore[method-assign]  # observe, then arm as ever

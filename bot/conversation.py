@@ -22,16 +22,21 @@ methods here, so they are tested without an event loop:
 And the rule of a busy room, for what re-arms the quiet timer (:meth:`message_in`): in a
 group, once a waiting message addresses the bot, the wait follows the people being
 answered. Only their messages and new ones addressing the bot re-arm it; everyone else's
-words are stored and join the batch as context without delaying it. Before anyone
-addresses the bot, and in private chats, every message re-arms it.
+words are stored and join the batch as context without delaying it, and count toward
+no cap: what the room said before the question is context too, so neither ``max_batch``
+nor ``max_wait_s`` cuts the asker's wait short (both count from the first question).
+Before anyone addresses the bot, and in private chats, every message re-arms it. The
+people a group batch answers are those who addressed the bot (:func:`answered_senders`):
+their next words talk over the answer, the chatter around them does not.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.models import IncomingMessage
+from bot.models import IncomingMessage, StoredMessage
 
 
 class Phase(enum.Enum):
@@ -43,13 +48,22 @@ class Phase(enum.Enum):
     SENDING = "sending"
 
 
+def answered_senders(messages: Sequence[StoredMessage]) -> frozenset[str]:
+    """Return who a batch answers: in a group, those who addressed the bot if anyone did
+    (the others' words are context), else everyone who wrote in it."""
+    asking = frozenset(m.sender_id for m in messages if m.addresses_bot)
+    return asking or frozenset(m.sender_id for m in messages)
+
+
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    """What a stored message does to its chat: whether it re-arms the quiet timer, and
-    whether the replies still unsent must be cancelled now."""
+    """What a stored message does to its chat: whether it re-arms the quiet timer, whether
+    it is the first to ask (the asker's wait then gets its own ``max_wait_s``), and whether
+    the replies still unsent must be cancelled now."""
 
     rearms: bool
     cancels: bool
+    first_to_ask: bool = False
 
 
 @dataclass(slots=True)
@@ -66,8 +80,11 @@ class Conversation:
     talked_over: bool = False  # someone being answered wrote while it was thought out
     answer_again: bool = False  # the timer fired while busy: answer once free
     askers: frozenset[str] = frozenset()  # senders of the waiting messages that address it
+    waiting_count: int = 0  # messages of the wait running now
     rearmed_by: list[str] = field(default_factory=list)  # waiting messages that re-armed
+    context_count: int = 0  # waiting messages that only joined as context
     batch_rearmed_by: list[str] = field(default_factory=list)  # … of the batch to come
+    batch_context: int = 0  # … of the batch to come
 
     @property
     def phase(self) -> Phase:
@@ -115,10 +132,16 @@ class Conversation:
         self.waiting = True
         if message.chat_title:
             self.title = message.chat_title
+        first_to_ask = message.chat.is_group and message.addresses_bot and not self.askers
+        if first_to_ask:  # what the room said before is the asker's context
+            self.context_count = self.waiting_count
         rearms = self._rearms(message)
         if rearms:
             self.rearmed_by.append(message.message_id)
-        return Arrival(rearms=rearms, cancels=self._talks_over(message))
+        else:
+            self.context_count += 1
+        self.waiting_count += 1
+        return Arrival(rearms, self._talks_over(message), first_to_ask)
 
     def _rearms(self, message: IncomingMessage) -> bool:
         if not message.chat.is_group:
@@ -150,8 +173,11 @@ class Conversation:
         """
         self.waiting = False
         self.askers = frozenset()
+        self.waiting_count = 0
         self.batch_rearmed_by += self.rearmed_by
         self.rearmed_by = []
+        self.batch_context += self.context_count
+        self.context_count = 0
         if self.busy:
             self.answer_again = True
             return False
@@ -168,6 +194,7 @@ class Conversation:
         self.owed = owed
         self.talked_over = False
         rearmed, self.batch_rearmed_by = tuple(self.batch_rearmed_by), []
+        self.batch_context = 0
         return rearmed
 
     def answer_ready(self, queued: int) -> bool:

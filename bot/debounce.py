@@ -50,6 +50,7 @@ def quiet_deadline(
 class _Waiting:
     first_at: float
     count: int
+    counted: int  # of ``count``, those that count toward max_batch
     deadline: float  # when to answer (loop time)
     armed_for: float  # when the handle fires: the deadline, or earlier if it moved since
     handle: asyncio.Handle
@@ -79,19 +80,29 @@ class Debouncer:
         return state.count if state else 0
 
     def touch(
-        self, chat: ChatKey, *, count: int = 1, unfinished: bool = False, rearm: bool = True
+        self,
+        chat: ChatKey,
+        *,
+        count: int = 1,
+        unfinished: bool = False,
+        rearm: bool = True,
+        restart_cap: bool = False,
     ) -> None:
         """Note ``count`` new messages in ``chat`` and restart its quiet wait.
 
-        With ``rearm`` false they only join the wait already running (a bystander in a
-        busy room): they count toward ``max_batch`` but do not move the deadline.
+        With ``rearm`` false they only join the wait already running as context (a
+        bystander in a busy room): they neither move the deadline nor count toward
+        ``max_batch``, since they cannot starve anyone. With ``restart_cap`` the caps count
+        from these messages (the first question in a busy room gets a whole wait, not what
+        is left of the room's).
         """
         loop = asyncio.get_running_loop()
         now = loop.time()
         state = self._waiting.get(chat)
-        first_at = now if state is None else state.first_at
+        first_at = now if state is None or restart_cap else state.first_at
         total = count if state is None else state.count + count
-        if total >= self._pacing.max_batch:
+        counted = count if state is None or restart_cap else state.counted + (count if rearm else 0)
+        if counted >= self._pacing.max_batch:
             deadline = now
         elif state is not None and not rearm:
             deadline = state.deadline
@@ -105,9 +116,11 @@ class Debouncer:
             )
         if state is None:
             handle = self._arm(loop, chat, deadline)
-            self._waiting[chat] = _Waiting(first_at, total, deadline, deadline, handle)
+            self._waiting[chat] = _Waiting(first_at, total, counted, deadline, deadline, handle)
             return
         state.count = total
+        state.counted = counted
+        state.first_at = first_at
         state.deadline = deadline
         if deadline < state.armed_for:
             state.handle.cancel()

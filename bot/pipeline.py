@@ -20,7 +20,7 @@ from loguru import logger
 
 from bot.answer import Answer, Answerer, Decision, decide
 from bot.config import Config
-from bot.conversation import Conversation, Phase
+from bot.conversation import Conversation, Phase, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
@@ -129,8 +129,12 @@ class Pipeline:
             arrival = self._conversation(chat).message_in(kept)
             if arrival.cancels:
                 talked_over[chat] = None
-            unfinished = looks_unfinished(kept.text)
-            self.debouncer.touch(chat, unfinished=unfinished, rearm=arrival.rearms)
+            self.debouncer.touch(
+                chat,
+                unfinished=looks_unfinished(kept.text),
+                rearm=arrival.rearms,
+                restart_cap=arrival.first_to_ask,
+            )
         for chat in talked_over:
             await self._cancel_unsent(chat)
 
@@ -299,7 +303,8 @@ class Pipeline:
 
     async def _answer(self, chat: ChatKey) -> None:
         conversation = self._conversation(chat)
-        limit = self._config.pacing.max_batch
+        # Context that joined a busy room's wait does not count toward max_batch.
+        limit = self._config.pacing.max_batch + conversation.batch_context
         batch = await self._store.open_batch(chat, limit=limit, now=self._now())
         if batch is None:
             return
@@ -314,8 +319,9 @@ class Pipeline:
         # Someone who is owed an answer sees "typing…" while the LLM thinks. From now on
         # they are being answered (in a private chat always): writing again talks over it.
         owed = decide(batch, reply_mode=self._config.groups.reply_mode) is Decision.ANSWER
-        senders = frozenset(m.sender_id for m in batch.messages)
-        rearmed_by = conversation.answer_started(senders, owed=owed or not chat.is_group)
+        rearmed_by = conversation.answer_started(
+            answered_senders(batch.messages), owed=owed or not chat.is_group
+        )
         try:
             # Every line logged while answering carries the chat key and batch, the LLM
             # client's and its HTTP library's too.

@@ -88,6 +88,8 @@ class FakeLLMServer:
         self.refuse_json_mode = refuse_json_mode
         """Answer 400 to every request that sets ``response_format``."""
         self.requests: list[dict[str, Any]] = []
+        self.request_times: list[float] = []
+        """When each chat request arrived (the event loop's clock), in order."""
         self.completions: list[dict[str, Any]] = []
         """The chat completions answered, in order (scripted errors are not among them)."""
         self.request_headers: list[dict[str, str]] = []
@@ -275,6 +277,7 @@ class FakeLLMServer:
         body = await request.json()
         async with self._arrived:
             self.requests.append(body)
+            self.request_times.append(asyncio.get_running_loop().time())
             self.request_headers.append(dict(request.headers))
             self._arrived.notify_all()
         refusal = self._refusal(body, request.headers.get("Authorization", ""))

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.conversation import Conversation, Phase
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.conversation import Conversation, Phase, answered_senders
+from bot.models import ChatKey, ChatKind, IncomingMessage, StoredMessage
 
 PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
 GROUP = ChatKey("test", ChatKind.GROUP, "-100")
@@ -265,3 +265,48 @@ def test_chatter_from_others_neither_delays_nor_cancels_the_answer() -> None:
     bob = conversation.message_in(said(GROUP, sender_id="bob", addressed=False, message_id="3"))
     alice = conversation.message_in(said(GROUP, sender_id="alice", addressed=True, message_id="4"))
     assert (rearmed, bob.cancels, alice.cancels) == ([True, False], False, True)
+
+
+def test_only_the_first_question_of_a_wait_restarts_its_cap() -> None:
+    """The first message addressing the bot in a wait is flagged (its max_wait_s counts
+    from it); later ones, and any message in a private chat, are not."""
+    conversation = Conversation(cancel_mode=True)
+    flags = [
+        conversation.message_in(
+            said(GROUP, sender_id=sender, addressed=addressed, message_id=str(n))
+        ).first_to_ask
+        for n, (sender, addressed) in enumerate(
+            [("bob", False), ("alice", True), ("carol", True), ("alice", False)]
+        )
+    ]
+    private = Conversation(cancel_mode=True).message_in(said()).first_to_ask
+    assert (flags, private) == ([False, True, False, False], False)
+
+
+def stored(sender_id: str, *, addressed: bool) -> StoredMessage:
+    return StoredMessage(GROUP, "m", sender_id, "x", "嗯", SENT_AT, False, addressed)
+
+
+def test_a_group_batch_answers_those_who_asked_not_the_chatter_around_them() -> None:
+    """The people being answered are the senders of the messages that address the bot;
+    a batch nobody addressed answers everyone in it (as "smart" and "always" modes do)."""
+    asked = answered_senders([stored("bob", addressed=False), stored("alice", addressed=True)])
+    nobody = answered_senders([stored("bob", addressed=False), stored("carol", addressed=False)])
+    assert (asked, nobody) == (frozenset({"alice"}), frozenset({"bob", "carol"}))
+
+
+def test_a_wait_counts_the_context_its_batch_may_hold_beyond_max_batch() -> None:
+    """The room's lines before the question and the chatter after it are context: the
+    batch to come may hold that many messages more than max_batch; the next starts at 0."""
+    conversation, _ = room(
+        ("1", "bob", False),
+        ("2", "bob", False),
+        ("3", "alice", True),
+        ("4", "bob", False),
+        ("5", "carol", False),
+        ("6", "alice", False),
+    )
+    conversation.timer_fired()
+    held = conversation.batch_context
+    conversation.answer_started(frozenset({"alice"}), owed=True)
+    assert (held, conversation.batch_context) == (4, 0)

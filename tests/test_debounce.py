@@ -197,15 +197,23 @@ async def test_a_message_that_does_not_re_arm_leaves_the_deadline_alone() -> Non
     assert waiting[:3] == [2, 3, 4]
 
 
-async def test_messages_that_do_not_re_arm_still_fill_the_batch() -> None:
-    """The max_batch-th message fires the chat at once, even one that does not re-arm."""
+async def test_context_does_not_count_toward_max_batch() -> None:
+    """Messages that only join the wait as context do not fill the batch: with max_batch 3
+    an asker's wait holding five of them still ends at its quiet deadline; the asker's own
+    third line, counted from the question (restart_cap), fires it at once."""
     fired: list[ChatKey] = []
     debouncer = Debouncer(FAST.model_copy(update={"max_batch": 3}), fired.append)
+    debouncer.touch(CHAT)  # the room, before anyone asks
     debouncer.touch(CHAT)
-    debouncer.touch(CHAT, rearm=False)
-    debouncer.touch(CHAT, rearm=False)
+    debouncer.touch(CHAT, restart_cap=True)  # the question: the room's two are context now
+    for _ in range(5):
+        debouncer.touch(CHAT, rearm=False)
     await asyncio.sleep(0)
-    assert fired == [CHAT]
+    before = (list(fired), debouncer.waiting(CHAT))
+    debouncer.touch(CHAT)
+    debouncer.touch(CHAT)  # the asker's third line
+    await asyncio.sleep(0)
+    assert (before, fired) == (([], 8), [CHAT])
 
 
 async def test_the_first_waiting_message_arms_even_if_it_would_not_re_arm() -> None:
@@ -215,3 +223,21 @@ async def test_the_first_waiting_message_arms_even_if_it_would_not_re_arm() -> N
     debouncer.touch(CHAT, rearm=False)
     await asyncio.sleep(0.08)
     assert fired == [CHAT]
+
+
+async def test_the_first_question_in_a_busy_room_gets_a_whole_max_wait() -> None:
+    """The room has waited almost max_wait_s when someone asks: with restart_cap the cap
+    counts from the question, so the asker's wait is not cut short by the room's."""
+    pacing = PacingConfig(debounce_min_s=0.1, debounce_max_s=0.1, max_wait_s=0.15, max_batch=99)
+    fired: list[float] = []
+    loop = asyncio.get_running_loop()
+    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()))
+    debouncer.touch(CHAT)
+    await asyncio.sleep(0.05)
+    debouncer.touch(CHAT)
+    await asyncio.sleep(0.05)  # 100 ms into the room's wait: its cap is 50 ms away
+    asked = loop.time()
+    debouncer.touch(CHAT, restart_cap=True)
+    await asyncio.sleep(0.2)
+    assert len(fired) == 1
+    assert 0.1 - 0.005 <= fired[0] - asked < 0.15

@@ -64,13 +64,14 @@ async def test_burst_is_one_call_and_paced_replies(tmp_path: Path, llm: FakeLLMS
 
 async def test_first_reply_goes_out_at_once(tmp_path: Path, llm: FakeLLMServer) -> None:
     """The first reply is sent right after the LLM answers, whatever its delay field says."""
-    llm.reply_json({"replies": [{"content": "嗨", "send_delay_seconds": 0}]})
-    async with harness(tmp_path, llm) as bot:
+    llm.reply_json({"replies": [{"content": "嗨", "send_delay_seconds": 5}]})
+    async with harness(tmp_path, llm, pacing={"max_delay_s": 10.0}) as bot:
         await bot.say("hi")
         loop = asyncio.get_running_loop()
         await llm.wait_for_requests(1)
         asked_at = loop.time()
-        await bot.platform.wait_for_sends(1)
+        await bot.platform.wait_for_sends(1, within_s=1.0)
+    assert [s.text for s in bot.platform.sent] == ["嗨"]
     assert bot.platform.sent[0].at - asked_at < 0.1
 
 
@@ -293,6 +294,52 @@ async def test_group_cancel_only_for_the_people_answered(
         await bot.say("路过", chat=GROUP, sender_id="99")
         await bot.settle()
     assert bot.platform.texts() == ["一", "二"]
+
+
+async def test_chatter_that_joined_the_batch_cancels_nothing(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Bob's chatter joined the batch that answers Alice as context: his next line while
+    the replies go out cancels none of them and is not answered as a follow-up."""
+    llm.reply_json(replies_json("一", "二", delay=0.2))
+    async with harness(tmp_path, llm) as bot:
+        await bot.say("今天好热", chat=GROUP, sender_id="bob")
+        await bot.say("小满在吗", chat=GROUP, sender_id="alice", addresses_bot=True)
+        await bot.say("是啊", chat=GROUP, sender_id="bob")
+        await bot.platform.wait_for_sends(1)
+        await bot.say("我先走了", chat=GROUP, sender_id="bob")
+        await bot.settle()
+    new = user_prompt(llm.requests[0]).split("New messages")[1]
+    assert ("今天好热" in new, "是啊" in new) == (True, True)
+    assert (bot.platform.texts(), len(llm.requests)) == (["一", "二"], 1)
+
+
+async def test_a_busy_rooms_context_does_not_split_the_askers_batch(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With max_batch 3, Bob's five lines around Alice's question and her follow-up all go
+    in her one batch: his words are context and count toward no cap, so neither is her
+    wait cut short nor her follow-up left to a second batch."""
+    llm.reply_json(replies_json("在的"))
+    async with harness(tmp_path, llm, pacing={"max_batch": 3}) as bot:
+        for text in ("一", "二"):
+            await bot.say(f"Bob {text}", chat=GROUP, sender_id="bob")
+        await bot.say("小满在吗", chat=GROUP, sender_id="alice", addresses_bot=True)
+        for text in ("三", "四", "五"):
+            await bot.say(f"Bob {text}", chat=GROUP, sender_id="bob")
+        await bot.say("想问个事", chat=GROUP, sender_id="alice")
+        await bot.settle()
+    new = user_prompt(llm.requests[0]).split("New messages")[1]
+    assert [line.split(": ", 1)[1] for line in new.strip().splitlines()[1:]] == [
+        "Bob 一",
+        "Bob 二",
+        "小满在吗",
+        "Bob 三",
+        "Bob 四",
+        "Bob 五",
+        "想问个事",
+    ]
+    assert (len(llm.requests), bot.platform.texts()) == (1, ["在的"])
 
 
 async def test_max_batch_splits_a_flood(tmp_path: Path, llm: FakeLLMServer) -> None:
