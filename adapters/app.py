@@ -47,15 +47,7 @@ from adapters.platforms import (
 )
 from bot.answer import Answerer
 from bot.commands.runner import CommandRunner
-from bot.config import (
-    Config,
-    LogLevel,
-    Secrets,
-    enabled_platforms,
-    load_config,
-    read_persona,
-    read_secrets,
-)
+from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
 from bot.errors import ConfigError, PacebotError
 from bot.inbox import Inbox
 from bot.log import setup_logging
@@ -69,6 +61,7 @@ from bot.ops.traces import TraceOps
 from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
+from bot.secrets import Secrets, read_secrets
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler

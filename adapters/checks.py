@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.config import Config, Secrets, enabled_platforms, load_config, read_persona, read_secrets
+from bot.config import Config, enabled_platforms, load_config, read_persona
 from bot.config_errors import toml_value
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
+from bot.secrets import Secrets, read_secrets
 
 if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM

@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Collection
 
-from bot.config import Config, Secrets
+from bot.config import Config
 from bot.ports import PictureSource
+from bot.secrets import Secrets
 
 
 @contextlib.asynccontextmanager

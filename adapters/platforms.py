@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from bot.commands.menu import menu
-from bot.config import Config, Secrets, enabled_platforms
+from bot.config import Config, enabled_platforms
 from bot.ports import MessageSink, Platform
+from bot.secrets import Secrets
 from bot.texts import Texts
 
 # The module that holds each platform; importing it loads that platform's libraries.

@@ -41,10 +41,11 @@ from bench import wire_load
 from bench.report import Figure, at_least, at_most, exactly, spread_figures
 from bench.rig import fresh_path
 from bench.stats import Spread
-from bot.config import Config, Secrets, parse_config
+from bot.config import Config, parse_config
 from bot.conversation import Phase
 from bot.models import ChatKey, ChatKind
 from bot.pipeline import Pipeline
+from bot.secrets import Secrets
 from fakes.harness import free_port
 
 RATE_TARGET = 1000.0

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.app import Core, running_core
-from bot.config import Config, Secrets, parse_config
+from bot.config import Config, parse_config
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
 from bot.memory.stack import render_summary
@@ -30,6 +30,7 @@ from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
 from bot.replies.items import Outgoing, Text
 from bot.retries import DEFAULT_RETRIES, Retries
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore

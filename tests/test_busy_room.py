@@ -14,8 +14,9 @@ from zoneinfo import ZoneInfo
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.app import Core, running_bot
-from bot.config import Config, Secrets
+from bot.config import Config
 from bot.models import ChatKey, ChatKind
+from bot.secrets import Secrets
 from bot.texts import Texts
 from bot.trace import format_trace
 from fakes.bot_api import FakeBotAPI

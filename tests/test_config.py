@@ -9,8 +9,9 @@ import pytest
 from pydantic import BaseModel
 
 from adapters.cli import main
-from bot.config import Config, load_config, parse_config, read_persona, read_secrets
+from bot.config import Config, load_config, parse_config, read_persona
 from bot.errors import ConfigError
+from bot.secrets import read_secrets
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.toml"
 

@@ -11,8 +11,9 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.app import Core, running_bot
-from bot.config import Config, Secrets
+from bot.config import Config
 from bot.models import ChatKey, ChatKind
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import TEST_KEY, free_port, make_config, replies_json, user_prompt, wait_until
 from fakes.onebot import FakeOneBot, at, reply, text

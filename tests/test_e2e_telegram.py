@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters.app import Core, running_bot
-from bot.config import Config, Secrets
+from bot.config import Config
 from bot.models import ChatKey, ChatKind
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
 from fakes.openai_api import FakeLLMServer

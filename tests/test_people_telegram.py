@@ -6,8 +6,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from adapters.app import running_bot
-from bot.config import Secrets
 from bot.models import ChatKey, ChatKind, PersonNote
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import TEST_KEY, replies_json, telegram_config
 from fakes.openai_api import FakeLLMServer

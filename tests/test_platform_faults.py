@@ -20,12 +20,13 @@ import pytest
 from adapters.app import Core, running_bot, running_core
 from adapters.qq.platform import QQPlatform
 from adapters.telegram.platform import TelegramPlatform
-from bot.config import Config, Secrets
+from bot.config import Config
 from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import Platform
 from bot.replies.items import Text
 from bot.retries import DEFAULT_RETRIES, Retries
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, make_message
 from fakes.harness import (
     TEST_KEY,

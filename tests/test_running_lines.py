@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.app import load_platform_modules, running_bot
-from bot.config import Secrets
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import TEST_KEY, free_port, make_config, wait_until
 from fakes.onebot import FakeOneBot

@@ -24,11 +24,12 @@ from loguru import logger
 from adapters.app import running_bot
 from adapters.checks import check
 from adapters.qq.platform import QQPlatform
-from bot.config import Config, Secrets, load_config
+from bot.config import Config, load_config
 from bot.errors import ConfigError
 from bot.log import setup_logging
 from bot.memory.dates import chat_day
 from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import FAST_PACING, free_port, push_day_summary, wait_until
 from fakes.onebot import FakeOneBot, at, text

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from adapters.openai_embeddings import OpenAIEmbedder
-from bot.config import parse_config, read_secrets
+from bot.config import parse_config
 from bot.errors import ConfigError
 from bot.memory.recall import fuse
 from bot.memory.semantic import SemanticMemory
 from bot.models import ChatKey, ChatKind, DaySummary, PersonNote, SummaryRecord
+from bot.secrets import read_secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import (
     TEST_KEY,

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.app import Core, running_bot
-from bot.config import Config, Secrets
+from bot.config import Config
+from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, photo
 from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
 from fakes.images import jpeg, jpeg_size, png_bomb

@@ -21,9 +21,10 @@ from adapters.app import opened_parts, running_core, serving_dashboard
 from adapters.checks import check
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
-from bot.config import Config, Secrets, load_config, read_secrets
+from bot.config import Config, load_config
 from bot.models import ChatKey, ChatKind, PersonNote
 from bot.ports import Platform
+from bot.secrets import Secrets, read_secrets
 from fakes.harness import (
     GROUP,
     TEST_KEY,

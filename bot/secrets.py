@@ -1,0 +1,101 @@
+"""Read the secrets a run needs from the environment variables the config names.
+
+Secrets never live in ``config.toml``; a missing one is a ``ConfigError`` that names the
+key and the variable, and every secret read is scrubbed from the logs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from bot.config import WEB_TOKEN_CHARS_MIN, Config
+from bot.config_errors import toml_value
+from bot.errors import ConfigError
+
+
+def secret(env_name: str, *, purpose: str) -> str:
+    """Return the secret in ``env_name``; raise ``ConfigError`` naming it when unset."""
+    value = os.environ.get(env_name, "").strip()
+    if not value:
+        msg = f"{purpose}: environment variable {env_name} is not set"
+        raise ConfigError(msg)
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Secrets:
+    """The secrets a run needs, read from the environment variables the config names."""
+
+    llm_api_key: str
+    splitter_api_key: str
+    telegram_token: str | None = None
+    onebot_access_token: str | None = None
+    web_token: str | None = None
+    embeddings_api_key: str | None = None  # only when [memory.embeddings] is on
+
+    @property
+    def every(self) -> tuple[str, ...]:
+        """All the secret values, for scrubbing from logs."""
+        values = (
+            self.llm_api_key,
+            self.splitter_api_key,
+            self.telegram_token,
+            self.onebot_access_token,
+            self.web_token,
+            self.embeddings_api_key,
+        )
+        return tuple(s for s in values if s)
+
+
+def read_secrets(config: Config, *, console: bool) -> Secrets:
+    """Read every secret the run needs; raise ``ConfigError`` listing all that are missing."""
+    problems: list[str] = []
+
+    def need(env_name: str, purpose: str) -> str:
+        try:
+            return secret(env_name, purpose=purpose)
+        except ConfigError as exc:
+            problems.append(str(exc))
+            return ""
+
+    llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
+    splitter_env = config.llm.splitter.api_key_env
+    splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
+    embeddings = config.memory.embeddings
+    embeddings_key = None
+    if embeddings.enabled:
+        embeddings_env = embeddings.api_key_env
+        embeddings_key = (
+            need(embeddings_env, "[memory.embeddings] api_key_env") if embeddings_env else llm_key
+        )
+    telegram_token = onebot_token = None
+    if config.telegram.enabled and not console:
+        telegram_token = need(config.telegram.token_env, "[telegram] token_env")
+    if config.qq.enabled and not console:
+        token_env = config.qq.access_token_env
+        onebot_token = os.environ.get(token_env, "").strip() or None
+        if onebot_token is None and not config.qq.is_loopback:
+            problems.append(
+                f"[qq] access_token_env: environment variable {token_env} is not set, and it is "
+                f"required because qq.host = {toml_value(config.qq.host)} is not a loopback address"
+            )
+    web_token = None
+    if config.web.enabled and not console:
+        web_token = need(config.web.token_env, "[web] token_env") or None
+        if web_token is not None and len(web_token) < WEB_TOKEN_CHARS_MIN:
+            problems.append(
+                f"[web] token_env: the token in {config.web.token_env} has {len(web_token)}"
+                f" characters; use at least {WEB_TOKEN_CHARS_MIN}, e.g. the output of"
+                " python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+            )
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return Secrets(
+        llm_key,
+        splitter_key,
+        telegram_token,
+        onebot_token,
+        web_token=web_token,
+        embeddings_api_key=embeddings_key,
+    )
