@@ -48,6 +48,7 @@ from adapters.platforms import (
 from bot.answer import Answerer
 from bot.commands.runner import CommandRunner
 from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
+from bot.context import Prompter
 from bot.errors import ConfigError, PacebotError
 from bot.inbox import Inbox
 from bot.log import setup_logging
@@ -172,12 +173,14 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
+        prompter = Prompter(config, parts.store, parts.memory, platforms, now=utc_now)
         answerer = Answerer(
             config,
             parts.store,
             parts.llm,
             splitter=splitter,
             memory=parts.memory,
+            prompter=prompter,
             now=utc_now,
             pictures=await stack.enter_async_context(sources),
         )
@@ -192,7 +195,12 @@ async def running_core(
         )
         ops = Ops(
             status=StatusOps(
-                parts.store, chats=pipeline, prompts=answerer, platforms=platforms, now=utc_now
+                config,
+                parts.store,
+                chats=pipeline,
+                prompts=prompter,
+                platforms=platforms,
+                now=utc_now,
             ),
             memory=MemoryOps(config, parts.memory, parts.store),
             traces=TraceOps(parts.store, keep=config.memory.trace_keep),

@@ -23,7 +23,7 @@ from bot.errors import MessageRefused
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ops.status import StatusOps
 from bot.ports import MessageSink, PacingLimits
-from bot.replies.items import Outgoing, Text
+from bot.replies.items import ItemKind, Outgoing, Text
 from bot.texts import Texts
 
 CONSOLE_CHAT = ChatKey("console", ChatKind.PRIVATE, "local")
@@ -55,6 +55,10 @@ class ConsolePlatform:
         self._tty = self._out.isatty()
         self._typing_shown = False
         self._waiting_shown = False  # the "waiting for you to finish" line of this wait
+
+    def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
+        """Texts: a terminal shows nothing else."""
+        return frozenset({ItemKind.CONTENT})
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
         """Print the bot's message (a terminal shows only texts)."""

@@ -27,6 +27,7 @@ from bench.report import Figure, at_least, at_most
 from bench.rig import NoLLM, StallWatch, fresh_path
 from bot.answer import Answerer
 from bot.config import Config, parse_config
+from bot.context import Prompter
 from bot.memory.stack import Memory
 from bot.pipeline import Pipeline
 from fakes.harness import RecordingPlatform
@@ -110,9 +111,12 @@ def _pipeline(config: Config, store: SqliteStore) -> Pipeline:
     """Wire the core the way ``running_core`` does, with a platform that records."""
     llm = NoLLM()
     memory = Memory(config, store, llm, initial_persona="你是小满。", now=utc_now)
-    answerer = Answerer(config, store, llm, splitter=llm, memory=memory, now=utc_now)
-    platform = RecordingPlatform(name="telegram")
-    return Pipeline(config, store, {"telegram": platform}, answerer, traces=store, now=utc_now)
+    platforms = {"telegram": RecordingPlatform(name="telegram")}
+    prompter = Prompter(config, store, memory, platforms, now=utc_now)
+    answerer = Answerer(
+        config, store, llm, splitter=llm, memory=memory, prompter=prompter, now=utc_now
+    )
+    return Pipeline(config, store, platforms, answerer, traces=store, now=utc_now)
 
 
 async def _memory_per_chat(config: Config, store: SqliteStore, chats: int) -> float:

@@ -15,27 +15,25 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from loguru import logger
 
 from bot.config import Config
+from bot.context import Prompter
 from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
-from bot.memory.recall import Recalled
-from bot.memory.stack import Memory, Persona
+from bot.memory.stack import Memory
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
-from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, ImageInput, ToolSpec
+from bot.models import Batch, BatchOutcome, ChatMessage, Completion, ImageInput, ToolSpec
 from bot.ports import LLM, MessageLog, PictureSource
-from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
-from bot.replies.contract import DELIVERED, IMAGE_NOTES_CONTRACT, REPLY_CONTRACT
 from bot.replies.items import DroppedItem, PlannedReply, Reply
 from bot.replies.parse import parse_image_notes, splitter_messages
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
 from bot.replies.questions import looks_like_question
 from bot.replies.splitting import split_text
-from bot.trace import RecallFound, Trace, TraceNotes
+from bot.trace import Trace, TraceNotes
 from bot.vision import look_at
 
 if TYPE_CHECKING:
@@ -77,31 +75,6 @@ class Answer:
     trace: Trace | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Prompt:
-    """One batch's request and what recall put into it."""
-
-    messages: list[ChatMessage]
-    recalled: Recalled
-
-
-def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
-    """Say what recall found, and which days the persona already holds, for a trace.
-
-    Keyword and vector hits are the two ranked lists before fusion, as recall saw them.
-    """
-    days = tuple(record.day for record in recalled.records)
-    return RecallFound(
-        how=recalled.how,
-        asked_dates=recalled.days,
-        date_hits=days if recalled.how == "dates" else (),
-        keyword_hits=tuple(record.day for record in recalled.keyword_hits),
-        vector_hits=tuple(record.day for record in recalled.vector_hits),
-        fact_hits=tuple(fact.id for fact in recalled.facts),
-        in_prompt=tuple(record.day for record in persona.kept),
-    )
-
-
 class Answerer:
     """Turn a batch into planned replies with one LLM call (plus fallbacks if needed).
 
@@ -119,6 +92,7 @@ class Answerer:
         *,
         splitter: LLM,
         memory: Memory,
+        prompter: Prompter,
         now: Callable[[], datetime],
         pictures: Mapping[str, PictureSource] | None = None,
     ) -> None:
@@ -129,88 +103,8 @@ class Answerer:
         self._llm = llm
         self._splitter = splitter
         self._memory = memory
+        self._prompter = prompter
         self._now = now
-
-    def _prompt_input(
-        self, chat: ChatKey, *, chat_title: str | None, persona: str, recalled: str = ""
-    ) -> PromptInput:
-        return PromptInput(
-            persona=persona,
-            recalled=recalled,
-            contract=REPLY_CONTRACT,
-            bot_name=self._config.bot.name,
-            chat=chat,
-            chat_title=chat_title,
-            now=self._now(),
-            zone=self._config.bot.zone,
-            budget_tokens=self._config.memory.context_budget_tokens,
-            batch=(),
-        )
-
-    async def system_prompt_for(self, chat: ChatKey, *, chat_title: str | None) -> str:
-        """Return the system prompt a batch of ``chat`` would get now (without recall)."""
-        persona = await self._memory.persona(chat)
-        return system_prompt(self._prompt_input(chat, chat_title=chat_title, persona=persona.text))
-
-    async def prompt_for(
-        self,
-        batch: Batch,
-        *,
-        chat_title: str | None,
-        images: tuple[ImageInput, ...] = (),
-        notes: TraceNotes | None = None,
-    ) -> list[ChatMessage]:
-        """Build the request for ``batch`` with its pictures (noting it in ``notes``)."""
-        prompt = await self._prompt(batch, chat_title=chat_title, images=images, notes=notes)
-        return prompt.messages
-
-    async def _prompt(
-        self,
-        batch: Batch,
-        *,
-        chat_title: str | None,
-        images: tuple[ImageInput, ...] = (),
-        notes: TraceNotes | None = None,
-        recalled: Recalled | None = None,
-    ) -> _Prompt:
-        """Build the request; ``recalled`` given, recall is not run again (nor embedded)."""
-        chat = batch.chat
-        persona = await self._memory.persona(chat)
-        if recalled is None:
-            asked = [m.text for m in batch.messages if not m.from_bot]
-            recalled = await self._memory.recall(chat, asked, persona=persona)
-        budget = self._config.memory.context_budget_tokens
-        history = await self._store.recent_history(
-            chat, exclude_batch=batch.id, limit=history_limit(budget)
-        )
-        unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
-        people = await self._memory.people.prompt_part(chat, batch.messages, history)
-        contract = REPLY_CONTRACT + IMAGE_NOTES_CONTRACT if images else REPLY_CONTRACT
-        spec = replace(
-            self._prompt_input(
-                chat, chat_title=chat_title, persona=persona.text, recalled=recalled.render()
-            ),
-            batch=batch.messages,
-            history=history,
-            unsaid=unsaid,
-            images=images,
-            people=people,
-            contract=contract,
-        )
-        assembled = assemble_prompt(spec)
-        if notes is not None:
-            notes.recall = recall_found(recalled, persona)
-            initial = estimate_tokens(self._memory.initial_persona.strip())
-            notes.prompt_tokens = {
-                "persona": initial,
-                "summaries": sum(estimate_tokens(r.added_prompt) + 1 for r in persona.kept),
-                "people": estimate_tokens(people),
-                "recalled": estimate_tokens(spec.recalled),
-                "history": assembled.history_tokens,
-                "batch": assembled.batch_tokens,
-                "contract": estimate_tokens(contract),
-            }
-        return _Prompt(assembled.messages, recalled)
 
     async def answer(
         self,
@@ -233,7 +127,10 @@ class Answerer:
         images: tuple[ImageInput, ...] = ()
         if self._config.llm.vision:
             images = await look_at(batch, self._pictures, max_images=self._config.llm.max_images)
-        prompt = await self._prompt(batch, chat_title=chat_title, images=images, notes=notes)
+        prompt = await self._prompter.request(
+            batch, chat_title=chat_title, images=images, notes=notes
+        )
+        notes.shown_ids = prompt.message_ids
         model = self._config.llm.model
         tools = (SEARCH_MEMORY,) if self._config.llm.memory_tool else ()
         try:
@@ -244,7 +141,7 @@ class Answerer:
             except ImagesRefused as exc:
                 self._warn_vision_refused(exc)
                 images = ()
-                prompt = await self._prompt(
+                prompt = await self._prompter.request(
                     batch, chat_title=chat_title, notes=notes, recalled=prompt.recalled
                 )
                 completion = await self._ask(
@@ -361,7 +258,8 @@ class Answerer:
         """Read replies from a completion, down the fallback chain; raise if all fail.
 
         Whatever tier reads them, no reply JSON is left in a text, and only the kinds of
-        item that are delivered are kept (each one dropped is logged and traced).
+        item the chat is offered are kept, a reaction only on a message the prompt showed
+        (each one dropped is logged and traced).
         """
         pacing = self._config.pacing
         try:
@@ -374,7 +272,7 @@ class Answerer:
             reason = str(exc)
         else:
             notes.tier = "fenced" if "```" in completion.text else "json"
-            return self._kept(plan.replies, plan.dropped, log, notes)
+            return self._kept(plan.replies, plan.dropped, notes)
         if not completion.text.strip():
             msg = f"empty output ({reason})"
             raise BadLLMReply(msg)
@@ -394,7 +292,7 @@ class Answerer:
         except (LLMUnavailable, BadLLMReply) as exc:
             log.info("fallback: text split (splitter failed: {})", exc)
         else:
-            replies = self._kept(plan.replies, plan.dropped, log, notes)
+            replies = self._kept(plan.replies, plan.dropped, notes)
             if replies:
                 notes.tier = "splitter"
                 return replies
@@ -403,20 +301,25 @@ class Answerer:
         split_up = split_text(
             completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
         )
-        replies = self._kept(split_up, [], log, notes)
+        replies = self._kept(split_up, [], notes)
         if not replies:
             msg = f"nothing to say could be read from the output ({reason})"
             raise BadLLMReply(msg)
         notes.tier = "text-split"
         return replies
 
-    @staticmethod
     def _kept(
-        replies: list[Reply], dropped: list[DroppedItem], log: Logger, notes: TraceNotes
+        self, replies: list[Reply], dropped: list[DroppedItem], notes: TraceNotes
     ) -> list[Reply]:
-        """Keep what may reach the chat: no reply JSON in a text, only delivered kinds."""
-        kept, off = deliverable(without_reply_json(replies), kinds=DELIVERED)
-        for item in [*dropped, *off]:
+        """Keep what may reach the chat: no reply JSON in a text, only offered kinds."""
+        chat = notes.batch.chat
+        kept, refused = deliverable(
+            without_reply_json(replies),
+            kinds=self._prompter.offered(chat),
+            shown_ids=notes.shown_ids,
+        )
+        log = logger.bind(chat=str(chat), batch=notes.batch.id)
+        for item in [*dropped, *refused]:
             log.info("{} item dropped: {}", item.kind, item.reason)
             notes.dropped.append(item)
         return kept

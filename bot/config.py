@@ -257,6 +257,11 @@ class QQConfig(_Section):
         return is_loopback(self.host)
 
 
+class ReactionsConfig(_Section):
+    enabled: bool = True
+    """Let the bot answer with an emoji reaction on a message, where the platform has them."""
+
+
 WEB_TOKEN_CHARS_MIN = 16
 """The shortest dashboard token accepted: it guards a page that can change memory."""
 
@@ -292,6 +297,7 @@ class Config(_Section):
     telegram: TelegramConfig = TelegramConfig()
     qq: QQConfig = QQConfig()
     web: WebConfig = WebConfig()
+    reactions: ReactionsConfig = ReactionsConfig()
 
     @property
     def database_path(self) -> Path:

@@ -34,7 +34,7 @@ from bot.models import (
     SummaryRecord,
     ToolSpec,
 )
-from bot.replies.items import OutboxItem, Outgoing, PlannedReply
+from bot.replies.items import ItemKind, OutboxItem, Outgoing, PlannedReply
 from bot.trace import ShownTrace, Trace
 
 
@@ -68,6 +68,10 @@ class Platform(Protocol):
     @property
     def limits(self) -> PacingLimits:
         """The posting rate the platform tolerates."""
+        ...
+
+    def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
+        """The kinds of item the platform can deliver in ``chat`` (a text always)."""
         ...
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
@@ -284,6 +288,10 @@ class Outbox(Protocol):
 
     async def scheduled_count(self, chat: ChatKey | None = None) -> int:
         """Count scheduled replies, of one chat or of all."""
+        ...
+
+    async def sent_counts(self, chat: ChatKey | None = None, *, since: datetime) -> dict[str, int]:
+        """Count the items sent since ``since`` by kind, of one chat or of all."""
         ...
 
 

@@ -43,6 +43,7 @@ class _Outcome(enum.Enum):
     RETRY_NOW = enum.auto()  # the platform asked us to wait, and we did
     RETRY_LATER = enum.auto()  # certainly not delivered: back off, then try again
     NOT_CLAIMED = enum.auto()  # cancelled meanwhile: nothing went out
+    REFUSED = enum.auto()  # the platform refused it: dropped, nothing went out
     SKIPPED = enum.auto()  # dropped
     CHAT_GONE = enum.auto()  # the bot can no longer post in this chat
 
@@ -212,8 +213,8 @@ class Sender:
             pacer.give_back(chat, slot)  # woken before using it: look again
             return _Outcome.WOKEN
         outcome = await self._send(item, platform)
-        if outcome in {_Outcome.NOT_CLAIMED, _Outcome.RETRY_LATER}:
-            pacer.give_back(chat, slot)  # nothing reached the platform
+        if outcome in {_Outcome.NOT_CLAIMED, _Outcome.REFUSED, _Outcome.RETRY_LATER}:
+            pacer.give_back(chat, slot)  # nothing reached the chat
         if outcome is _Outcome.RETRY_LATER:
             if wake.is_set():
                 # Woken while the failed send was being recorded (the platform came back):
@@ -241,7 +242,7 @@ class Sender:
         except MessageRefused as exc:
             log.warning("reply {} refused for good ({}); dropping it", item.id, exc)
             await self._store.mark_dropped(item.id, now=self._now(), reason="refused")
-            return _Outcome.SKIPPED
+            return _Outcome.REFUSED
         except ChatUnavailable as exc:
             log.warning("chat unavailable ({}); dropping its queued replies", exc)
             await self._store.mark_dropped(item.id, now=self._now(), reason="chat unavailable")

@@ -145,6 +145,7 @@ class TraceNotes:
     raw_output: str = ""
     tier: str | None = None
     dropped: list[DroppedItem] = field(default_factory=list)
+    shown_ids: frozenset[str] = frozenset()  # the messages the prompt showed by id
 
     def call(
         self,

@@ -78,6 +78,86 @@ class ApiCall(NamedTuple):
     at: float = 0.0
 
 
+REACTION_EMOJI = frozenset(
+    {
+        "👍",
+        "👎",
+        "❤",
+        "🔥",
+        "🥰",
+        "👏",
+        "😁",
+        "🤔",
+        "🤯",
+        "😱",
+        "🤬",
+        "😢",
+        "🎉",
+        "🤩",
+        "🤮",
+        "💩",
+        "🙏",
+        "👌",
+        "🕊",
+        "🤡",
+        "🥱",
+        "🥴",
+        "😍",
+        "🐳",
+        "❤️\u200d🔥",
+        "🌚",
+        "🌭",
+        "💯",
+        "🤣",
+        "⚡",
+        "🍌",
+        "🏆",
+        "💔",
+        "🤨",
+        "😐",
+        "🍓",
+        "🍾",
+        "💋",
+        "🖕",
+        "😈",
+        "😴",
+        "😭",
+        "🤓",
+        "👻",
+        "👨\u200d💻",
+        "👀",
+        "🎃",
+        "🙈",
+        "😇",
+        "😨",
+        "🤝",
+        "✍",
+        "🤗",
+        "🫡",
+        "🎅",
+        "🎄",
+        "☃",
+        "💅",
+        "🤪",
+        "🗿",
+        "🆒",
+        "💘",
+        "🙉",
+        "🦄",
+        "😘",
+        "💊",
+        "🙊",
+        "😎",
+        "👾",
+        "🤷\u200d♂️",
+        "🤷",
+        "🤷\u200d♀️",
+        "😡",
+    }
+)
+"""The emoji a bot may react with (the Bot API's ``ReactionTypeEmoji`` list)."""
+
+
 @dataclass
 class _Failure:
     status: int
@@ -273,6 +353,7 @@ class FakeBotAPI:
         self.failed_calls: list[ApiCall] = []  # calls answered with an error
         self.unauthorized: list[str] = []  # methods called with a wrong token
         self.commands: list[dict[str, Any]] = []
+        self.reactions: list[tuple[int, int, list[str]]] = []  # chat, message, emoji set
         self.messages: dict[int, dict[str, Any]] = {}  # every message, by id
         self.confirmed_offset = 0  # updates below this id were confirmed by getUpdates
         self.dropped_updates: list[dict[str, Any]] = []  # kinds outside allowed_updates
@@ -303,6 +384,7 @@ class FakeBotAPI:
             "setmycommands": self._set_my_commands,
             "getmycommands": self._get_my_commands,
             "getfile": self._get_file,
+            "setmessagereaction": self._set_message_reaction,
             "close": self._true,
             "logout": self._true,
         }
@@ -709,6 +791,29 @@ class FakeBotAPI:
         self._target_chat(params)
         if not params.get("action"):
             raise _ApiError(400, "Bad Request: wrong parameter action in request")
+        return True
+
+    async def _set_message_reaction(self, params: dict[str, Any]) -> Any:
+        """Set the bot's reaction as the Bot API does: on a known message of the chat, with
+        an emoji of its reaction set (a custom emoji id that is not a number is refused)."""
+        chat_id = self._target_chat(params)
+        message = self.messages.get(int(params.get("message_id") or 0))
+        if message is None or message["chat"]["id"] != chat_id:
+            raise _ApiError(400, "Bad Request: message to react not found")
+        reaction = params.get("reaction") or []
+        for kind in reaction:
+            if (
+                kind.get("type") == "custom_emoji"
+                and not str(kind.get("custom_emoji_id")).isdigit()
+            ):
+                raise _ApiError(
+                    400,
+                    'Bad Request: Can\'t parse ReactionType: Field "custom_emoji_id" must be'
+                    " a valid Number",
+                )
+            if kind.get("type") == "emoji" and kind.get("emoji") not in REACTION_EMOJI:
+                raise _ApiError(400, "Bad Request: REACTION_INVALID")
+        self.reactions.append((chat_id, message["message_id"], [k.get("emoji") for k in reaction]))
         return True
 
     async def _set_my_commands(self, params: dict[str, Any]) -> Any:

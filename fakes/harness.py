@@ -28,7 +28,7 @@ from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.ops import Ops
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
-from bot.replies.items import Outgoing, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Text
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
@@ -63,13 +63,21 @@ class RecordingPlatform:
     typing: list[tuple[ChatKey, float]] = field(default_factory=list)
     failures: list[PlatformError] = field(default_factory=list)
     send_delay_s: float = 0.0
+    reactions: list[tuple[ChatKey, str, str]] = field(default_factory=list)  # chat, emoji, to
+    delivers: frozenset[ItemKind] = frozenset({ItemKind.CONTENT, ItemKind.REACT})
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(9000))
+
+    def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
+        return self.delivers
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
         if self.send_delay_s:
             await asyncio.sleep(self.send_delay_s)
         if self.failures:
             raise self.failures.pop(0)
+        if isinstance(item, Reaction) and item.kind in self.delivers:
+            self.reactions.append((chat, item.emoji, item.to))
+            return None
         if not isinstance(item, Text):
             msg = f"a {item.kind} item cannot be recorded"
             raise MessageRefused(msg)

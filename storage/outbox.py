@@ -189,6 +189,19 @@ class SqliteOutbox(Database):
                 )
         return int(next(iter(rows))[0])
 
+    async def sent_counts(self, chat: ChatKey | None = None, *, since: datetime) -> dict[str, int]:
+        """Count the items sent since ``since`` by kind, of one chat or of all."""
+        where = "state = 'sent' AND updated_at >= ?"
+        params: tuple[object, ...] = (unix(since, "since"),)
+        if chat is not None:
+            where += " AND chat_key = ?"
+            params += (str(chat),)
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT kind, count(*) FROM outbox WHERE {where} GROUP BY kind", params
+            )
+        return {kind: int(count) for kind, count in rows}
+
     async def _move(self, item_id: int, source: str, target: str, now: datetime) -> int:
         """Move one outbox row between states if it is in ``source``; return rows moved."""
         async with self._connection() as db:

@@ -259,8 +259,16 @@ FAULTS = [
         "answered",
         1,
     ),
-    # A reaction is not sent yet: nothing is left, so the question is asked once more.
-    Fault("a reaction alone", says(plan({"react": "👍", "to": "1"})), (STILL_HERE,), "answered", 2),
+    # A reaction alone is an answer: no text, and the question is not asked once more.
+    Fault("a reaction alone", says(plan({"react": "👍", "to": "1"})), (), "answered", 1),
+    # A reaction on a message it was never shown is dropped: asked once more.
+    Fault(
+        "a reaction on an unknown message",
+        says(plan({"react": "👍", "to": "999"})),
+        (STILL_HERE,),
+        "answered",
+        2,
+    ),
     Fault(
         "the splitter hands reply JSON back",
         lambda llm: (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import BadLLMReply
-from bot.replies.contract import DELIVERED
+from bot.replies.contract import REACT_CONTRACT, contract, offered_kinds
 from bot.replies.items import (
     DroppedItem,
     ItemKind,
@@ -26,11 +26,13 @@ from bot.replies.items import (
     to_row,
 )
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
-from fakes.harness import PRIVATE, harness
+from fakes.harness import PRIVATE, harness, make_config
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
 T0 = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
+TEXTS = frozenset({ItemKind.CONTENT})
+TEXTS_AND_REACTIONS = frozenset({ItemKind.CONTENT, ItemKind.REACT})
 
 
 def read(*items: object) -> tuple[list[Reply], list[DroppedItem]]:
@@ -100,12 +102,12 @@ def test_only_delivered_kinds_are_kept_and_a_voice_note_is_said_as_text() -> Non
         Reply(Voice("晚安"), 3.0),
         Reply(Later("问问考试"), 0.0),
     ]
-    kept, dropped = deliverable(replies, kinds=DELIVERED)
+    kept, dropped = deliverable(replies, kinds=TEXTS, shown_ids=frozenset({"1"}))
     assert kept == [Reply(Text("好"), 0.0), Reply(Text("晚安"), 3.0)]
     assert dropped == [
-        DroppedItem("react", "react items are off"),
-        DroppedItem("sticker", "sticker items are off"),
-        DroppedItem("later", "later items are off"),
+        DroppedItem("react", "react items are not offered here"),
+        DroppedItem("sticker", "sticker items are not offered here"),
+        DroppedItem("later", "later items are not offered here"),
     ]
 
 
@@ -167,9 +169,51 @@ def test_the_outbox_kinds_are_the_outgoing_ones() -> None:
         from_row(ItemKind.LATER.value, "x", None)
 
 
+def test_a_reaction_lands_only_on_a_message_the_prompt_showed() -> None:
+    """With reactions offered, a reaction on a shown message is kept; one on any other id
+    (another chat's, a made-up one) is dropped and said so."""
+    replies = [Reply(Reaction("👍", "8"), 0.0), Reply(Reaction("🎉", "999"), 0.0)]
+    kept, dropped = deliverable(replies, kinds=TEXTS_AND_REACTIONS, shown_ids=frozenset({"8"}))
+    assert (kept, dropped) == (
+        [Reply(Reaction("👍", "8"), 0.0)],
+        [DroppedItem("react", "no message '999' was shown")],
+    )
+
+
+@pytest.mark.parametrize(
+    ("enabled", "delivered", "expected"),
+    [
+        (True, TEXTS_AND_REACTIONS, TEXTS_AND_REACTIONS),
+        (False, TEXTS_AND_REACTIONS, TEXTS),  # reactions.enabled = false
+        (True, TEXTS, TEXTS),  # a QQ private chat, the console
+        (True, frozenset(), TEXTS),  # no platform: a text is always offered
+    ],
+)
+def test_the_kinds_offered_are_on_and_delivered(
+    tmp_path: Path, enabled: bool, delivered: frozenset[ItemKind], expected: frozenset[ItemKind]
+) -> None:
+    """A kind is offered when it is on in the config and the chat's platform delivers it."""
+    config = make_config(tmp_path, "http://127.0.0.1:9/v1", reactions={"enabled": enabled})
+    assert offered_kinds(config, delivered) == expected
+
+
+def test_the_contract_offers_reactions_only_where_they_are_delivered() -> None:
+    """The reaction line, with its example, is in the contract only when reactions are
+    offered; its example is a valid item."""
+    with_reactions = contract(TEXTS_AND_REACTIONS, images=False)
+    example = REACT_CONTRACT[REACT_CONTRACT.index("{") : REACT_CONTRACT.index("}") + 1]
+    replies, dropped = read(json.loads(example))
+    assert (REACT_CONTRACT in with_reactions, REACT_CONTRACT in contract(TEXTS, images=False)) == (
+        True,
+        False,
+    )
+    assert (replies, dropped) == ([Reply(Reaction("👍", "123"), 0.0)], [])
+
+
 async def test_dropped_items_are_logged_and_traced(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """A plan with a reaction, a sticker and a text: one LLM call, the text is sent, each
-    dropped item is one log line naming its kind and is listed in the batch's trace."""
+    """A plan with a reaction, a text and a sticker: one LLM call, the reaction is set on
+    the message, the text sent, the sticker (off) dropped with one log line naming its
+    kind and listed in the batch's trace beside the fates of the other two."""
     llm.reply_json(
         {
             "replies": [
@@ -184,18 +228,15 @@ async def test_dropped_items_are_logged_and_traced(tmp_path: Path, llm: FakeLLMS
             await bot.say("明天见", message_id="1")
             await bot.settle()
             [shown] = await bot.ops.traces.recent(PRIVATE, count=1)
-    assert (bot.platform.texts(), len(llm.requests)) == (["好的"], 1)
-    dropped_lines = [line for line in logs if "item dropped" in line]
-    assert [
-        ("react item dropped" in line, "sticker item dropped" in line) for line in dropped_lines
-    ] == [
-        (True, False),
-        (False, True),
-    ]
-    assert shown.trace.dropped == (
-        DroppedItem("react", "react items are off"),
-        DroppedItem("sticker", "sticker items are off"),
+    assert (bot.platform.texts(), bot.platform.reactions, len(llm.requests)) == (
+        ["好的"],
+        [(PRIVATE, "👍", "1")],
+        1,
     )
+    dropped_lines = [line for line in logs if "item dropped" in line]
+    assert [("sticker item dropped" in line) for line in dropped_lines] == [True]
+    assert shown.trace.dropped == (DroppedItem("sticker", "sticker items are not offered here"),)
     assert [(fate.kind, fate.state, fate.content) for fate in shown.fates] == [
-        ("content", "sent", "好的")
+        ("react", "sent", "👍"),
+        ("content", "sent", "好的"),
     ]

@@ -12,7 +12,7 @@ from fakes.bot_api import FakeBotAPI, photo
 from fakes.harness import free_port, replies_json, start_run
 from fakes.image_host import ImageHost
 from fakes.images import jpeg, jpeg_size
-from fakes.onebot import FakeOneBot, image, text
+from fakes.onebot import FakeOneBot, at, image, text
 from fakes.openai_api import FakeLLMServer
 
 KEY = "sk-run-process-key-123456"
@@ -201,3 +201,39 @@ async def test_run_answers_a_qq_picture_having_seen_it(
     assert host.requests == ["/cat.jpg"]
     assert_saw_one_small_jpeg(llm)
     assert "看到了，是一只橘猫" in str(call.params["message"])
+
+
+async def test_run_answers_with_a_reaction_alone_on_telegram_and_qq(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """Through a real `pacebot run` with both platforms, a Telegram "thanks" and a QQ group
+    "thanks" are each answered by a reaction alone: setMessageReaction and
+    set_msg_emoji_like on the very messages, no text, one LLM call each."""
+    port = free_port()
+    config = write_config(tmp_path, llm, api)
+    config.write_text(
+        config.read_text(encoding="utf-8") + f"\n[qq]\nenabled = true\nport = {port}\n",
+        encoding="utf-8",
+    )
+    process = await start(config, api)
+    await api.wait_for("getUpdates", timeout=20)
+    onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
+    await onebot.connect_when_listening()
+    try:
+        thanks = api.push_message(ALICE, "谢谢！")
+        llm.reply_json({"replies": [{"react": "👍", "to": str(thanks)}]})
+        await api.wait_for("setMessageReaction", timeout=10)
+        qq_thanks = await onebot.send_group_message(500, 42, [at(10001), text(" 谢谢")])
+        llm.reply_json({"replies": [{"react": "🙏", "to": str(qq_thanks)}]})
+        [call] = await onebot.wait_for_call("set_msg_emoji_like", within_s=10)
+    finally:
+        await onebot.close()
+    code, err = await stop(process)
+    assert (code, "Traceback" in err) == (0, False)
+    assert api.reactions == [(ALICE, thanks, ["👍"])]
+    assert call.params == {"message_id": qq_thanks, "emoji_id": "118", "set": True}
+    assert (api.sent_messages(), onebot.calls_of("send_group_msg"), len(llm.requests)) == (
+        [],
+        [],
+        2,
+    )

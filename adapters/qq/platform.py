@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from loguru import logger
 from nonebot.adapters.onebot.v11 import (
@@ -40,19 +40,23 @@ from adapters.handover import hand_over
 from adapters.inflight import InFlight
 from adapters.qq import errors, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
+from adapters.qq.reactions import qq_face
 from bot.addressing import BotNames
 from bot.config import is_loopback
 from bot.errors import ConfigError, MessageRefused, SendFailed
 from bot.log import redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
-from bot.replies.items import Outgoing, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Text
 from bot.tasks import start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
 
 _HANDOVER_MAX: Final = 500  # events stored in one transaction at most
+_TEXTS: Final = frozenset({ItemKind.CONTENT})
+_TEXTS_AND_REACTIONS: Final = frozenset({ItemKind.CONTENT, ItemKind.REACT})
+_REACTION_ACTIONS: Final = ("set_msg_emoji_like", "set_group_reaction")  # NapCat, Lagrange
 
 
 class QQPlatform:
@@ -99,6 +103,7 @@ class QQPlatform:
         self._api_timeout_s = api_timeout_s
         self._typing_timeout_s = min(api_timeout_s, 2.0)
         self._typing_supported = typing_indicator
+        self._reaction_actions = list(_REACTION_ACTIONS)  # those not answered as unknown
         self._typing_timeouts = 0
         self._drain_timeout_s = drain_timeout_s
 
@@ -327,15 +332,62 @@ class QQPlatform:
 
     # --- outbound ----------------------------------------------------------------------
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
-        """Deliver ``item`` to ``chat``; return the id of the message it made.
+    def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
+        """Texts everywhere; reactions in groups, while the implementation takes them."""
+        if chat.is_group and self._reaction_actions:
+            return _TEXTS_AND_REACTIONS
+        return _TEXTS
 
-        A text is posted (quoting its ``reply_to``); other kinds are not delivered yet.
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+        """Deliver ``item`` to ``chat``; return the id of the message it made, if any.
+
+        A text is posted (quoting its ``reply_to``); a reaction is set with the QQ face of
+        its emoji in a group (``MessageRefused`` where QQ has none, or in a private chat).
         """
-        if not isinstance(item, Text):
-            msg = f"a {item.kind} item cannot be sent to QQ"
+        if isinstance(item, Text):
+            return await self._send_text(chat, item.content, reply_to=item.reply_to)
+        if isinstance(item, Reaction) and chat.is_group:
+            await self._react(chat, item)
+            return None
+        msg = f"a {item.kind} item cannot be sent to {chat}"
+        raise MessageRefused(msg)
+
+    async def _react(self, chat: ChatKey, reaction: Reaction) -> None:
+        """Set a reaction through the first action the implementation has.
+
+        NapCat has ``set_msg_emoji_like``, Lagrange ``set_group_reaction``; an action
+        answered as unknown is not asked again this run, and when none is left that is
+        said once. Any other refusal costs this reaction only.
+        """
+        face = qq_face(reaction.emoji)
+        group_id, message_id = _as_int(chat.id), _as_int(reaction.to)
+        if face is None or group_id is None or message_id is None:
+            msg = f"no QQ reaction for {reaction.emoji!r} on message {reaction.to!r}"
             raise MessageRefused(msg)
-        return await self._send_text(chat, item.content, reply_to=item.reply_to)
+        bot = self._bot()
+        if bot is None or self._stopped:
+            msg = f"OneBot not connected; no reaction was set in {chat}"
+            raise SendFailed(msg, maybe_delivered=False)
+        for action in list(self._reaction_actions):
+            params = _reaction_params(action, group_id=group_id, message_id=message_id, face=face)
+            try:
+                with self._sends.track():
+                    async with asyncio.timeout(self._api_timeout_s):
+                        await bot.call_api(action, **params)
+            except ActionFailed as error:
+                if not errors.is_unsupported(error):
+                    msg = f"OneBot refused {action} in {chat}: {errors.describe(error)}"
+                    raise MessageRefused(msg) from None
+                self._reaction_actions.remove(action)
+            except Exception as error:
+                raise errors.send_failure(
+                    error, chat=chat, action=action, timeout_s=self._api_timeout_s
+                ) from None
+            else:
+                return
+        logger.info("QQ: the OneBot implementation has no reaction actions; none are set")
+        msg = f"no reaction can be set in {chat}"
+        raise MessageRefused(msg)
 
     async def _send_text(self, chat: ChatKey, text: str, *, reply_to: str | None) -> str:
         """Post ``text`` to ``chat`` (quoting ``reply_to``); return the new message id."""
@@ -410,6 +462,13 @@ class QQPlatform:
             log.debug("typing indicator failed: {}: {}", type(error).__name__, error)
         else:
             self._typing_timeouts = 0
+
+
+def _reaction_params(action: str, *, group_id: int, message_id: int, face: str) -> dict[str, Any]:
+    """Return the parameters of one reaction action (the face id always as a string)."""
+    if action == "set_group_reaction":  # Lagrange
+        return {"group_id": group_id, "message_id": message_id, "code": face, "is_add": True}
+    return {"message_id": message_id, "emoji_id": face, "set": True}  # NapCat
 
 
 def _as_int(value: str | None) -> int | None:

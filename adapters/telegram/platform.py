@@ -17,7 +17,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, Self
 
 from loguru import logger
-from telegram import BotCommand, BotCommandScopeChat, Message, ReplyParameters, Update
+from telegram import (
+    BotCommand,
+    BotCommandScopeChat,
+    Message,
+    ReactionTypeEmoji,
+    ReplyParameters,
+    Update,
+)
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, TelegramError
 
@@ -26,16 +33,20 @@ from adapters.inflight import InFlight
 from adapters.telegram.errors import describe, quote_is_gone, translate
 from adapters.telegram.normalise import PLATFORM_NAME, chat_key_of, normalise
 from adapters.telegram.polling import Backoff, Poller
+from adapters.telegram.reactions import telegram_reaction
 from adapters.telegram.wire import build_bot, opt_into_timedelta_periods, quiet_http_loggers
 from bot.addressing import BotNames
 from bot.errors import ConfigError, MessageRefused, PacebotError, PlatformError, SendFailed
 from bot.models import ChatKey, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
-from bot.replies.items import Outgoing, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Text
 from bot.tasks import set_before_done, start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
+
+
+_KINDS: Final = frozenset({ItemKind.CONTENT, ItemKind.REACT})
 
 
 class TelegramPlatform:
@@ -275,17 +286,42 @@ class TelegramPlatform:
 
     # --- outbound ------------------------------------------------------------------------
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
-        """Deliver ``item`` to ``chat``; return the id of the message it made.
+    def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
+        """Texts and reactions, in every chat."""
+        return _KINDS
 
-        A text is posted (quoting its ``reply_to``); other kinds are not delivered yet.
+    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+        """Deliver ``item`` to ``chat``; return the id of the message it made, if any.
+
+        A text is posted (quoting its ``reply_to``); a reaction is set on its message with
+        the nearest emoji Telegram has (``MessageRefused`` if none is near).
         """
-        if not isinstance(item, Text):
-            msg = f"a {item.kind} item cannot be sent to Telegram"
-            raise MessageRefused(msg)
         self._check_connected(chat)
         with self._sends.track():
-            return await self._send_text(chat, item.content, reply_to=item.reply_to)
+            if isinstance(item, Text):
+                return await self._send_text(chat, item.content, reply_to=item.reply_to)
+            if isinstance(item, Reaction):
+                await self._react(chat, item)
+                return None
+        msg = f"a {item.kind} item cannot be sent to Telegram"
+        raise MessageRefused(msg)
+
+    async def _react(self, chat: ChatKey, reaction: Reaction) -> None:
+        emoji = telegram_reaction(reaction.emoji)
+        if emoji is None:
+            msg = f"Telegram has no reaction like {reaction.emoji!r}"
+            raise MessageRefused(msg)
+        try:
+            await self._bot.set_message_reaction(
+                chat_id=int(chat.id),
+                message_id=int(reaction.to),
+                reaction=ReactionTypeEmoji(emoji),
+            )
+        except ValueError:
+            msg = f"{reaction.to!r} is not a Telegram message id"
+            raise MessageRefused(msg) from None
+        except TelegramError as error:
+            raise translate(chat, error) from None
 
     async def _send_text(self, chat: ChatKey, text: str, *, reply_to: str | None) -> str:
         try:

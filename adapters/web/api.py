@@ -51,6 +51,7 @@ def status_json(status: Status) -> dict[str, Any]:
         "waiting_messages": status.waiting_messages,
         "queued_replies": status.queued_replies,
         "llm_errors_last_hour": status.llm_errors_last_hour,
+        "sent_today": dict(status.sent_today),
         "chats": [chat_json(chat) for chat in status.chats],
     }
 

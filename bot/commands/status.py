@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.commands.call import Call
 from bot.prompt import estimate_tokens
+from bot.replies.items import ItemKind
 
 
 async def status(call: Call) -> str:
@@ -22,6 +23,8 @@ async def status(call: Call) -> str:
         reply_mode=call.config.groups.reply_mode,
         waiting=shown.waiting_messages,
         queued=shown.queued_replies,
+        texts=shown.sent_today.get(ItemKind.CONTENT, 0),
+        reactions=shown.sent_today.get(ItemKind.REACT, 0),
         errors=shown.llm_errors_last_hour,
     )
 

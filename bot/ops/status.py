@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
+from bot.config import Config
 from bot.conversation import Phase
+from bot.memory.dates import chat_day, chat_day_bounds
 from bot.models import ChatKey, StoredMessage
 from bot.ports import Batches, MemoryStore, MessageLog, Outbox, Platform
 
@@ -88,6 +90,7 @@ class ChatStatus:
     waiting_messages: int
     queued_replies: int
     llm_errors_last_hour: int  # the whole bot's: a failing LLM fails every chat
+    sent_today: Mapping[str, int]  # items sent this chat day, by kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +101,7 @@ class Status:
     waiting_messages: int
     queued_replies: int
     llm_errors_last_hour: int
+    sent_today: Mapping[str, int]  # items sent this chat day, by kind, in every chat
     chats: tuple[ChatState, ...]
 
 
@@ -106,6 +110,7 @@ class StatusOps:
 
     def __init__(
         self,
+        config: Config,
         store: StatusStore,
         *,
         chats: ChatStates,
@@ -113,6 +118,7 @@ class StatusOps:
         platforms: Mapping[str, Platform],
         now: Callable[[], datetime],
     ) -> None:
+        self._config = config
         self._store = store
         self._chats = chats
         self._prompts = prompts
@@ -131,6 +137,13 @@ class StatusOps:
         """Count the batches that failed in the last hour."""
         return await self._store.failed_batches_since(self._now() - ERROR_WINDOW)
 
+    async def sent_today(self, chat: ChatKey | None = None) -> dict[str, int]:
+        """Count the items sent this chat day, by kind, in ``chat`` or in every chat."""
+        zone, boundary = self._config.bot.zone, self._config.memory.day_boundary_time
+        today = chat_day(self._now(), zone=zone, boundary=boundary)
+        start, _ = chat_day_bounds(today, zone=zone, boundary=boundary)
+        return await self._store.sent_counts(chat, since=start)
+
     async def chat(self, chat: ChatKey) -> ChatStatus:
         """Return one chat's status."""
         return ChatStatus(
@@ -139,6 +152,7 @@ class StatusOps:
             await self.waiting_messages(chat),
             await self.queued_replies(chat),
             await self.llm_errors_last_hour(),
+            await self.sent_today(chat),
         )
 
     async def overview(self) -> Status:
@@ -159,6 +173,7 @@ class StatusOps:
             waiting_messages=await self.waiting_messages(),
             queued_replies=await self.queued_replies(),
             llm_errors_last_hour=await self.llm_errors_last_hour(),
+            sent_today=await self.sent_today(),
             chats=tuple(chats),
         )
 

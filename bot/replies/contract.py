@@ -7,6 +7,7 @@ them anyway (see ``bot/answer.py``).
 
 from __future__ import annotations
 
+from bot.config import Config
 from bot.replies.items import ItemKind
 
 REPLY_CONTRACT = """\
@@ -35,6 +36,33 @@ see the picture again, only this note.
 """
 """Added to the contract when a batch's pictures go with the request."""
 
-DELIVERED = frozenset({ItemKind.CONTENT})
-"""The kinds of item the contract offers and the platforms are sent; any other kind the
-model writes is dropped (a voice note is said as text)."""
+REACT_CONTRACT = """\
+- {"react": "👍", "to": "123"}: an emoji reaction on one message, by its id (a new message \
+or one of the recent history), instead of a text or beside one, as people react in a chat. \
+It is the better answer to a "thanks", an "ok", good news or a joke that needs no words: a \
+reaction alone is a whole answer. Use one of 👍 ❤️ 😂 😭 😮 🎉 👏 🙏 🔥 😅.
+"""
+"""Added to the contract when the chat's platform has reactions and ``reactions.enabled``."""
+
+
+def contract(kinds: frozenset[ItemKind], *, images: bool) -> str:
+    """Return the output contract offering ``kinds`` (a text always), and image notes when
+    the request holds pictures."""
+    parts = [REPLY_CONTRACT]
+    if ItemKind.REACT in kinds:
+        parts.append(REACT_CONTRACT)
+    if images:
+        parts.append(IMAGE_NOTES_CONTRACT)
+    return "".join(parts)
+
+
+def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[ItemKind]:
+    """Return the kinds of item a chat's answer may hold: a text always, and each other
+    kind that is on in the config and that the chat's platform delivers there.
+
+    Any other kind the model writes is dropped (a voice note is said as text).
+    """
+    on = {ItemKind.CONTENT}
+    if config.reactions.enabled:
+        on.add(ItemKind.REACT)
+    return frozenset(on & delivered) | {ItemKind.CONTENT}

@@ -286,20 +286,23 @@ def plan_replies(
 
 
 def deliverable(
-    replies: Sequence[Reply], *, kinds: frozenset[ItemKind]
+    replies: Sequence[Reply], *, kinds: frozenset[ItemKind], shown_ids: frozenset[str]
 ) -> tuple[list[Reply], list[DroppedItem]]:
-    """Keep the items whose kind is delivered; say which were dropped and why.
+    """Keep the items whose kind is offered; say which were dropped and why.
 
-    A voice note that cannot be spoken is said as text instead: its words are never lost.
+    A reaction must land on a message the prompt showed (``shown_ids``). A voice note
+    that cannot be spoken is said as text instead: its words are never lost.
     """
     kept: list[Reply] = []
     dropped: list[DroppedItem] = []
     for reply in replies:
         item = reply.item
-        if item.kind in kinds:
+        if isinstance(item, Reaction) and item.kind in kinds and item.to not in shown_ids:
+            dropped.append(DroppedItem(item.kind, f"no message {item.to!r} was shown"))
+        elif item.kind in kinds:
             kept.append(reply)
         elif isinstance(item, Voice):
             kept.append(Reply(Text(item.text), reply.send_delay_seconds))
         else:
-            dropped.append(DroppedItem(item.kind, f"{item.kind} items are off"))
+            dropped.append(DroppedItem(item.kind, f"{item.kind} items are not offered here"))
     return kept, dropped

@@ -77,6 +77,9 @@ async function poll() {
     for (const field of ["waiting_messages", "queued_replies", "llm_errors_last_hour"]) {
       document.querySelector(`[data-field="${field}"]`).textContent = String(status[field]);
     }
+    for (const cell of document.querySelectorAll("[data-sent]")) {
+      cell.textContent = String(status.sent_today[cell.dataset.sent] || 0);
+    }
     drawPlatforms(status.platforms);
     drawChats(status.chats);
     live.textContent = "Live: updated " + localTime(new Date().toISOString()) + ".";

@@ -1,0 +1,161 @@
+"""What the LLM sees for one batch: the system prompt, the history, the batch, the contract.
+
+The system prompt is the effective persona (the initial one and the summaries it holds),
+the date and the chat, what recall found for the batch's questions, the "people here"
+facts, and the output contract for the kinds of item this chat can be answered with;
+then the recent history and the new batch, all within ``memory.context_budget_tokens``
+(``bot/prompt.py`` counts and trims). Recall runs once per batch, its finding noted for
+the trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from bot.config import Config
+from bot.memory.recall import Recalled
+from bot.memory.stack import Memory, Persona
+from bot.models import Batch, ChatKey, ChatMessage, ImageInput
+from bot.ports import MessageLog, Platform
+from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
+from bot.replies.contract import contract, offered_kinds
+from bot.replies.items import ItemKind
+from bot.trace import RecallFound, TraceNotes
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One batch's request, what recall put into it, and the messages it shows by id."""
+
+    messages: list[ChatMessage]
+    recalled: Recalled
+    message_ids: frozenset[str]  # the batch's and the recent history's
+
+
+def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
+    """Say what recall found, and which days the persona already holds, for a trace.
+
+    Keyword and vector hits are the two ranked lists before fusion, as recall saw them.
+    """
+    days = tuple(record.day for record in recalled.records)
+    return RecallFound(
+        how=recalled.how,
+        asked_dates=recalled.days,
+        date_hits=days if recalled.how == "dates" else (),
+        keyword_hits=tuple(record.day for record in recalled.keyword_hits),
+        vector_hits=tuple(record.day for record in recalled.vector_hits),
+        fact_hits=tuple(fact.id for fact in recalled.facts),
+        in_prompt=tuple(record.day for record in persona.kept),
+    )
+
+
+class Prompter:
+    """Build the request for a batch, or the system prompt a chat's next batch would get."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: MessageLog,
+        memory: Memory,
+        platforms: Mapping[str, Platform],
+        *,
+        now: Callable[[], datetime],
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._memory = memory
+        self._platforms = platforms
+        self._now = now
+
+    def offered(self, chat: ChatKey) -> frozenset[ItemKind]:
+        """Return the kinds of item an answer in ``chat`` may hold (see ``offered_kinds``)."""
+        platform = self._platforms.get(chat.platform)
+        delivered = platform.kinds(chat) if platform is not None else frozenset()
+        return offered_kinds(self._config, delivered)
+
+    def _prompt_input(
+        self,
+        chat: ChatKey,
+        *,
+        chat_title: str | None,
+        persona: str,
+        kinds: frozenset[ItemKind],
+        images: bool = False,
+        recalled: str = "",
+    ) -> PromptInput:
+        return PromptInput(
+            persona=persona,
+            recalled=recalled,
+            contract=contract(kinds, images=images),
+            bot_name=self._config.bot.name,
+            chat=chat,
+            chat_title=chat_title,
+            now=self._now(),
+            zone=self._config.bot.zone,
+            budget_tokens=self._config.memory.context_budget_tokens,
+            batch=(),
+        )
+
+    async def system_prompt_for(self, chat: ChatKey, *, chat_title: str | None) -> str:
+        """Return the system prompt a batch of ``chat`` would get now (without recall)."""
+        persona = await self._memory.persona(chat)
+        kinds = self.offered(chat)
+        spec = self._prompt_input(chat, chat_title=chat_title, persona=persona.text, kinds=kinds)
+        return system_prompt(spec)
+
+    async def request(
+        self,
+        batch: Batch,
+        *,
+        chat_title: str | None,
+        images: tuple[ImageInput, ...] = (),
+        notes: TraceNotes | None = None,
+        recalled: Recalled | None = None,
+    ) -> Request:
+        """Build the request for ``batch`` (noting what it holds in ``notes``).
+
+        ``recalled`` given, recall is not run again (nor embedded).
+        """
+        chat = batch.chat
+        persona = await self._memory.persona(chat)
+        if recalled is None:
+            asked = [m.text for m in batch.messages if not m.from_bot]
+            recalled = await self._memory.recall(chat, asked, persona=persona)
+        budget = self._config.memory.context_budget_tokens
+        history = await self._store.recent_history(
+            chat, exclude_batch=batch.id, limit=history_limit(budget)
+        )
+        unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
+        people = await self._memory.people.prompt_part(chat, batch.messages, history)
+        spec = replace(
+            self._prompt_input(
+                chat,
+                chat_title=chat_title,
+                persona=persona.text,
+                kinds=self.offered(chat),
+                images=bool(images),
+                recalled=recalled.render(),
+            ),
+            batch=batch.messages,
+            history=history,
+            unsaid=unsaid,
+            images=images,
+            people=people,
+        )
+        assembled = assemble_prompt(spec)
+        if notes is not None:
+            notes.recall = recall_found(recalled, persona)
+            initial = estimate_tokens(self._memory.initial_persona.strip())
+            notes.prompt_tokens = {
+                "persona": initial,
+                "summaries": sum(estimate_tokens(r.added_prompt) + 1 for r in persona.kept),
+                "people": estimate_tokens(people),
+                "recalled": estimate_tokens(spec.recalled),
+                "history": assembled.history_tokens,
+                "batch": assembled.batch_tokens,
+                "contract": estimate_tokens(spec.contract),
+            }
+        shown = frozenset(m.message_id for m in (*batch.messages, *history))
+        return Request(assembled.messages, recalled, shown)
