@@ -45,21 +45,16 @@ from adapters.platforms import (
     build_platforms,
     load_platform_modules,
 )
-from bot.answer import Answerer
-from bot.commands.runner import CommandRunner
+from adapters.wiring import Core, build_core
 from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
-from bot.context import Prompter
 from bot.errors import ConfigError, PacebotError
-from bot.inbox import Inbox
 from bot.log import setup_logging
 from bot.memory.semantic import SemanticMemory
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey
 from bot.ops import Ops
 from bot.ops.memory import MemoryOps
-from bot.ops.status import StatusOps
 from bot.ops.traces import TraceOps
-from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
@@ -101,16 +96,6 @@ class Parts:
     store: SqliteStore
     llm: DeferredLLM
     memory: Memory
-
-
-@dataclass(frozen=True, slots=True)
-class Core:
-    """The running core: the story of a message, where adapters deliver, and what an
-    operator sees and does."""
-
-    pipeline: Pipeline
-    inbox: Inbox
-    ops: Ops
 
 
 def _main_llm(config: Config, secrets: Secrets) -> OpenAILLM:
@@ -173,40 +158,19 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
-        prompter = Prompter(config, parts.store, parts.memory, platforms, now=utc_now)
-        answerer = Answerer(
+        core = build_core(
             config,
             parts.store,
-            parts.llm,
-            splitter=splitter,
-            memory=parts.memory,
-            prompter=prompter,
-            now=utc_now,
-            pictures=await stack.enter_async_context(sources),
-        )
-        pipeline = Pipeline(
-            config,
-            parts.store,
+            parts.memory,
             platforms,
-            answerer,
-            traces=parts.store,
+            llm=parts.llm,
+            splitter=splitter,
+            pictures=await stack.enter_async_context(sources),
             now=utc_now,
             retries=retries,
         )
-        ops = Ops(
-            status=StatusOps(
-                config,
-                parts.store,
-                chats=pipeline,
-                prompts=prompter,
-                platforms=platforms,
-                now=utc_now,
-            ),
-            memory=MemoryOps(config, parts.memory, parts.store),
-            traces=TraceOps(parts.store, keep=config.memory.trace_keep),
-        )
-        inbox = Inbox(pipeline, CommandRunner(config, ops), platforms)
-        stack.push_async_callback(inbox.stop)
+        pipeline = core.pipeline
+        stack.push_async_callback(core.inbox.stop)
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()
         if nightly:
@@ -226,7 +190,7 @@ async def running_core(
                 failure="embedding memory rows failed; the nightly run retries",
             )
             stack.push_async_callback(_cancel, embedding)
-        yield Core(pipeline, inbox, ops)
+        yield core
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from loguru import logger
 
 from bot.config import Config
-from bot.context import Prompter
+from bot.context import Prompter, Request
 from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
 from bot.memory.stack import Memory
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
@@ -33,6 +33,7 @@ from bot.replies.parse import parse_image_notes, splitter_messages
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
 from bot.replies.questions import looks_like_question
 from bot.replies.splitting import split_text
+from bot.stickers import Stickers
 from bot.trace import Trace, TraceNotes
 from bot.vision import look_at
 
@@ -95,6 +96,7 @@ class Answerer:
         prompter: Prompter,
         now: Callable[[], datetime],
         pictures: Mapping[str, PictureSource] | None = None,
+        stickers: Stickers | None = None,
     ) -> None:
         self._config = config
         self._warned_vision_refused = False  # one Answerer per run: once per process
@@ -105,6 +107,7 @@ class Answerer:
         self._memory = memory
         self._prompter = prompter
         self._now = now
+        self._stickers = stickers
 
     async def answer(
         self,
@@ -130,7 +133,6 @@ class Answerer:
         prompt = await self._prompter.request(
             batch, chat_title=chat_title, images=images, notes=notes
         )
-        notes.shown_ids = prompt.message_ids
         model = self._config.llm.model
         tools = (SEARCH_MEMORY,) if self._config.llm.memory_tool else ()
         try:
@@ -171,7 +173,7 @@ class Answerer:
                 )
             if images:
                 await self._keep_image_notes(batch, completion, images, log)
-            replies = await self._read(completion, log, notes)
+            replies = await self._read(completion, log, notes, prompt)
             if not replies and decision is Decision.ANSWER and not searched:
                 log.info("fallback: empty reply where an answer is due; asking once more")
                 nudged = [*messages, ChatMessage("assistant", completion.text)]
@@ -179,7 +181,7 @@ class Answerer:
                 completion = await self._ask(
                     self._llm, nudged, kind="nudge", model=model, notes=notes
                 )
-                replies = await self._read(completion, log, notes)
+                replies = await self._read(completion, log, notes, prompt)
         except LLMUnavailable as exc:
             log.warning("LLM unavailable, staying silent: {}", exc)
             failed = BatchOutcome.FAILED
@@ -225,6 +227,8 @@ class Answerer:
             return
         try:
             kept = await self._store.add_image_notes(batch.chat, seen)
+            if self._stickers is not None:  # a sticker's note becomes its caption
+                await self._stickers.caption_from_notes(batch.chat, seen)
         except StorageError as exc:  # the answer matters more than the note
             log.warning("image notes not kept: {}", exc)
             return
@@ -254,7 +258,9 @@ class Answerer:
         notes.call(kind, model, loop.time() - started, completion)
         return completion
 
-    async def _read(self, completion: Completion, log: Logger, notes: TraceNotes) -> list[Reply]:
+    async def _read(
+        self, completion: Completion, log: Logger, notes: TraceNotes, offer: Request
+    ) -> list[Reply]:
         """Read replies from a completion, down the fallback chain; raise if all fail.
 
         Whatever tier reads them, no reply JSON is left in a text, and only the kinds of
@@ -272,7 +278,7 @@ class Answerer:
             reason = str(exc)
         else:
             notes.tier = "fenced" if "```" in completion.text else "json"
-            return self._kept(plan.replies, plan.dropped, notes)
+            return self._kept(plan.replies, plan.dropped, notes, offer)
         if not completion.text.strip():
             msg = f"empty output ({reason})"
             raise BadLLMReply(msg)
@@ -292,7 +298,7 @@ class Answerer:
         except (LLMUnavailable, BadLLMReply) as exc:
             log.info("fallback: text split (splitter failed: {})", exc)
         else:
-            replies = self._kept(plan.replies, plan.dropped, notes)
+            replies = self._kept(plan.replies, plan.dropped, notes, offer)
             if replies:
                 notes.tier = "splitter"
                 return replies
@@ -301,24 +307,22 @@ class Answerer:
         split_up = split_text(
             completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
         )
-        replies = self._kept(split_up, [], notes)
+        replies = self._kept(split_up, [], notes, offer)
         if not replies:
             msg = f"nothing to say could be read from the output ({reason})"
             raise BadLLMReply(msg)
         notes.tier = "text-split"
         return replies
 
+    @staticmethod
     def _kept(
-        self, replies: list[Reply], dropped: list[DroppedItem], notes: TraceNotes
+        replies: list[Reply], dropped: list[DroppedItem], notes: TraceNotes, offer: Request
     ) -> list[Reply]:
         """Keep what may reach the chat: no reply JSON in a text, only offered kinds."""
-        chat = notes.batch.chat
         kept, refused = deliverable(
-            without_reply_json(replies),
-            kinds=self._prompter.offered(chat),
-            shown_ids=notes.shown_ids,
+            without_reply_json(replies), kinds=offer.kinds, shown_ids=offer.message_ids
         )
-        log = logger.bind(chat=str(chat), batch=notes.batch.id)
+        log = logger.bind(chat=str(notes.batch.chat), batch=notes.batch.id)
         for item in [*dropped, *refused]:
             log.info("{} item dropped: {}", item.kind, item.reason)
             notes.dropped.append(item)

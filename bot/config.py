@@ -262,6 +262,17 @@ class ReactionsConfig(_Section):
     """Let the bot answer with an emoji reaction on a message, where the platform has them."""
 
 
+class StickersConfig(_Section):
+    enabled: bool = False
+    """Collect the stickers people send, and let the bot send them back by id."""
+    scope: Literal["chat", "global"] = "chat"
+    """``chat``: each chat has its own collection; ``global``: one per platform for the bot."""
+    max_per_chat: int = Field(default=64, ge=1, le=10_000)
+    """How many a collection keeps; the least recently seen or sent go first."""
+    in_prompt: int = Field(default=12, ge=0, le=200)
+    """How many the prompt offers (most sent and newest first)."""
+
+
 WEB_TOKEN_CHARS_MIN = 16
 """The shortest dashboard token accepted: it guards a page that can change memory."""
 
@@ -298,6 +309,7 @@ class Config(_Section):
     qq: QQConfig = QQConfig()
     web: WebConfig = WebConfig()
     reactions: ReactionsConfig = ReactionsConfig()
+    stickers: StickersConfig = StickersConfig()
 
     @property
     def database_path(self) -> Path:

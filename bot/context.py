@@ -22,6 +22,7 @@ from bot.ports import MessageLog, Platform
 from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
 from bot.replies.contract import contract, offered_kinds
 from bot.replies.items import ItemKind
+from bot.stickers import Stickers
 from bot.trace import RecallFound, TraceNotes
 
 
@@ -32,6 +33,7 @@ class Request:
     messages: list[ChatMessage]
     recalled: Recalled
     message_ids: frozenset[str]  # the batch's and the recent history's
+    kinds: frozenset[ItemKind]  # the kinds of item the contract offered
 
 
 def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
@@ -62,12 +64,14 @@ class Prompter:
         platforms: Mapping[str, Platform],
         *,
         now: Callable[[], datetime],
+        stickers: Stickers | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._memory = memory
         self._platforms = platforms
         self._now = now
+        self._stickers = stickers
 
     def offered(self, chat: ChatKey) -> frozenset[ItemKind]:
         """Return the kinds of item an answer in ``chat`` may hold (see ``offered_kinds``)."""
@@ -101,9 +105,9 @@ class Prompter:
     async def system_prompt_for(self, chat: ChatKey, *, chat_title: str | None) -> str:
         """Return the system prompt a batch of ``chat`` would get now (without recall)."""
         persona = await self._memory.persona(chat)
-        kinds = self.offered(chat)
+        kinds, stickers = await self._stickers_offered(chat)
         spec = self._prompt_input(chat, chat_title=chat_title, persona=persona.text, kinds=kinds)
-        return system_prompt(spec)
+        return system_prompt(replace(spec, stickers=stickers))
 
     async def request(
         self,
@@ -129,12 +133,13 @@ class Prompter:
         )
         unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
         people = await self._memory.people.prompt_part(chat, batch.messages, history)
+        kinds, stickers = await self._stickers_offered(chat)
         spec = replace(
             self._prompt_input(
                 chat,
                 chat_title=chat_title,
                 persona=persona.text,
-                kinds=self.offered(chat),
+                kinds=kinds,
                 images=bool(images),
                 recalled=recalled.render(),
             ),
@@ -143,6 +148,7 @@ class Prompter:
             unsaid=unsaid,
             images=images,
             people=people,
+            stickers=stickers,
         )
         assembled = assemble_prompt(spec)
         if notes is not None:
@@ -152,10 +158,20 @@ class Prompter:
                 "persona": initial,
                 "summaries": sum(estimate_tokens(r.added_prompt) + 1 for r in persona.kept),
                 "people": estimate_tokens(people),
+                "stickers": estimate_tokens(stickers),
                 "recalled": estimate_tokens(spec.recalled),
                 "history": assembled.history_tokens,
                 "batch": assembled.batch_tokens,
                 "contract": estimate_tokens(spec.contract),
             }
         shown = frozenset(m.message_id for m in (*batch.messages, *history))
-        return Request(assembled.messages, recalled, shown)
+        return Request(assembled.messages, recalled, shown, kinds)
+
+    async def _stickers_offered(self, chat: ChatKey) -> tuple[frozenset[ItemKind], str]:
+        """Return the kinds offered in ``chat`` and its "stickers you can send" part:
+        stickers are offered only when the collection has some to show."""
+        kinds = self.offered(chat)
+        if ItemKind.STICKER not in kinds or self._stickers is None:
+            return kinds - {ItemKind.STICKER}, ""
+        part = await self._stickers.prompt_part(chat)
+        return (kinds if part else kinds - {ItemKind.STICKER}), part

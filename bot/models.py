@@ -64,6 +64,42 @@ class Picture:
 
 
 @dataclass(frozen=True, slots=True)
+class StickerSeen:
+    """A sticker a message carries, as its platform gave it.
+
+    ``key`` tells the sticker apart wherever it is sent again (Telegram's
+    ``file_unique_id``; empty where only its bytes can tell, as on QQ); ``ref`` is how to
+    fetch or send it again (a Telegram ``file_id``, a QQ image URL). The rest is what a
+    caption can be made of before the model has seen it.
+    """
+
+    key: str
+    ref: str
+    emoji: str = ""
+    set_name: str = ""
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StickerRecord:
+    """A sticker of a collection: what the prompt offers as ``s<id>`` and sends again."""
+
+    id: int
+    collection: str  # a chat key, or "global:<platform>"
+    platform: str
+    file_ref: str  # Telegram: a file_id; QQ: the file name of its bytes
+    caption: str
+    times_sent: int
+    last_seen_at: datetime
+    banned: bool = False
+
+    @property
+    def label(self) -> str:
+        """The id the model and the admins use: ``s7``."""
+        return f"s{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
 class IncomingMessage:
     """One message from a chatter, normalised by its adapter.
 
@@ -81,6 +117,7 @@ class IncomingMessage:
     reply_to_id: str | None = None
     chat_title: str | None = None
     pictures: tuple[Picture, ...] = ()
+    sticker: StickerSeen | None = None
 
 
 @dataclass(frozen=True, slots=True)

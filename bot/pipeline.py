@@ -27,6 +27,7 @@ from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.sender import Sender
+from bot.stickers import Stickers
 from bot.tasks import start_task
 from bot.trace import Trace
 
@@ -51,9 +52,11 @@ class Pipeline:
         now: Callable[[], datetime],
         rng: random.Random | None = None,
         retries: Retries = DEFAULT_RETRIES,
+        stickers: Stickers | None = None,
     ) -> None:
         self._config = config
         self._store = store
+        self._stickers = stickers
         self._platforms = platforms
         self._answerer = answerer
         self._traces = traces
@@ -66,11 +69,13 @@ class Pipeline:
             bot_name=config.bot.name,
             now=now,
             on_idle=self._on_replies_done,
+            hooks=stickers,
             retries=retries,
         )
         self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
         self._conversations: dict[ChatKey, Conversation] = {}
         self._batches: set[asyncio.Task[None]] = set()
+        self._collecting: set[asyncio.Task[None]] = set()
         self._stopping = False
         self._store_failing_since: float | None = None  # loop time of the first failed write
 
@@ -124,7 +129,9 @@ class Pipeline:
             logger.debug("stopping; {} message(s) not taken", len(messages))
             return
         talked_over: dict[ChatKey, None] = {}  # in order, once each
-        for kept in await self._keep(list(messages)):
+        stored = await self._keep(list(messages))
+        self._collect_stickers(stored)
+        for kept in stored:
             chat = kept.chat
             arrival = self._conversation(chat).message_in(kept)
             if arrival.cancels:
@@ -137,6 +144,18 @@ class Pipeline:
             )
         for chat in talked_over:
             await self._cancel_unsent(chat)
+
+    def _collect_stickers(self, stored: Sequence[IncomingMessage]) -> None:
+        """Keep the stickers of stored messages, beside the answers (a QQ one downloads)."""
+        with_stickers = [message for message in stored if message.sticker is not None]
+        if self._stickers is None or not with_stickers:
+            return
+        start_task(
+            self._stickers.collect(with_stickers),
+            name="stickers:collect",
+            failure="collecting stickers failed",
+            owner=self._collecting,
+        )
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
         """Keep the edited text; an edit never starts a second answer."""
@@ -395,16 +414,16 @@ class Pipeline:
 
     async def drain(self) -> None:
         """Answer everything waiting now and wait until all replies are sent."""
-        while len(self.debouncer) or self._batches or not self.sender.idle:
+        while len(self.debouncer) or self._batches or self._collecting or not self.sender.idle:
             self.debouncer.fire_all()
-            await asyncio.gather(*self._batches, return_exceptions=True)
+            await asyncio.gather(*self._batches, *self._collecting, return_exceptions=True)
             await self.sender.drain()
 
     async def stop(self) -> None:
         """Stop taking messages; unanswered batches wait for the next start."""
         self._stopping = True
         self.debouncer.cancel_all()
-        tasks = list(self._batches)
+        tasks = [*self._batches, *self._collecting]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -82,6 +82,7 @@ class PromptInput:
     recalled: str = ""
     images: tuple[ImageInput, ...] = ()  # the batch's pictures, after the user text
     people: str = ""  # the "people here" part, already within its share of the budget
+    stickers: str = ""  # the "stickers you can send" part
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +108,12 @@ def _describe_chat(chat: ChatKey, title: str | None) -> str:
 
 
 def system_prompt(spec: PromptInput) -> str:
-    """Return the system prompt: persona, people here, time, chat, recalled memory, contract."""
+    """Return the system prompt: persona, people here, stickers, time, chat, recalled memory,
+    contract."""
     parts = [
         spec.persona.strip(),
         *([spec.people.strip()] if spec.people else []),
+        *([spec.stickers.strip()] if spec.stickers else []),
         f"Now: {describe_now(spec.now, spec.zone)}.",
         f"This is {_describe_chat(spec.chat, spec.chat_title)}. You are {spec.bot_name}.",
     ]

@@ -15,6 +15,7 @@ import enum
 import functools
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
+from typing import Protocol
 
 import stamina
 from loguru import logger
@@ -24,12 +25,34 @@ from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey
 from bot.pacing import Budget, Pacer
 from bot.ports import Outbox, Platform
-from bot.replies.items import OutboxItem, said
+from bot.replies.items import OutboxItem, Outgoing, said
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
 
 _STOP_GRACE_S = 5.0  # how long a send already on the wire may take to finish at shutdown
 _NO_WAIT_S = 0.005  # shorter waits (clock rounding, timer resolution) are not waited for
+
+
+class ItemHooks(Protocol):
+    """What an item needs just before it is sent, and what follows once it was."""
+
+    async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
+        """Return ``item`` ready to send (``None``: it can no longer be sent)."""
+        ...
+
+    async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
+        """Note that ``item`` was sent."""
+        ...
+
+
+class AsTheyAre:
+    """Items need nothing before or after they are sent."""
+
+    async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
+        return item
+
+    async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
+        return None
 
 
 class _NotDelivered(Exception):
@@ -60,11 +83,13 @@ class Sender:
         bot_name: str,
         now: Callable[[], datetime],
         on_idle: Callable[[ChatKey], None] = lambda chat: None,
+        hooks: ItemHooks | None = None,
         retries: Retries = DEFAULT_RETRIES,
     ) -> None:
         self._store = store
         self._retries = retries
         self._on_idle = on_idle
+        self._hooks = hooks or AsTheyAre()
         self._platforms = platforms
         self._pacing = pacing
         self._bot_name = bot_name
@@ -230,8 +255,13 @@ class Sender:
         log = logger.bind(chat=str(chat))
         if not await self._store.claim_for_sending(item.id, now=self._now()):
             return _Outcome.NOT_CLAIMED
+        ready = await self._hooks.prepare(chat, item.item)
+        if ready is None:
+            log.info("reply {} dropped: its {} is gone", item.id, item.item.kind)
+            await self._store.mark_dropped(item.id, now=self._now(), reason="gone")
+            return _Outcome.REFUSED
         try:
-            message_id = await platform.send(chat, item.item)
+            message_id = await platform.send(chat, ready)
         except RateLimited as exc:
             loop = asyncio.get_running_loop()
             retry_at = loop.time() + exc.retry_after_s  # counted from the platform's answer
@@ -267,6 +297,7 @@ class Sender:
             sender_name=self._bot_name,
             now=self._now(),
         )
+        await self._hooks.delivered(chat, ready)
         log.debug("sent reply {} as message {}", item.id, message_id)
         return _Outcome.SENT
 

@@ -36,6 +36,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_forget": "forget one fact by its id",
         "help_forgetme": "forget every fact about you in this chat",
         "help_trace": "how the bot answered a batch (1 = the newest)",
+        "help_stickers": "the stickers this chat's collection holds",
+        "help_sticker": "ban a sticker: never offered or sent again",
         # /status
         "status": "chat: {chat}\n"
         "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
@@ -133,6 +135,19 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_fate": "reply {number}: {state} · {content}",
         "trace_dropped": "not sent: a {kind} item ({reason})",
         "trace_raw": "raw output:",
+        # /stickers, /sticker ban
+        "stickers_usage": "usage: /stickers (in the chat, or naming a chat key from a private "
+        "chat)",
+        "stickers_off": "Stickers are off: set [stickers] enabled = true to collect and send them.",
+        "stickers_none": "{chat} has no stickers yet: they are kept as people send them.",
+        "stickers_header": "stickers of {chat} ({count}), the most sent first:",
+        "stickers_item": "{label} · {caption} · sent {sent}×",
+        "stickers_banned": " (banned)",
+        "sticker_usage": "usage: /sticker ban <id>, e.g. /sticker ban s7 (the ids /stickers shows)",
+        "sticker_unknown": "There is no sticker {label} to ban in {chat}: it is unknown or "
+        "banned already.",
+        "sticker_banned": "Banned sticker {label} ({caption}): it is never offered, sent or "
+        "kept again.",
         # the console's own lines
         "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
         "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
@@ -159,6 +174,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_forget": "按编号忘掉一条事实",
         "help_forgetme": "忘掉这个聊天里关于你的所有事实",
         "help_trace": "机器人如何回答了一批消息（1 = 最新）",
+        "help_stickers": "这个聊天收集到的表情包",
+        "help_sticker": "禁用一个表情包：不再提供，也不再发送",
         "status": "会话：{chat}\n"
         "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
         "每批最多 {max_batch} 条\n"
@@ -244,6 +261,15 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_fate": "第 {number} 条回复：{state} · {content}",
         "trace_dropped": "未发送：一个 {kind} 项（{reason}）",
         "trace_raw": "原始输出：",
+        "stickers_usage": "用法：/stickers（在聊天里，或在私聊里指明一个会话）",
+        "stickers_off": "表情包功能已关闭：设置 [stickers] enabled = true 才会收集和发送。",
+        "stickers_none": "{chat} 还没有表情包：有人发了就会收起来。",
+        "stickers_header": "{chat} 的表情包（{count} 个），发得最多的在前：",
+        "stickers_item": "{label} · {caption} · 发过 {sent} 次",
+        "stickers_banned": "（已禁用）",
+        "sticker_usage": "用法：/sticker ban <编号>，例如 /sticker ban s7（/stickers 列出的编号）",
+        "sticker_unknown": "{chat} 里没有可禁用的表情包 {label}：不存在，或已经禁用。",
+        "sticker_banned": "已禁用表情包 {label}（{caption}）：不会再提供、发送或收集。",
         "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",

@@ -28,7 +28,16 @@ from bot.texts import Texts
 RAW_CHARS_MAX = 1500  # of the model's raw output kept in a trace
 FATE_CHARS_MAX = 80  # of each reply shown beside its fate
 TOOL_CHARS_MAX = 300  # of a tool call's arguments, and of its result, kept in a trace
-PROMPT_PARTS = ("persona", "summaries", "people", "recalled", "history", "batch", "contract")
+PROMPT_PARTS = (
+    "persona",
+    "summaries",
+    "people",
+    "stickers",
+    "recalled",
+    "history",
+    "batch",
+    "contract",
+)
 WHY = {
     BatchOutcome.ANSWERED: "answered",
     BatchOutcome.SILENT: "silent",
@@ -145,7 +154,6 @@ class TraceNotes:
     raw_output: str = ""
     tier: str | None = None
     dropped: list[DroppedItem] = field(default_factory=list)
-    shown_ids: frozenset[str] = frozenset()  # the messages the prompt showed by id
 
     def call(
         self,

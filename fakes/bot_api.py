@@ -286,11 +286,18 @@ def photo(caption: str | None = None, *, sides: Iterable[int] = (90, 320)) -> di
     return _with_caption({"photo": sizes}, caption)
 
 
-def sticker(emoji: str | None = "😀", *, animated: bool = False) -> dict[str, Any]:
-    """Return the fields of a sticker message (a static WEBP one unless ``animated``)."""
+def sticker(
+    emoji: str | None = "😀",
+    *,
+    animated: bool = False,
+    number: int = 1,
+    set_name: str | None = None,
+) -> dict[str, Any]:
+    """Return the fields of a sticker message (a static WEBP one unless ``animated``):
+    sticker ``number`` has ids ``sticker-<n>`` and ``us-<n>``."""
     body: dict[str, Any] = {
-        "file_id": "sticker-1",
-        "file_unique_id": "us-1",
+        "file_id": f"sticker-{number}",
+        "file_unique_id": f"us-{number}",
         "type": "regular",
         "width": 512,
         "height": 512,
@@ -299,6 +306,8 @@ def sticker(emoji: str | None = "😀", *, animated: bool = False) -> dict[str, 
     }
     if emoji is not None:
         body["emoji"] = emoji
+    if set_name is not None:
+        body["set_name"] = set_name
     return {"sticker": body}
 
 
@@ -385,6 +394,7 @@ class FakeBotAPI:
             "getmycommands": self._get_my_commands,
             "getfile": self._get_file,
             "setmessagereaction": self._set_message_reaction,
+            "sendsticker": self._send_sticker,
             "close": self._true,
             "logout": self._true,
         }
@@ -792,6 +802,25 @@ class FakeBotAPI:
         if not params.get("action"):
             raise _ApiError(400, "Bad Request: wrong parameter action in request")
         return True
+
+    async def _send_sticker(self, params: dict[str, Any]) -> Any:
+        """Send a sticker by the ``file_id`` of one this fake delivered; others are refused."""
+        chat_id = self._target_chat(params)
+        file_id = params.get("sticker")
+        known = {
+            m["sticker"]["file_id"]: m["sticker"] for m in self.messages.values() if "sticker" in m
+        }
+        if not isinstance(file_id, str) or file_id not in known:
+            raise _ApiError(400, "Bad Request: wrong file identifier/HTTP URL specified")
+        message: dict[str, Any] = {
+            "message_id": self._take_message_id(),
+            "from": dict(self.bot_user),
+            "chat": self._chat_for(chat_id),
+            "date": int(time.time()),
+            "sticker": dict(known[file_id]),
+        }
+        self._remember(message)
+        return message
 
     async def _set_message_reaction(self, params: dict[str, Any]) -> Any:
         """Set the bot's reaction as the Bot API does: on a known message of the chat, with

@@ -29,6 +29,7 @@ from storage.messages import SqliteMessageLog
 from storage.migrate import load_migrations, migrate
 from storage.outbox import SqliteOutbox
 from storage.people import SqlitePeople
+from storage.stickers import SqliteStickers
 from storage.summaries import SqliteSummaries
 from storage.traces import SqliteTraces
 from storage.vectors import SqliteVectors
@@ -42,6 +43,7 @@ class SqliteStore(
     SqliteOutbox,
     SqliteSummaries,
     SqlitePeople,
+    SqliteStickers,
     SqliteTraces,
     SqliteVectors,
 ):

@@ -199,4 +199,6 @@ async def test_command_menu_is_published_to_admins_only(
         "forget",
         "forgetme",
         "trace",
+        "stickers",
+        "sticker",
     ]

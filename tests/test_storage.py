@@ -53,6 +53,7 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
         ("outbox",),
         ("person_facts",),
         ("prompt_history",),
+        ("stickers",),
         ("traces",),
     ]
     assert version == [(LATEST_VERSION,)]

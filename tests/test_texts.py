@@ -76,6 +76,8 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/forget <fact id> — forget one fact by its id",
         "/forgetme — forget every fact about you in this chat",
         "/trace [N] — how the bot answered a batch (1 = the newest)",
+        "/stickers — the stickers this chat's collection holds",
+        "/sticker ban <id> — ban a sticker: never offered or sent again",
     ]
     assert member.splitlines() == [
         "Commands you can use here:",

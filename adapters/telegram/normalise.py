@@ -15,7 +15,7 @@ from telegram import Message, MessageEntity, PhotoSize
 from telegram.constants import ChatType
 
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture, StickerSeen
 
 PLATFORM_NAME: Final = "telegram"
 
@@ -163,6 +163,19 @@ def _pictures(message: Message, placeholder: str) -> tuple[Picture, ...]:
     return ()
 
 
+def _sticker(message: Message) -> StickerSeen | None:
+    """Return the sticker a message is, kept by ``file_unique_id`` and sent by ``file_id``."""
+    sticker = message.sticker
+    if sticker is None:
+        return None
+    return StickerSeen(
+        key=sticker.file_unique_id,
+        ref=sticker.file_id,
+        emoji=sticker.emoji or "",
+        set_name=sticker.set_name or "",
+    )
+
+
 def _is_service(message: Message) -> bool:
     """Tell whether a message is a service message (someone joined, a pin, a new title)."""
     fields = message.to_dict()  # includes fields PTB does not know yet (api_kwargs)
@@ -280,4 +293,5 @@ def normalise(
         reply_to_id=str(parent.message_id) if parent is not None else None,
         chat_title=message.chat.title,
         pictures=pictures,
+        sticker=_sticker(message),
     )

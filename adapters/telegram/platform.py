@@ -39,14 +39,14 @@ from bot.addressing import BotNames
 from bot.errors import ConfigError, MessageRefused, PacebotError, PlatformError, SendFailed
 from bot.models import ChatKey, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
-from bot.replies.items import ItemKind, Outgoing, Reaction, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Sticker, Text
 from bot.tasks import set_before_done, start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
 
 
-_KINDS: Final = frozenset({ItemKind.CONTENT, ItemKind.REACT})
+_KINDS: Final = frozenset({ItemKind.CONTENT, ItemKind.REACT, ItemKind.STICKER})
 
 
 class TelegramPlatform:
@@ -287,14 +287,15 @@ class TelegramPlatform:
     # --- outbound ------------------------------------------------------------------------
 
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
-        """Texts and reactions, in every chat."""
+        """Texts, reactions and stickers, in every chat."""
         return _KINDS
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
         """Deliver ``item`` to ``chat``; return the id of the message it made, if any.
 
         A text is posted (quoting its ``reply_to``); a reaction is set on its message with
-        the nearest emoji Telegram has (``MessageRefused`` if none is near).
+        the nearest emoji Telegram has (``MessageRefused`` if none is near); a sticker is
+        sent by its ``file_id``.
         """
         self._check_connected(chat)
         with self._sends.track():
@@ -303,8 +304,17 @@ class TelegramPlatform:
             if isinstance(item, Reaction):
                 await self._react(chat, item)
                 return None
+            if isinstance(item, Sticker) and item.file_ref:
+                return await self._send_sticker(chat, item.file_ref)
         msg = f"a {item.kind} item cannot be sent to Telegram"
         raise MessageRefused(msg)
+
+    async def _send_sticker(self, chat: ChatKey, file_id: str) -> str:
+        try:
+            message = await self._bot.send_sticker(chat_id=int(chat.id), sticker=file_id)
+        except TelegramError as error:
+            raise translate(chat, error) from None
+        return str(message.message_id)
 
     async def _react(self, chat: ChatKey, reaction: Reaction) -> None:
         emoji = telegram_reaction(reaction.emoji)

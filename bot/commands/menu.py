@@ -7,7 +7,7 @@ those anyone may use, which act only on their sender in the chat they are sent i
 
 from __future__ import annotations
 
-from bot.commands import people, recall, status, summary, trace
+from bot.commands import people, recall, status, stickers, summary, trace
 from bot.commands.call import Call, Command
 from bot.texts import Texts
 
@@ -34,6 +34,8 @@ MENU: tuple[Command, ...] = (
     Command("forget", people.forget, "<fact id>"),
     Command("forgetme", people.forgetme, anyone=True),
     Command("trace", trace.trace, "[N]"),
+    Command("stickers", stickers.stickers),
+    Command("sticker", stickers.sticker, "ban <id>"),
 )
 _BY_NAME = {command.name: command for command in MENU}
 

@@ -5,8 +5,9 @@ composition root) and the dashboard (``adapters/web/``) only parse and render: t
 model and the actions behind them live here. :class:`StatusOps` reads what the running
 bot is doing (what waits, what is queued, what failed, each chat's phase, the prompt),
 :class:`MemoryOps` reads and changes what it remembers (the prompt stack, recall, people
-and their facts) and :class:`TraceOps` reads how batches were answered. :class:`Ops`
-holds the three for a running bot.
+and their facts), :class:`TraceOps` reads how batches were answered and
+:class:`StickerOps` the chats' sticker collections. :class:`Ops` holds them for a running
+bot.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps
+from bot.ops.stickers import StickerOps
 from bot.ops.traces import TraceOps
 
 
@@ -25,3 +27,4 @@ class Ops:
     status: StatusOps
     memory: MemoryOps
     traces: TraceOps
+    stickers: StickerOps

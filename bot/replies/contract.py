@@ -45,12 +45,21 @@ reaction alone is a whole answer. Use one of 👍 ❤️ 😂 😭 😮 🎉 �
 """Added to the contract when the chat's platform has reactions and ``reactions.enabled``."""
 
 
+STICKER_CONTRACT = """\
+- {"sticker": "s7"}: a sticker of this chat, by its id from the list above, where a person \
+would send one: a joke, a mood, instead of a word or beside one. Never an id not listed.
+"""
+"""Added to the contract when the chat has stickers to offer and ``stickers.enabled``."""
+
+
 def contract(kinds: frozenset[ItemKind], *, images: bool) -> str:
     """Return the output contract offering ``kinds`` (a text always), and image notes when
     the request holds pictures."""
     parts = [REPLY_CONTRACT]
     if ItemKind.REACT in kinds:
         parts.append(REACT_CONTRACT)
+    if ItemKind.STICKER in kinds:
+        parts.append(STICKER_CONTRACT)
     if images:
         parts.append(IMAGE_NOTES_CONTRACT)
     return "".join(parts)
@@ -65,4 +74,6 @@ def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[I
     on = {ItemKind.CONTENT}
     if config.reactions.enabled:
         on.add(ItemKind.REACT)
+    if config.stickers.enabled:
+        on.add(ItemKind.STICKER)
     return frozenset(on & delivered) | {ItemKind.CONTENT}

@@ -50,10 +50,14 @@ class Reaction:
 
 @dataclass(frozen=True, slots=True)
 class Sticker:
-    """A sticker of the chat's collection, by its id there."""
+    """A sticker of the chat's collection, by its id there (``s7``).
+
+    ``file_ref`` is filled in just before it is sent: what the platform sends it by.
+    """
 
     kind: ClassVar[ItemKind] = ItemKind.STICKER
     sticker_id: str
+    file_ref: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +139,7 @@ def to_row(item: Outgoing) -> tuple[ItemKind, str, str | None]:
             return ItemKind.CONTENT, content, reply_to
         case Reaction(emoji, to):
             return ItemKind.REACT, emoji, to
-        case Sticker(sticker_id):
+        case Sticker(sticker_id, _):
             return ItemKind.STICKER, sticker_id, None
         case Voice(text):
             return ItemKind.VOICE, text, None
@@ -163,7 +167,7 @@ def said(item: Outgoing) -> str | None:
     match item:
         case Text(content) | Voice(content):
             return content
-        case Sticker(sticker_id):
+        case Sticker(sticker_id, _):
             return f"[sticker {sticker_id}]"
         case Reaction():
             return None

@@ -1,0 +1,105 @@
+"""Put the core together from the parts the composition root opened.
+
+:func:`build_core` makes the objects of one running bot and hands them to each other:
+the prompter, the answerer, the pipeline, the operations every face uses, the inbox the
+platforms deliver to, and (with ``[stickers] enabled``) the sticker collections with a
+source per running platform. It starts nothing: ``adapters/app.py`` runs the lifecycles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from bot.answer import Answerer
+from bot.commands.runner import CommandRunner
+from bot.config import Config
+from bot.context import Prompter
+from bot.inbox import Inbox
+from bot.memory.stack import Memory
+from bot.ops import Ops
+from bot.ops.memory import MemoryOps
+from bot.ops.status import StatusOps, StatusStore
+from bot.ops.stickers import StickerOps
+from bot.ops.traces import TraceOps
+from bot.pipeline import Pipeline
+from bot.ports import LLM, PictureSource, Platform, Store, TraceLog
+from bot.retries import Retries
+from bot.stickers import Stickers, StickerSource, StickerStore
+
+
+class CoreStore(Store, StatusStore, TraceLog, StickerStore, Protocol):
+    """Every port the core reads and writes, as one store."""
+
+
+@dataclass(frozen=True, slots=True)
+class Core:
+    """The running core: the story of a message, where adapters deliver, and what an
+    operator sees and does."""
+
+    pipeline: Pipeline
+    inbox: Inbox
+    ops: Ops
+
+
+def sticker_sources(platforms: Mapping[str, Platform]) -> dict[str, StickerSource]:
+    """Return a sticker source for each running platform that has stickers."""
+    sources: dict[str, StickerSource] = {}
+    if "telegram" in platforms:
+        from adapters.telegram.stickers import TelegramStickers
+
+        sources["telegram"] = TelegramStickers()
+    return sources
+
+
+def build_core(
+    config: Config,
+    store: CoreStore,
+    memory: Memory,
+    platforms: Mapping[str, Platform],
+    *,
+    llm: LLM,
+    splitter: LLM,
+    pictures: Mapping[str, PictureSource],
+    now: Callable[[], datetime],
+    retries: Retries,
+) -> Core:
+    """Make the core's objects and hand them to each other."""
+    stickers = (
+        Stickers(config, store, sticker_sources(platforms), now=now)
+        if config.stickers.enabled
+        else None
+    )
+    prompter = Prompter(config, store, memory, platforms, now=now, stickers=stickers)
+    answerer = Answerer(
+        config,
+        store,
+        llm,
+        splitter=splitter,
+        memory=memory,
+        prompter=prompter,
+        now=now,
+        pictures=pictures,
+        stickers=stickers,
+    )
+    pipeline = Pipeline(
+        config,
+        store,
+        platforms,
+        answerer,
+        traces=store,
+        now=now,
+        retries=retries,
+        stickers=stickers,
+    )
+    ops = Ops(
+        status=StatusOps(
+            config, store, chats=pipeline, prompts=prompter, platforms=platforms, now=now
+        ),
+        memory=MemoryOps(config, memory, store),
+        traces=TraceOps(store, keep=config.memory.trace_keep),
+        stickers=StickerOps(stickers),
+    )
+    return Core(pipeline, Inbox(pipeline, CommandRunner(config, ops), platforms), ops)
