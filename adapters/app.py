@@ -45,6 +45,7 @@ from adapters.platforms import (
     build_platforms,
     load_platform_modules,
 )
+from adapters.sticker_sources import opened_sticker_sources
 from adapters.wiring import Core, build_core
 from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
 from bot.errors import ConfigError, PacebotError
@@ -158,6 +159,7 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
+        stickers = opened_sticker_sources(config, platforms)
         core = build_core(
             config,
             parts.store,
@@ -166,6 +168,7 @@ async def running_core(
             llm=parts.llm,
             splitter=splitter,
             pictures=await stack.enter_async_context(sources),
+            sticker_sources=await stack.enter_async_context(stickers),
             now=utc_now,
             retries=retries,
         )

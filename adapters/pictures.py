@@ -79,6 +79,49 @@ def reencode(data: bytes) -> Jpeg:
     return Jpeg(out.getvalue(), flat.width, flat.height)
 
 
+STICKER_SIDE_PX: Final = 512
+"""The longest side of a sticker a collection keeps."""
+STICKER_BYTES: Final = 256 * 1024
+"""The largest sticker file a collection keeps."""
+
+
+def sticker_image(data: bytes) -> tuple[bytes, str]:
+    """Return a sticker's picture as a collection keeps it, and its file extension.
+
+    Within ``STICKER_SIDE_PX`` and ``STICKER_BYTES`` an animated GIF is kept as it is;
+    anything else becomes a PNG (its transparency kept) at most ``STICKER_SIDE_PX``, or a
+    JPEG on white when the PNG would be too large. Raise ``PictureUnavailable`` for a
+    file that does not decode, or is too large to open (as :func:`reencode`).
+    """
+    if len(data) > MAX_BYTES:
+        msg = f"the sticker is {len(data)} bytes, more than the {MAX_BYTES} allowed"
+        raise PictureUnavailable(msg)
+    try:
+        with Image.open(io.BytesIO(data), formats=_FORMATS) as image:
+            width, height = image.size
+            if width * height > MAX_PIXELS:
+                msg = f"the sticker claims {width}×{height} px, more than {MAX_PIXELS} pixels"
+                raise PictureUnavailable(msg)
+            small = max(width, height) <= STICKER_SIDE_PX and len(data) <= STICKER_BYTES
+            if image.format == "GIF" and getattr(image, "is_animated", False) and small:
+                return data, "gif"
+            frame = ImageOps.exif_transpose(image).convert("RGBA")
+        frame.thumbnail((STICKER_SIDE_PX, STICKER_SIDE_PX), Image.Resampling.LANCZOS)
+        out = io.BytesIO()
+        frame.save(out, "PNG", optimize=True)
+        if out.tell() <= STICKER_BYTES:
+            return out.getvalue(), "png"
+        out = io.BytesIO()
+        _flatten(frame).save(out, "JPEG", quality=JPEG_QUALITY)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        msg = "the sticker claims more pixels than Pillow decodes safely (a decompression bomb?)"
+        raise PictureUnavailable(msg) from None
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as exc:
+        msg = f"the sticker does not decode ({type(exc).__name__}: {exc})"
+        raise PictureUnavailable(msg) from None
+    return out.getvalue(), "jpg"
+
+
 async def to_jpeg(data: bytes) -> Jpeg:
     """Re-encode ``data`` for the model (see :func:`reencode`) off the event loop."""
     return await asyncio.to_thread(reencode, data)

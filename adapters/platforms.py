@@ -76,6 +76,7 @@ def _build_qq(config: Config, access_token: str | None) -> PlatformAdapter:
         access_token=access_token,
         bot_name=config.bot.name,
         aliases=config.bot.aliases,
+        stickers_dir=config.stickers_dir,
     )
 
 

@@ -2,8 +2,8 @@
 
 :func:`build_core` makes the objects of one running bot and hands them to each other:
 the prompter, the answerer, the pipeline, the operations every face uses, the inbox the
-platforms deliver to, and (with ``[stickers] enabled``) the sticker collections with a
-source per running platform. It starts nothing: ``adapters/app.py`` runs the lifecycles.
+platforms deliver to, and (with ``[stickers] enabled``) the sticker collections. It
+starts nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
 """
 
 from __future__ import annotations
@@ -44,16 +44,6 @@ class Core:
     ops: Ops
 
 
-def sticker_sources(platforms: Mapping[str, Platform]) -> dict[str, StickerSource]:
-    """Return a sticker source for each running platform that has stickers."""
-    sources: dict[str, StickerSource] = {}
-    if "telegram" in platforms:
-        from adapters.telegram.stickers import TelegramStickers
-
-        sources["telegram"] = TelegramStickers()
-    return sources
-
-
 def build_core(
     config: Config,
     store: CoreStore,
@@ -63,14 +53,13 @@ def build_core(
     llm: LLM,
     splitter: LLM,
     pictures: Mapping[str, PictureSource],
+    sticker_sources: Mapping[str, StickerSource],
     now: Callable[[], datetime],
     retries: Retries,
 ) -> Core:
     """Make the core's objects and hand them to each other."""
     stickers = (
-        Stickers(config, store, sticker_sources(platforms), now=now)
-        if config.stickers.enabled
-        else None
+        Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
     prompter = Prompter(config, store, memory, platforms, now=now, stickers=stickers)
     answerer = Answerer(

@@ -319,6 +319,11 @@ class Config(_Section):
     def log_dir(self) -> Path:
         return self.bot.data_dir / "logs"
 
+    @property
+    def stickers_dir(self) -> Path:
+        """Where the stickers collected on QQ are kept, as files."""
+        return self.bot.data_dir / "stickers"
+
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
     """Validate a parsed TOML document; resolve paths relative to ``base_dir``."""

@@ -92,6 +92,10 @@ class StickerStore(Protocol):
         """Return one sticker of ``collection`` (banned or not), if it has it."""
         ...
 
+    async def sticker_file_used(self, platform: str, file_ref: str) -> bool:
+        """Tell whether any collection still holds a sticker kept as ``file_ref``."""
+        ...
+
     async def sticker_sent(self, sticker_id: int, *, now: datetime) -> None:
         """Count one more send of a sticker."""
         ...
@@ -172,8 +176,9 @@ class Stickers:
             keep=self._config.max_per_chat,
             now=self._now(),
         )
-        for file_ref in kept.evicted:
-            await source.forget(file_ref)
+        for file_ref in kept.evicted:  # a file another collection holds stays
+            if not await self._store.sticker_file_used(message.chat.platform, file_ref):
+                await source.forget(file_ref)
         if kept.record is not None:
             log.debug("sticker {} seen in message {}", kept.record.label, message.message_id)
 

@@ -125,6 +125,17 @@ class SqliteStickers(Database):
             )
         return _record(rows[0]) if rows else None
 
+    async def sticker_file_used(self, platform: str, file_ref: str) -> bool:
+        """Tell whether any collection still holds a sticker kept as ``file_ref``."""
+        async with self._connection() as db:
+            rows = list(
+                await db.execute_fetchall(
+                    "SELECT 1 FROM stickers WHERE platform = ? AND file_ref = ? LIMIT 1",
+                    (platform, file_ref),
+                )
+            )
+        return bool(rows)
+
     async def sticker_sent(self, sticker_id: int, *, now: datetime) -> None:
         """Count one more send of a sticker; it was used just now."""
         async with self._connection() as db:

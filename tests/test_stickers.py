@@ -1,14 +1,17 @@
-"""Stickers over the real wires: collected from the chat, offered by id, sent back by
-Telegram ``file_id``, banned, evicted, captioned from what the model saw, never crossing
-chats."""
+"""Stickers over the real wires: collected from the chat, offered by id, sent back (by
+Telegram ``file_id``; as QQ image bytes kept in a file), banned, evicted, captioned from
+what the model saw, never crossing chats."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.app import Core, running_bot
 from bot.config import Config
@@ -16,13 +19,17 @@ from bot.models import ChatKey, ChatKind
 from bot.replies.contract import STICKER_CONTRACT
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, sticker
-from fakes.harness import TEST_KEY, telegram_config
-from fakes.images import jpeg
+from fakes.harness import TEST_KEY, free_port, make_config, telegram_config, wait_until
+from fakes.image_host import ImageHost
+from fakes.images import jpeg, jpeg_size, transparent_png
+from fakes.onebot import FakeOneBot, at, image, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
 ALICE, ADMIN = 1001, 7
 GROUP_A, GROUP_B = -100501, -100502
+QQ_GROUP, QQ_SELF = 600, 10001
+QQ_CHAT = ChatKey("qq", ChatKind.GROUP, str(QQ_GROUP))
 ON = {"enabled": True}
 
 
@@ -144,8 +151,8 @@ async def test_a_collection_keeps_the_most_recently_used(
 async def test_a_chats_stickers_never_reach_another_chat(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
-    """A sticker collected in group A is not offered in group B (scope "chat"), and the
-    model naming it there sends nothing."""
+    """A sticker collected in group A is not offered in group B (scope "chat"), the model
+    naming it there sends nothing, and an admin in B cannot ban it by its id."""
     config = config_with(tmp_path, llm, api)
     group_a = ChatKey("telegram", ChatKind.GROUP, str(GROUP_A))
     async with telegram_bot(config, api) as core:
@@ -158,9 +165,13 @@ async def test_a_chats_stickers_never_reach_another_chat(
         )
         await api.wait_for("sendMessage", timeout=5)
         await core.inbox.drain()
+        banned = await command(api, core, GROUP_B, f"/sticker ban {canary.label}")
+        still = await core.ops.stickers.collection(group_a)
     assert "🐱" not in system_prompt(llm)
     assert STICKER_CONTRACT.strip() not in system_prompt(llm)
     assert api.calls_to("sendSticker") == []
+    assert banned.startswith(f"There is no sticker {canary.label} to ban in telegram:group:")
+    assert [s.banned for s in still] == [False]
 
 
 async def test_the_models_note_on_a_sticker_becomes_its_caption(
@@ -185,3 +196,113 @@ async def test_the_models_note_on_a_sticker_becomes_its_caption(
         await collected(core, chat, 1)
         [kept] = await core.ops.stickers.collection(chat)
     assert (kept.caption, len(llm.requests), len(llm.image_urls(0))) == ("一只震惊的猫", 1, 1)
+
+
+@contextlib.asynccontextmanager
+async def qq_bot(config: Config) -> AsyncIterator[tuple[Core, FakeOneBot]]:
+    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
+        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
+        async with FakeOneBot(url, self_id=QQ_SELF) as onebot:
+            yield core, onebot
+
+
+def qq_config(
+    tmp_path: Path, llm: FakeLLMServer, *, private_hosts: bool = True, **stickers: Any
+) -> Config:
+    return make_config(
+        tmp_path,
+        llm.base_url,
+        qq={"enabled": True, "port": free_port(), "allow_private_image_hosts": private_hosts},
+        stickers={**ON, **stickers},
+    )
+
+
+async def test_a_qq_sticker_is_kept_as_a_small_file_and_sent_back_inline(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A QQ group sticker (an image marked sub_type 1) is fetched, kept re-encoded under
+    <data_dir>/stickers (≤ 512 px, ≤ 256 kB, its transparency kept), and sent back as an
+    image segment marked as a sticker with those very bytes inlined."""
+    config = qq_config(tmp_path, llm)
+    async with ImageHost() as host, qq_bot(config) as (core, onebot):
+        url = host.serve("/s.png", transparent_png(1024, 1024))
+        await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=url)])
+        await collected(core, QQ_CHAT, 1)
+        [kept] = await core.ops.stickers.collection(QQ_CHAT)
+        llm.reply_json(plan({"sticker": kept.label}))
+        await onebot.send_group_message(QQ_GROUP, ALICE, [at(QQ_SELF), text(" 发个表情")])
+        [call] = await onebot.wait_for_call("send_group_msg", within_s=5)
+        await core.inbox.drain()
+    kept_file = config.stickers_dir / kept.file_ref
+    data = kept_file.read_bytes()
+    [segment] = call.params["message"]
+    assert (kept.caption, jpeg_size(data), len(data) <= 256 * 1024) == (
+        "[动画表情]",
+        ("PNG", (512, 512)),
+        True,
+    )
+    assert segment == {
+        "type": "image",
+        "data": {
+            "file": "base64://" + base64.b64encode(data).decode("ascii"),
+            "sub_type": 1,
+            "summary": "[动画表情]",
+        },
+    }
+
+
+async def test_a_qq_sticker_that_cannot_be_fetched_is_not_kept(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A sticker on a private address (without qq.allow_private_image_hosts) or one whose
+    bytes do not decode is not collected; the chat goes on, with no traceback."""
+    config = qq_config(tmp_path, llm, private_hosts=False)
+    with captured_logs() as logs:
+        async with ImageHost() as host, qq_bot(config) as (core, onebot):
+            private = host.serve("/private.png", transparent_png())
+            await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=private)])
+            llm.reply_json(plan({"content": "在"}))
+            await onebot.send_group_message(QQ_GROUP, ALICE, [at(QQ_SELF), text(" 在吗")])
+            await onebot.wait_for_call("send_group_msg", within_s=5)
+            await core.inbox.drain()
+            kept = await core.ops.stickers.collection(QQ_CHAT)
+    assert (kept, host.requests) == ([], [])
+    assert [line for line in logs if "QQ sticker not kept" in line] != []
+    assert logs.tracebacks() == []
+
+
+async def test_a_qq_sticker_that_does_not_decode_is_not_kept(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Bytes that are no picture are fetched, refused, and nothing is kept or written."""
+    config = qq_config(tmp_path, llm)
+    with captured_logs() as logs:
+        async with ImageHost() as host, qq_bot(config) as (core, onebot):
+            url = host.serve("/broken.png", b"\x89PNG not really")
+            await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=url)])
+            await wait_until(lambda: host.requests == ["/broken.png"])
+            await core.inbox.drain()
+            kept = await core.ops.stickers.collection(QQ_CHAT)
+    assert (kept, config.stickers_dir.exists() and any(config.stickers_dir.iterdir())) == (
+        [],
+        False,
+    )
+    assert logs.tracebacks() == []
+
+
+async def test_an_evicted_qq_sticker_leaves_no_file_behind(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With max_per_chat 1, a second sticker evicts the first, whose file is deleted."""
+    config = qq_config(tmp_path, llm, max_per_chat=1)
+    async with ImageHost() as host, qq_bot(config) as (core, onebot):
+        first = host.serve("/a.png", transparent_png(40, 40))
+        second = host.serve("/b.jpg", jpeg(40, 40))
+        await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=first)])
+        await collected(core, QQ_CHAT, 1)
+        await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=second)])
+        await wait_until(lambda: host.requests == ["/a.png", "/b.jpg"])
+        await core.inbox.drain()
+        [kept] = await core.ops.stickers.collection(QQ_CHAT)
+    files = sorted(path.name for path in config.stickers_dir.iterdir())
+    assert files == [kept.file_ref]

@@ -24,7 +24,7 @@ from nonebot.adapters.onebot.v11 import (
 )
 
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture, StickerSeen
 
 PLATFORM_NAME: Final = "qq"
 UNSUPPORTED: Final = "[unsupported message]"
@@ -101,8 +101,7 @@ def placeholder(segment: MessageSegment) -> str:
         "location": "[location]",
     }
     if kind == "image":
-        # NapCat marks stickers (表情包) as images with sub_type 1.
-        return "[sticker]" if str(data.get("sub_type", "0")) == "1" else "[image]"
+        return "[sticker]" if is_sticker(segment) else "[image]"
     if kind == "dice":
         result = data.get("result")
         return f"[dice {result}]" if isinstance(result, (int, str)) and str(result) else "[dice]"
@@ -140,6 +139,29 @@ def picture_of(segment: MessageSegment) -> Picture | None:
         value = data.get(key)
         if isinstance(value, str) and value.startswith(("http://", "https://")):
             return Picture(value.strip(), placeholder(segment))
+    return None
+
+
+def is_sticker(segment: MessageSegment) -> bool:
+    """Tell whether a segment is a sticker: an image marked as one (``sub_type`` 1, or
+    Lagrange's and go-cqhttp's ``subType`` 1), a market face (NapCat's image carrying an
+    ``emoji_id``), or an ``mface``."""
+    data = segment.data if isinstance(segment.data, dict) else {}
+    if segment.type == "mface":
+        return True
+    marked = str(data.get("sub_type", data.get("subType", "0"))) == "1"
+    return segment.type == "image" and (marked or "emoji_id" in data)
+
+
+def sticker_of(message: Message) -> StickerSeen | None:
+    """Return the first sticker of a message, by the URL its picture is fetched from."""
+    for segment in message:
+        data = segment.data if isinstance(segment.data, dict) else {}
+        url = data.get("url")
+        if is_sticker(segment) and isinstance(url, str) and url.startswith(("http://", "https://")):
+            summary = data.get("summary")
+            named = one_line(summary) if isinstance(summary, str) and summary.strip() else ""
+            return StickerSeen(key="", ref=url.strip(), summary=named or "[动画表情]")
     return None
 
 
@@ -252,4 +274,5 @@ def normalise(
         reply_to_id=rendered.reply_to_id,
         chat_title=title,
         pictures=rendered.pictures,
+        sticker=sticker_of(event.message),
     )

@@ -61,16 +61,19 @@ class QQPictures:
 
     async def fetch(self, picture: Picture) -> Jpeg:
         """Download ``picture.ref`` and re-encode it; raise ``PictureUnavailable``."""
+        return await to_jpeg(await self.download(picture.ref))
+
+    async def download(self, url: str) -> bytes:
+        """Download ``url`` under the rules above; raise ``PictureUnavailable``."""
         try:
             async with asyncio.timeout(self._timeout_s):
-                data = await self._download(picture.ref)
+                return await self._download(url)
         except TimeoutError:
             msg = f"QQ picture not fetched within {self._timeout_s:g} s"
             raise PictureUnavailable(msg) from None
         except httpx.HTTPError as error:
             msg = f"QQ picture not fetched: {type(error).__name__}: {error}"
             raise PictureUnavailable(msg) from None
-        return await to_jpeg(data)
 
     async def _download(self, url: str) -> bytes:
         """Follow up to ``MAX_REDIRECTS`` redirects by hand, checking each hop."""

@@ -22,16 +22,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
 from loguru import logger
 from nonebot.adapters.onebot.v11 import (
     ActionFailed,
     Bot,
-    Message,
     MessageEvent,
-    MessageSegment,
     NetworkError,
 )
 
@@ -40,23 +39,20 @@ from adapters.handover import hand_over
 from adapters.inflight import InFlight
 from adapters.qq import errors, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
-from adapters.qq.reactions import qq_face
+from adapters.qq.outbound import Outbound, as_int
 from bot.addressing import BotNames
 from bot.config import is_loopback
-from bot.errors import ConfigError, MessageRefused, SendFailed
+from bot.errors import ConfigError, SendFailed
 from bot.log import redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
-from bot.replies.items import ItemKind, Outgoing, Reaction, Text
+from bot.replies.items import ItemKind, Outgoing
 from bot.tasks import start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
 
 _HANDOVER_MAX: Final = 500  # events stored in one transaction at most
-_TEXTS: Final = frozenset({ItemKind.CONTENT})
-_TEXTS_AND_REACTIONS: Final = frozenset({ItemKind.CONTENT, ItemKind.REACT})
-_REACTION_ACTIONS: Final = ("set_msg_emoji_like", "set_group_reaction")  # NapCat, Lagrange
 
 
 class QQPlatform:
@@ -84,6 +80,7 @@ class QQPlatform:
         api_timeout_s: float = 10.0,
         typing_indicator: bool = True,
         drain_timeout_s: float = 10.0,
+        stickers_dir: Path | None = None,
     ) -> None:
         token = access_token.strip() if access_token else ""
         if not token and not is_loopback(host):
@@ -103,7 +100,6 @@ class QQPlatform:
         self._api_timeout_s = api_timeout_s
         self._typing_timeout_s = min(api_timeout_s, 2.0)
         self._typing_supported = typing_indicator
-        self._reaction_actions = list(_REACTION_ACTIONS)  # those not answered as unknown
         self._typing_timeouts = 0
         self._drain_timeout_s = drain_timeout_s
 
@@ -117,6 +113,9 @@ class QQPlatform:
         self._started = False
         self._stopped = False
         self._sends = InFlight("QQ")
+        self._outbound = Outbound(
+            bot=self._bot, sends=self._sends, api_timeout_s=api_timeout_s, stickers_dir=stickers_dir
+        )
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -333,100 +332,16 @@ class QQPlatform:
     # --- outbound ----------------------------------------------------------------------
 
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
-        """Texts everywhere; reactions in groups, while the implementation takes them."""
-        if chat.is_group and self._reaction_actions:
-            return _TEXTS_AND_REACTIONS
-        return _TEXTS
+        """Texts and stickers everywhere; reactions in groups, while the implementation
+        takes them."""
+        return self._outbound.kinds(chat)
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
-        """Deliver ``item`` to ``chat``; return the id of the message it made, if any.
-
-        A text is posted (quoting its ``reply_to``); a reaction is set with the QQ face of
-        its emoji in a group (``MessageRefused`` where QQ has none, or in a private chat).
-        """
-        if isinstance(item, Text):
-            return await self._send_text(chat, item.content, reply_to=item.reply_to)
-        if isinstance(item, Reaction) and chat.is_group:
-            await self._react(chat, item)
-            return None
-        msg = f"a {item.kind} item cannot be sent to {chat}"
-        raise MessageRefused(msg)
-
-    async def _react(self, chat: ChatKey, reaction: Reaction) -> None:
-        """Set a reaction through the first action the implementation has.
-
-        NapCat has ``set_msg_emoji_like``, Lagrange ``set_group_reaction``; an action
-        answered as unknown is not asked again this run, and when none is left that is
-        said once. Any other refusal costs this reaction only.
-        """
-        face = qq_face(reaction.emoji)
-        group_id, message_id = _as_int(chat.id), _as_int(reaction.to)
-        if face is None or group_id is None or message_id is None:
-            msg = f"no QQ reaction for {reaction.emoji!r} on message {reaction.to!r}"
-            raise MessageRefused(msg)
-        bot = self._bot()
-        if bot is None or self._stopped:
-            msg = f"OneBot not connected; no reaction was set in {chat}"
+        """Deliver ``item`` to ``chat`` (see :meth:`Outbound.send`)."""
+        if self._stopped:
+            msg = f"QQ is stopping; nothing was sent to {chat}"
             raise SendFailed(msg, maybe_delivered=False)
-        for action in list(self._reaction_actions):
-            params = _reaction_params(action, group_id=group_id, message_id=message_id, face=face)
-            try:
-                with self._sends.track():
-                    async with asyncio.timeout(self._api_timeout_s):
-                        await bot.call_api(action, **params)
-            except ActionFailed as error:
-                if not errors.is_unsupported(error):
-                    msg = f"OneBot refused {action} in {chat}: {errors.describe(error)}"
-                    raise MessageRefused(msg) from None
-                self._reaction_actions.remove(action)
-            except Exception as error:
-                raise errors.send_failure(
-                    error, chat=chat, action=action, timeout_s=self._api_timeout_s
-                ) from None
-            else:
-                return
-        logger.info("QQ: the OneBot implementation has no reaction actions; none are set")
-        msg = f"no reaction can be set in {chat}"
-        raise MessageRefused(msg)
-
-    async def _send_text(self, chat: ChatKey, text: str, *, reply_to: str | None) -> str:
-        """Post ``text`` to ``chat`` (quoting ``reply_to``); return the new message id."""
-        log = logger.bind(chat=str(chat))
-        action, target = self._target(chat)
-        bot = self._bot()
-        if bot is None or self._stopped:
-            msg = f"OneBot not connected; nothing was sent to {chat}"
-            raise SendFailed(msg, maybe_delivered=False)
-        message = Message()
-        quote = _as_int(reply_to)
-        if quote is not None:
-            message.append(MessageSegment.reply(quote))
-        elif reply_to is not None:
-            log.info("cannot quote message {!r} (not a QQ message id); sending without", reply_to)
-        message.append(MessageSegment.text(text))
-        try:
-            with self._sends.track():
-                async with asyncio.timeout(self._api_timeout_s):
-                    result = await bot.call_api(action, **target, message=message)
-        except Exception as error:
-            raise errors.send_failure(
-                error, chat=chat, action=action, timeout_s=self._api_timeout_s
-            ) from None
-        message_id = result.get("message_id") if isinstance(result, dict) else None
-        if message_id is None:
-            log.warning("OneBot posted to {} but returned no message id", chat)
-            return ""
-        return str(message_id)
-
-    def _target(self, chat: ChatKey) -> tuple[str, dict[str, int]]:
-        """Return the action and its target parameter for ``chat``."""
-        chat_id = _as_int(chat.id)
-        if chat.platform != PLATFORM_NAME or chat_id is None:
-            msg = f"{chat} is not a QQ chat; nothing was sent"
-            raise SendFailed(msg, maybe_delivered=False)
-        if chat.is_group:
-            return "send_group_msg", {"group_id": chat_id}
-        return "send_private_msg", {"user_id": chat_id}
+        return await self._outbound.send(chat, item)
 
     async def show_typing(self, chat: ChatKey) -> None:
         """Show "typing…" in a private chat through NapCat's ``set_input_status``.
@@ -437,7 +352,7 @@ class QQPlatform:
         if not self._typing_supported or chat.kind is not ChatKind.PRIVATE or self._stopped:
             return
         bot = self._bot()
-        user_id = _as_int(chat.id)
+        user_id = as_int(chat.id)
         if bot is None or user_id is None:
             return
         log = logger.bind(chat=str(chat))
@@ -462,22 +377,6 @@ class QQPlatform:
             log.debug("typing indicator failed: {}: {}", type(error).__name__, error)
         else:
             self._typing_timeouts = 0
-
-
-def _reaction_params(action: str, *, group_id: int, message_id: int, face: str) -> dict[str, Any]:
-    """Return the parameters of one reaction action (the face id always as a string)."""
-    if action == "set_group_reaction":  # Lagrange
-        return {"group_id": group_id, "message_id": message_id, "code": face, "is_add": True}
-    return {"message_id": message_id, "emoji_id": face, "set": True}  # NapCat
-
-
-def _as_int(value: str | None) -> int | None:
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
 
 
 if TYPE_CHECKING:
