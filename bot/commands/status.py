@@ -25,6 +25,7 @@ async def status(call: Call) -> str:
         queued=shown.queued_replies,
         texts=shown.sent_today.get(ItemKind.CONTENT, 0),
         reactions=shown.sent_today.get(ItemKind.REACT, 0),
+        stickers=shown.sent_today.get(ItemKind.STICKER, 0),
         errors=shown.llm_errors_last_hour,
     )
 
