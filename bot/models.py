@@ -23,31 +23,46 @@ class ChatKind(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ChatKey:
-    """Identify one chat on one platform, e.g. ``telegram:group:-100123``."""
+    """Identify one chat on one platform, e.g. ``telegram:group:-100123``.
+
+    A topic of a Telegram forum is a chat of its own, ``telegram:group:-100123:7``: its
+    own conversation, answered in its own thread. ``room`` is the whole group it belongs
+    to, for what belongs to the group rather than one topic (its people, its stickers, the
+    platform's send limits).
+    """
 
     platform: str
     kind: ChatKind
     id: str
+    topic: str = ""
 
     def __str__(self) -> str:
-        return f"{self.platform}:{self.kind}:{self.id}"
+        key = f"{self.platform}:{self.kind}:{self.id}"
+        return f"{key}:{self.topic}" if self.topic else key
 
     @property
     def is_group(self) -> bool:
         return self.kind is ChatKind.GROUP
 
+    @property
+    def room(self) -> ChatKey:
+        """Return the chat this one is a topic of; itself if it is no topic."""
+        return ChatKey(self.platform, self.kind, self.id) if self.topic else self
+
     @classmethod
     def parse(cls, text: str) -> ChatKey:
-        """Parse ``platform:kind:id``; raise ``ConfigError`` naming the expected form."""
+        """Parse ``platform:kind:id[:topic]``; raise ``ConfigError`` naming the expected form."""
         platform, _, rest = text.partition(":")
-        kind, _, chat_id = rest.partition(":")
-        if not platform or not chat_id or kind not in {k.value for k in ChatKind}:
+        kind, _, rest = rest.partition(":")
+        chat_id, colon, topic = rest.partition(":")
+        valid_topic = not colon or (topic and ":" not in topic)
+        if not platform or not chat_id or kind not in set(ChatKind) or not valid_topic:
             msg = (
                 f"chat key {text!r} is not of the form platform:kind:id "
-                "(e.g. telegram:private:123, qq:group:456)"
+                "(e.g. telegram:private:123, qq:group:456, telegram:group:-100123:7 for a topic)"
             )
             raise ConfigError(msg)
-        return cls(platform, ChatKind(kind), chat_id)
+        return cls(platform, ChatKind(kind), chat_id, topic)
 
 
 @dataclass(frozen=True, slots=True)

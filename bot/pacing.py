@@ -101,7 +101,11 @@ class Pacer:
         self._before_last: dict[ChatKey, float] = {}  # for give_back
 
     def reserve(self, chat: ChatKey) -> float:
-        """Reserve the next allowed send time for ``chat`` (a loop time) and return it."""
+        """Reserve the next allowed send time for ``chat`` (a loop time) and return it.
+
+        A forum's topics share their group's limits: the platform counts by group.
+        """
+        chat = chat.room
         now = self._clock()
         at = max(now, self._last_in_chat.get(chat, -1e18) + self._limits.chat_interval_s)
         group = self._group_window(chat)
@@ -128,6 +132,7 @@ class Pacer:
         A chat's sends are reserved one after another, so its last reservation is this one
         and the one before it becomes the chat's last again.
         """
+        chat = chat.room
         self._overall.remove(at)
         group = self._groups.get(chat)
         if group is not None:

@@ -1,12 +1,13 @@
 """The stickers people send, kept per chat (or for the whole bot) and sent back by id.
 
 A sticker in a stored message joins its collection (``stickers.scope``: the chat's own,
-or one per platform): once, however often it is sent, with a caption the prompt shows
-(``[s7] 猫猫震惊``). The caption is its emoji and set name (Telegram) or the platform's
-summary (QQ) until the model, shown the sticker in a batch's one call, writes a note
-about it (``image_notes``): that note becomes its caption, at no extra call. Beyond
-``stickers.max_per_chat`` the least recently seen or sent leave their collection; a
-banned one is never offered, sent or collected again. Photos are never collected.
+which a forum's topics share, or one per platform): once, however often it is sent, with
+a caption the prompt shows (``[s7] 猫猫震惊``). The caption is its emoji and set name
+(Telegram) or the platform's summary (QQ) until the model, shown the sticker in a batch's
+one call, writes a note about it (``image_notes``): that note becomes its caption, at no
+extra call. Beyond ``stickers.max_per_chat`` the least recently seen or sent leave their
+collection; a banned one is never offered, sent or collected again. Photos are never
+collected.
 
 The concept's ports live here: ``storage/`` keeps the collections (:class:`StickerStore`),
 each platform makes its stickers ready to keep (:class:`StickerSource`).
@@ -143,7 +144,7 @@ class Stickers:
 
     def collection(self, chat: ChatKey) -> str:
         """Return the collection ``chat``'s stickers go to and come from."""
-        return str(chat) if self._config.scope == "chat" else f"global:{chat.platform}"
+        return str(chat.room) if self._config.scope == "chat" else f"global:{chat.platform}"
 
     async def collect(self, messages: Sequence[IncomingMessage]) -> None:
         """Keep the stickers of stored messages; a sticker that fails is only logged."""

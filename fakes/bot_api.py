@@ -375,6 +375,7 @@ class FakeBotAPI:
         self._updates: list[dict[str, Any]] = []
         self._updates_in_order = True  # ids rise along _updates: confirming cuts a prefix
         self._chats: dict[int, dict[str, Any]] = {}
+        self._topics: dict[tuple[int, int], dict[str, Any]] = {}  # live ones: root message
         self._blocked: dict[int, tuple[int, str]] = {}
         self._failures: dict[str, deque[_Failure]] = {}
         self._delays: dict[str, deque[float]] = {}
@@ -481,12 +482,20 @@ class FakeBotAPI:
         entities: list[dict[str, Any]] | None = None,
         extra: dict[str, Any] | None = None,
         date: datetime | float | None = None,
+        topic: int | None = None,
     ) -> int:
         """Queue a new message as an update; return its message id.
 
         ``reply_to`` is a message dict or the id of a message the fake knows (pushed, or
-        sent by the bot). See :func:`make_message` for the other arguments.
+        sent by the bot). ``topic`` is a forum topic of the chat (:meth:`open_topic`): the
+        message carries its thread and, unless it quotes another, the topic's root as
+        Telegram does. See :func:`make_message` for the other arguments.
         """
+        if topic is not None:
+            root = self._topics[(chat_id, topic)]
+            reply_to = root if reply_to is None else reply_to
+            topic_fields = {"message_thread_id": topic, "is_topic_message": True}
+            extra = {"chat": root["chat"], **topic_fields, **(extra or {})}
         message_id = self._take_message_id()
         if chat_type != "private" and title is None and chat_id in self._chats:
             title = self._chats[chat_id].get("title")
@@ -509,6 +518,30 @@ class FakeBotAPI:
         self._remember(message)
         self.push_update({"message": message})
         return message_id
+
+    def open_topic(self, chat_id: int, name: str, *, title: str = "Test forum") -> int:
+        """Open a topic in forum supergroup ``chat_id``; return its thread id.
+
+        As on Telegram, the thread id is the id of the service message that opened it.
+        """
+        message_id = self._take_message_id()
+        chat = {**chat_dict(chat_id, chat_type="supergroup", title=title), "is_forum": True}
+        root = {
+            "message_id": message_id,
+            "from": user_dict(),
+            "chat": chat,
+            "date": int(time.time()),
+            "message_thread_id": message_id,
+            "is_topic_message": True,
+            "forum_topic_created": {"name": name, "icon_color": 7322096},
+        }
+        self._remember(root)
+        self._topics[(chat_id, message_id)] = root
+        return message_id
+
+    def delete_topic(self, chat_id: int, thread_id: int) -> None:
+        """Delete a topic: sends into it fail with "message thread not found" from now on."""
+        del self._topics[(chat_id, thread_id)]
 
     def push_edit(
         self,
@@ -780,16 +813,17 @@ class FakeBotAPI:
             raise _ApiError(400, "Bad Request: message text is empty")
         if len(text) > TEXT_LIMIT:
             raise _ApiError(400, "Bad Request: message is too long")
+        quoted = self._quoted(chat_id, params)
         message: dict[str, Any] = {
             "message_id": self._take_message_id(),
             "from": dict(self.bot_user),
             "chat": self._chat_for(chat_id),
             "date": int(time.time()),
             "text": text,
+            **self._thread(chat_id, params, quoted),
         }
         if params.get("entities"):
             message["entities"] = params["entities"]
-        quoted = self._quoted(chat_id, params)
         if quoted is not None:
             parent = dict(quoted)
             parent.pop("reply_to_message", None)
@@ -798,7 +832,7 @@ class FakeBotAPI:
         return message
 
     async def _send_chat_action(self, params: dict[str, Any]) -> Any:
-        self._target_chat(params)
+        self._thread(self._target_chat(params), params, None)
         if not params.get("action"):
             raise _ApiError(400, "Bad Request: wrong parameter action in request")
         return True
@@ -818,6 +852,7 @@ class FakeBotAPI:
             "chat": self._chat_for(chat_id),
             "date": int(time.time()),
             "sticker": dict(known[file_id]),
+            **self._thread(chat_id, params, None),
         }
         self._remember(message)
         return message
@@ -889,6 +924,21 @@ class FakeBotAPI:
         if chat_id in self._blocked:
             raise _ApiError(*self._blocked[chat_id])
         return chat_id
+
+    def _thread(
+        self, chat_id: int, params: dict[str, Any], quoted: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """Return the topic fields of a message sent with ``params``: into the topic named
+        by ``message_thread_id`` (a topic it does not know is refused), else into the topic
+        of the message it quotes, as Telegram does."""
+        thread = params.get("message_thread_id")
+        if thread is None:
+            if quoted is None or not quoted.get("is_topic_message"):
+                return {}
+            thread = quoted["message_thread_id"]
+        elif (chat_id, thread) not in self._topics:
+            raise _ApiError(400, "Bad Request: message thread not found")
+        return {"message_thread_id": thread, "is_topic_message": True}
 
     def _quoted(self, chat_id: int, params: dict[str, Any]) -> dict[str, Any] | None:
         reply = params.get("reply_parameters")

@@ -55,6 +55,17 @@ def test_group_limit_per_minute() -> None:
     assert slots[20] == 1060.0
 
 
+def test_a_forums_topics_share_their_groups_limits() -> None:
+    """Telegram counts a forum's sends by group: its topics share the interval and window."""
+    pacer = Pacer(TELEGRAM, clock=Clock())
+    topics = [ChatKey("telegram", ChatKind.GROUP, "-100", str(n)) for n in range(21)]
+    slots = [pacer.reserve(topic) for topic in topics]
+    assert slots[:3] == [1000.0, 1001.0, 1002.0]
+    assert slots[20] == 1060.0
+    pacer.give_back(topics[20], slots[20])
+    assert pacer.reserve(GROUP) == 1060.0
+
+
 def test_window_forgets_old_events() -> None:
     """Events older than the window no longer count."""
     window = SlidingWindow(size_s=1.0, limit=1)

@@ -112,6 +112,21 @@ def test_group_message_has_group_key_and_title() -> None:
     )
 
 
+def test_a_forum_topic_is_a_chat_of_its_own_within_its_group() -> None:
+    """A topic message is keyed by its thread; a reply outside topics carries a thread id
+    too (the General topic, groups without topics), and stays the group's."""
+    in_topic = kept(
+        group_message("in a topic", extra={"message_thread_id": 5, "is_topic_message": True})
+    )
+    in_general = kept(group_message("a reply", extra={"message_thread_id": 9}))
+
+    assert in_topic.chat == ChatKey("telegram", ChatKind.GROUP, str(GROUP_ID), "5")
+    assert str(in_topic.chat) == f"telegram:group:{GROUP_ID}:5"
+    assert (
+        in_topic.chat.room == in_general.chat == ChatKey("telegram", ChatKind.GROUP, str(GROUP_ID))
+    )
+
+
 def test_plain_group_text_does_not_address_the_bot() -> None:
     """A group message that names nobody is stored but not addressed."""
     assert addressed(group_message("anyone up for lunch?")) is False

@@ -663,6 +663,9 @@ async def test_login_sets_a_strict_http_only_session_cookie(web: Web) -> None:
         ("test:private:1;DROP%20TABLE%20messages", 400),
         ("telegram:channel:1", 400),
         ("test:private:999", 404),
+        ("test:group:-100:7", 404),
+        ("test:group:-100:", 400),
+        ("test:group:-100:7:8", 400),
     ],
 )
 async def test_bad_chat_keys_get_a_json_error_before_any_lookup(

@@ -42,6 +42,7 @@ def retry_after_seconds(error: RetryAfter) -> float:
 # Telegram's own words for "the message you quote does not exist (any more)".
 _REPLY_NOT_FOUND: Final = ("message to be replied not found", "replied message not found")
 _CHAT_GONE: Final = ("chat not found",)
+_TOPIC_GONE: Final = ("message thread not found",)
 
 # httpx errors raised before a request leaves this machine: it certainly did not arrive.
 _BEFORE_SENDING: Final = (
@@ -61,6 +62,11 @@ def describe(error: BaseException) -> str:
 def quote_is_gone(error: BadRequest) -> bool:
     """Tell whether Telegram refused a message because the one it quotes does not exist."""
     return _says(error, _REPLY_NOT_FOUND)
+
+
+def topic_is_gone(error: BadRequest) -> bool:
+    """Tell whether Telegram refused a message because it cannot find the forum topic."""
+    return _says(error, _TOPIC_GONE)
 
 
 def translate(chat: ChatKey, error: TelegramError) -> PacebotError:

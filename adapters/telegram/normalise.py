@@ -92,12 +92,19 @@ _SERVICE_FIELDS: Final = frozenset(
 
 
 def chat_key_of(message: Message) -> ChatKey | None:
-    """Return the chat key of a message; ``None`` for channels and unknown chat types."""
+    """Return the chat key of a message; ``None`` for channels and unknown chat types.
+
+    A message in a forum topic belongs to that topic's chat. Only ``is_topic_message``
+    says so: outside topics (the General topic, groups without topics) Telegram still
+    sets ``message_thread_id`` on replies, to a thread no message can be sent to.
+    """
     chat = message.chat
+    thread = message.message_thread_id if message.is_topic_message else None
+    topic = "" if thread is None else str(thread)
     if chat.type == ChatType.PRIVATE:
-        return ChatKey(PLATFORM_NAME, ChatKind.PRIVATE, str(chat.id))
+        return ChatKey(PLATFORM_NAME, ChatKind.PRIVATE, str(chat.id), topic)
     if chat.type in (ChatType.GROUP, ChatType.SUPERGROUP):
-        return ChatKey(PLATFORM_NAME, ChatKind.GROUP, str(chat.id))
+        return ChatKey(PLATFORM_NAME, ChatKind.GROUP, str(chat.id), topic)
     return None
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Self
 
@@ -30,7 +30,7 @@ from telegram.error import BadRequest, InvalidToken, NetworkError, RetryAfter, T
 
 from adapters.handover import hand_over
 from adapters.inflight import InFlight
-from adapters.telegram.errors import describe, quote_is_gone, translate
+from adapters.telegram.errors import describe, quote_is_gone, topic_is_gone, translate
 from adapters.telegram.normalise import PLATFORM_NAME, chat_key_of, normalise
 from adapters.telegram.polling import Backoff, Poller
 from adapters.telegram.reactions import telegram_reaction
@@ -311,7 +311,12 @@ class TelegramPlatform:
 
     async def _send_sticker(self, chat: ChatKey, file_id: str) -> str:
         try:
-            message = await self._bot.send_sticker(chat_id=int(chat.id), sticker=file_id)
+            message = await self._in_topic(
+                chat,
+                lambda in_topic: self._bot.send_sticker(
+                    chat_id=int(chat.id), message_thread_id=_thread(chat, in_topic), sticker=file_id
+                ),
+            )
         except TelegramError as error:
             raise translate(chat, error) from None
         return str(message.message_id)
@@ -352,7 +357,32 @@ class TelegramPlatform:
 
     async def _send(self, chat: ChatKey, text: str, *, reply_to: str | None) -> Message:
         quote = ReplyParameters(message_id=int(reply_to)) if reply_to is not None else None
-        return await self._bot.send_message(chat_id=int(chat.id), text=text, reply_parameters=quote)
+        return await self._in_topic(
+            chat,
+            lambda in_topic: self._bot.send_message(
+                chat_id=int(chat.id),
+                message_thread_id=_thread(chat, in_topic),
+                text=text,
+                reply_parameters=quote,
+            ),
+        )
+
+    async def _in_topic(self, chat: ChatKey, post: Callable[[bool], Awaitable[Message]]) -> Message:
+        """Post into ``chat``'s forum topic; into the group if Telegram has lost the topic.
+
+        ``post(True)`` posts into the topic. Telegram loses topics now and then (deleted,
+        or its root pruned in a very busy forum) while people still write in them; the
+        words then still reach the group, and a quote keeps them beside its message.
+        """
+        try:
+            return await post(True)
+        except BadRequest as error:
+            if not chat.topic or not topic_is_gone(error):
+                raise
+            logger.bind(chat=str(chat)).warning(
+                "Telegram cannot find topic {}; posting to the group instead", chat.topic
+            )
+            return await post(False)
 
     def _check_connected(self, chat: ChatKey) -> None:
         if self._stopped or not self._ready.is_set():
@@ -364,7 +394,11 @@ class TelegramPlatform:
         if self._stopped or not self._ready.is_set():
             return
         try:
-            await self._bot.send_chat_action(chat_id=int(chat.id), action=ChatAction.TYPING)
+            await self._bot.send_chat_action(
+                chat_id=int(chat.id),
+                message_thread_id=_thread(chat, in_topic=True),
+                action=ChatAction.TYPING,
+            )
         except TelegramError as error:
             logger.bind(chat=str(chat)).debug("typing indicator failed: {}", describe(error))
 
@@ -399,3 +433,8 @@ if TYPE_CHECKING:
 def _transient(error: Exception) -> bool:
     """Tell whether connecting may succeed later: network trouble, 5xx answers, a 429."""
     return isinstance(error, NetworkError | RetryAfter)
+
+
+def _thread(chat: ChatKey, in_topic: bool) -> int | None:
+    """Return the ``message_thread_id`` that posts into ``chat``'s topic, if asked."""
+    return int(chat.topic) if in_topic and chat.topic else None

@@ -22,7 +22,7 @@ from bot.ops import Ops
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 # A platform's id of a chat or a person: a number or a word, nothing a path or SQL could abuse.
 _PLATFORM_ID = r"-?[A-Za-z0-9_]{1,64}"
-_CHAT_KEY = re.compile(rf"[a-z][a-z0-9_]{{0,31}}:(private|group):{_PLATFORM_ID}")
+_CHAT_KEY = re.compile(rf"[a-z][a-z0-9_]{{0,31}}:(private|group):{_PLATFORM_ID}(:[0-9]{{1,20}})?")
 SQLITE_INT_MAX = 2**63 - 1  # a larger id would overflow SQLite's integer, not just miss
 UNAUTHORIZED = "unauthorized"
 
@@ -52,7 +52,9 @@ async def access(request: Request, checker: Annotated[Gate, Depends(gate)]) -> A
 def chat_key(chat: str) -> ChatKey:
     """Parse the ``{chat}`` of a path; 400 if it is not a chat key."""
     if _CHAT_KEY.fullmatch(chat) is None:
-        raise HTTPException(400, "not a chat key: expected platform:kind:id, e.g. qq:group:456")
+        raise HTTPException(
+            400, "not a chat key: expected platform:kind:id[:topic], e.g. qq:group:456"
+        )
     return ChatKey.parse(chat)
 
 

@@ -1,10 +1,11 @@
 """What the bot remembers of people: short facts per (chat, person), learned at night.
 
 The nightly summary call also names what it learned about the day's speakers; no extra
-LLM call is made. A fact is kept only in the chat it was learned in, only for someone who
-wrote in that chat that day, once after whitespace and case folding, and
-at most ``memory.facts_per_person`` live ones per person, newest first. Forgetting is a
-soft delete that records who and when, so nothing stored is lost.
+LLM call is made. A fact is kept only in the chat it was learned in (a forum's topics
+share their group's people), only for someone who wrote in that chat that day, once
+after whitespace and case folding, and at most ``memory.facts_per_person`` live ones per
+person, newest first. Forgetting is a soft delete that records who and when, so nothing
+stored is lost.
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ class People:
         if not notes:
             return []
         keep = self._config.memory.facts_per_person
-        learned = await self._store.add_facts(chat, day, notes, keep=keep, now=self._now())
+        learned = await self._store.add_facts(chat.room, day, notes, keep=keep, now=self._now())
         if learned:
             logger.bind(chat=str(chat)).info("learned {} fact(s) on {}", len(learned), day)
         return learned
@@ -191,17 +192,17 @@ class People:
         in_view = people_in_view(batch, history)
         if budget <= 0 or not in_view:
             return ""
-        facts = await self._store.live_facts(chat, [user_id for user_id, _ in in_view])
+        facts = await self.live_facts(chat, [user_id for user_id, _ in in_view])
         shown = [(uid, name, facts[uid]) for uid, name in in_view if facts.get(uid)]
         return render_people(shown, budget_tokens=budget)
 
     async def known(self, chat: ChatKey) -> list[KnownPerson]:
         """Return the chat's people with live facts."""
-        return await self._store.known_people(chat)
+        return await self._store.known_people(chat.room)
 
     async def live_facts(self, chat: ChatKey, user_ids: Sequence[str]) -> dict[str, list[Fact]]:
         """Return the live facts of those people in this chat, newest first, by user id."""
-        return await self._store.live_facts(chat, user_ids)
+        return await self._store.live_facts(chat.room, user_ids)
 
     async def facts(self, chat: ChatKey, user_id: str) -> list[Fact]:
         """Return one person's live facts in this chat, newest first."""
@@ -209,11 +210,13 @@ class People:
 
     async def seen(self, chat: ChatKey, user_id: str) -> bool:
         """Whether a person ever wrote in this chat or was remembered (or forgotten) here."""
-        return await self._store.person_seen(chat, user_id)
+        if await self._store.person_seen(chat.room, user_id):
+            return True
+        return bool(chat.topic) and await self._store.person_seen(chat, user_id)
 
     async def forget_fact(self, chat: ChatKey, fact_id: int, *, by: str) -> Fact | None:
         """Forget one live fact of this chat; ``None`` if there is no such fact here."""
-        return await self._store.forget_fact(chat, fact_id, by=by, now=self._now())
+        return await self._store.forget_fact(chat.room, fact_id, by=by, now=self._now())
 
     async def forget_person(self, chat: ChatKey, user_id: str, *, by: str) -> int:
         """Forget every live fact about a person in this chat; return how many.
@@ -222,5 +225,5 @@ class People:
         about them from today or earlier days again.
         """
         return await self._store.forget_person(
-            chat, user_id, by=by, now=self._now(), through=self._today()
+            chat.room, user_id, by=by, now=self._now(), through=self._today()
         )

@@ -76,7 +76,7 @@ class SemanticMemory:
             return Nearest()
         store, model = self._store, self.model
         summaries = await store.similar_summaries(chat, vectors[0], model=model, limit=limit)
-        facts = await store.similar_facts(chat, vectors[0], model=model, limit=limit)
+        facts = await store.similar_facts(chat.room, vectors[0], model=model, limit=limit)
         return Nearest(tuple(summaries), tuple(facts))
 
     async def backfill(self) -> int:
