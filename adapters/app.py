@@ -402,11 +402,14 @@ async def _recall(config: Config, secrets: Secrets, *, chat: ChatKey, query: str
 
 
 def _run_memory_command(
-    path: Path, command: Callable[[Config, Secrets], Coroutine[Any, Any, int]]
+    path: Path,
+    command: Callable[[Config, Secrets], Coroutine[Any, Any, int]],
+    *,
+    asks_llm: bool = True,
 ) -> int:
     try:
         config = load_config(path)
-        secrets = read_secrets(config, console=True)
+        secrets = read_secrets(config, console=True, llm=asks_llm)
         read_persona(config)
         prepare_data_dir(config)
         start_logging(
@@ -428,8 +431,11 @@ def summarize(path: Path, *, day: date | None, chat: ChatKey | None, all_missing
 
 
 def recall(path: Path, *, chat: ChatKey, query: str) -> int:
-    """Print what recall finds in ``chat`` for ``query``."""
-    return _run_memory_command(path, functools.partial(_recall, chat=chat, query=query))
+    """Print what recall finds in ``chat`` for ``query``; needs no LLM key, only the
+    embeddings key when ``[memory.embeddings]`` is on (recall by meaning)."""
+    return _run_memory_command(
+        path, functools.partial(_recall, chat=chat, query=query), asks_llm=False
+    )
 
 
 async def _trace(config: Config, *, chat: ChatKey, count: int) -> int:

@@ -3,7 +3,8 @@
 Each sample is parsed many times in a row; a call's time is the batch time divided by
 the count, so the clock's resolution does not count. The samples cover the clean JSON
 the contract asks for, fenced JSON, JSON after a reasoning block or a sentence of prose,
-a group answer quoting two people, and one reply near the 4,096-character limit.
+a group answer quoting two people, one reply near the 4,096-character limit, and JSON
+with the usual slips (trailing commas, full-width quotes and colons), which is mended.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ SAMPLES = {
     ),
     "long": _plan("这是一段很长的回复。" * 400),
     "silent": '{"replies": []}',
+    "mended": "{“replies”：[{“content”：“在的在的”，“send_delay_seconds”：0}，"
+    '{"content": "周末爬山好呀！", "send_delay_seconds": 2,},],}',
 }
 
 

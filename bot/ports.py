@@ -201,9 +201,14 @@ class MessageLog(Protocol):
     async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
         """Return up to ``limit`` chats, the most recently active first.
 
-        With ``search``, only chats whose key or one of whose senders' names holds it
-        (ASCII letters in any case).
+        With ``search``, only chats whose key, title or one of whose senders' names holds
+        it (ASCII letters in any case).
         """
+        ...
+
+    async def chat_names(self, chats: Sequence[ChatKey]) -> dict[ChatKey, str]:
+        """Return the name to show beside each chat's key, for those that have one: a
+        group's newest title, a private chat's newest sender name."""
         ...
 
 
@@ -311,7 +316,8 @@ class TraceLog(Protocol):
         ...
 
     async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
-        """Return up to ``count`` newest traces of ``chat``, newest first, with reply fates."""
+        """Return up to ``count`` newest traces of ``chat``, newest first, with reply fates
+        and the names their messages were written under."""
         ...
 
 
@@ -405,6 +411,10 @@ class MemoryStore(PeopleStore, Protocol):
 
     async def restore_summary(self, chat: ChatKey, *, now: datetime) -> SummaryRecord | None:
         """Undo the last pop if nothing was pushed since; return what came back, or ``None``."""
+        ...
+
+    async def restorable_summary(self, chat: ChatKey) -> SummaryRecord | None:
+        """Return the summary ``restore_summary`` would bring back now; ``None`` if none."""
         ...
 
     async def summaries_on(self, chat: ChatKey, days: Sequence[date]) -> list[SummaryRecord]:

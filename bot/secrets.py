@@ -25,7 +25,11 @@ def secret(env_name: str, *, purpose: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Secrets:
-    """The secrets a run needs, read from the environment variables the config names."""
+    """The secrets a run needs, read from the environment variables the config names.
+
+    The LLM keys are empty for a command that makes no chat-completion call: an LLM
+    client is never built with an empty key (``adapters/openai_llm.py`` refuses it).
+    """
 
     llm_api_key: str
     splitter_api_key: str
@@ -48,8 +52,13 @@ class Secrets:
         return tuple(s for s in values if s)
 
 
-def read_secrets(config: Config, *, console: bool) -> Secrets:
-    """Read every secret the run needs; raise ``ConfigError`` listing all that are missing."""
+def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
+    """Read every secret the run needs; raise ``ConfigError`` listing all that are missing.
+
+    Without ``llm`` (a command that asks the LLM nothing, such as ``pacebot recall``) the
+    LLM and splitter keys are not read; the embeddings key still is when
+    ``[memory.embeddings]`` is on, and that may be the ``[llm]`` key.
+    """
     problems: list[str] = []
 
     def need(env_name: str, purpose: str) -> str:
@@ -59,16 +68,22 @@ def read_secrets(config: Config, *, console: bool) -> Secrets:
             problems.append(str(exc))
             return ""
 
-    llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
-    splitter_env = config.llm.splitter.api_key_env
-    splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
+    llm_key = splitter_key = ""
+    if llm:
+        llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
+        splitter_env = config.llm.splitter.api_key_env
+        splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
     embeddings = config.memory.embeddings
     embeddings_key = None
     if embeddings.enabled:
         embeddings_env = embeddings.api_key_env
-        embeddings_key = (
-            need(embeddings_env, "[memory.embeddings] api_key_env") if embeddings_env else llm_key
-        )
+        if embeddings_env:
+            embeddings_key = need(embeddings_env, "[memory.embeddings] api_key_env")
+        elif llm:
+            embeddings_key = llm_key
+        else:
+            purpose = "[llm] api_key_env (the key [memory.embeddings] uses)"
+            embeddings_key = need(config.llm.api_key_env, purpose)
     telegram_token = onebot_token = None
     if config.telegram.enabled and not console:
         telegram_token = need(config.telegram.token_env, "[telegram] token_env")

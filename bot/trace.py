@@ -13,7 +13,7 @@ and wrote.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
@@ -115,10 +115,12 @@ class ReplyFate:
 
 @dataclass(frozen=True, slots=True)
 class ShownTrace:
-    """A stored trace with its replies' fates as the outbox has them now."""
+    """A stored trace with its replies' fates as the outbox has them now, and the name
+    each of its messages was written under (by message id, where the log still has it)."""
 
     trace: Trace
     fates: tuple[ReplyFate, ...]
+    senders: Mapping[str, str] = field(default_factory=dict)
 
 
 @functools.cache

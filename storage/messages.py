@@ -13,6 +13,7 @@ import json
 import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 
 import aiosqlite
 
@@ -89,6 +90,17 @@ def _row(message: IncomingMessage, received_at_s: float) -> tuple[object, ...]:
     )
 
 
+async def _keep_titles(db: aiosqlite.Connection, titles: Mapping[str, tuple[str, float]]) -> None:
+    """Keep each chat's newest title; an older message never overwrites a newer one."""
+    if titles:
+        await db.executemany(
+            "INSERT INTO chat_titles (chat_key, title, updated_at) VALUES (?, ?, ?)"
+            " ON CONFLICT (chat_key) DO UPDATE SET title = excluded.title,"
+            " updated_at = excluded.updated_at WHERE excluded.updated_at >= updated_at",
+            [(key, title, sent_at) for key, (title, sent_at) in titles.items()],
+        )
+
+
 async def _insert(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> set[tuple[str, str]]:
     """Insert ``rows`` in one statement; return the (chat key, message id) of the new ones."""
     values = ", ".join([_ROW_PLACEHOLDERS] * len(rows))
@@ -100,8 +112,26 @@ async def _insert(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> s
     return {(chat_key, message_id) for chat_key, message_id in inserted}
 
 
+def _newest_titles(messages: Sequence[IncomingMessage]) -> dict[str, tuple[str, float]]:
+    """Return the newest title each chat's messages give, with when it was given."""
+    newest: dict[str, tuple[str, float]] = {}
+    for message in messages:
+        title = clean(message.chat_title or "").strip()
+        sent_at = unix(message.sent_at, "sent_at")
+        key = str(message.chat)
+        if title and (key not in newest or newest[key][1] <= sent_at):
+            newest[key] = (title, sent_at)
+    return newest
+
+
 class SqliteMessageLog(Database):
     """The :class:`bot.ports.MessageLog` (and the log reads of the memory) in SQLite."""
+
+    def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
+        super().__init__(db, path)
+        # Each chat's newest title seen by this process, and when it was given: a title
+        # is written only when it changes, and never by an older message.
+        self._newest_titles: dict[str, tuple[str, float]] = {}
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
@@ -119,6 +149,8 @@ class SqliteMessageLog(Database):
         """
         received_at_s = unix(received_at, "received_at")
         rows = [_row(message, received_at_s) for message in messages]
+        titles = _newest_titles(messages)
+        changed = {key: given for key, given in titles.items() if self._changes_title(key, given)}
         # One INSERT is atomic on its own; more need a transaction around them.
         # Urgent: every timer of the page waits for this commit (see storage.turns).
         writing = (
@@ -128,13 +160,29 @@ class SqliteMessageLog(Database):
         )
         new: set[tuple[str, str]] = set()
         async with writing as db:
+            # Before the messages: were it to fail after them, a retry would find them
+            # stored and take them for repeats.
+            await _keep_titles(db, changed)
             for start in range(0, len(rows), _INSERT_ROWS):
                 new |= await _insert(db, rows[start : start + _INSERT_ROWS])
+        self._note_titles(titles)
         stored = []
         for chat_key, message_id, *_ in rows:
             stored.append((chat_key, message_id) in new)
             new.discard((chat_key, message_id))  # a repeat in the same page is not new
         return stored
+
+    def _changes_title(self, key: str, given: tuple[str, float]) -> bool:
+        """Tell whether a chat's title, given at a moment, is news to this process."""
+        known = self._newest_titles.get(key)
+        return known is None or (given[1] >= known[1] and given[0] != known[0])
+
+    def _note_titles(self, titles: Mapping[str, tuple[str, float]]) -> None:
+        """Remember each chat's newest title once it is stored."""
+        for key, given in titles.items():
+            known = self._newest_titles.get(key)
+            if known is None or given[1] >= known[1]:
+                self._newest_titles[key] = given
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""
@@ -217,14 +265,17 @@ class SqliteMessageLog(Database):
     async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
         """Return up to ``limit`` chats, the most recently active first.
 
-        With ``search``, only chats whose key or one of whose senders' names holds it.
-        One pass over the ``messages_by_time`` index; the dashboard asks for a page at a time.
+        With ``search``, only chats whose key, title or one of whose senders' names holds
+        it. One pass over the ``messages_by_time`` index; the dashboard asks for a page at
+        a time.
         """
         async with self._connection() as db:
             rows = await db.execute_fetchall(
                 "SELECT chat_key, count(*), max(sent_at) FROM messages GROUP BY chat_key"
                 " HAVING :search = '' OR instr(lower(chat_key), :search) > 0"
                 "  OR max(instr(lower(sender_name), :search)) > 0"
+                "  OR EXISTS (SELECT 1 FROM chat_titles AS t WHERE t.chat_key = messages.chat_key"
+                "   AND instr(lower(t.title), :search) > 0)"
                 " ORDER BY max(sent_at) DESC, chat_key LIMIT :limit",
                 {"search": ascii_lower(search), "limit": limit},
             )
@@ -262,3 +313,27 @@ class SqliteMessageLog(Database):
                 (str(chat), unix(start, "start"), unix(end, "end"), limit),
             )
         return [stored_message(row, chat) for row in reversed(list(rows))]
+
+    async def chat_names(self, chats: Sequence[ChatKey]) -> dict[ChatKey, str]:
+        """Return the name to show beside each chat's key, for those that have one.
+
+        A group's is the newest title its messages gave; a private chat's, the newest name
+        its chatter wrote under.
+        """
+        groups = json.dumps([str(chat) for chat in chats if chat.is_group])
+        private = json.dumps([str(chat) for chat in chats if not chat.is_group])
+        async with self._connection() as db:
+            rows = list(
+                await db.execute_fetchall(
+                    "SELECT chat_key, title FROM chat_titles"
+                    " WHERE chat_key IN (SELECT value FROM json_each(?))",
+                    (groups,),
+                )
+            )
+            rows += await db.execute_fetchall(
+                "SELECT value, (SELECT sender_name FROM messages WHERE chat_key = value"
+                "  AND from_bot = 0 ORDER BY sent_at DESC, id DESC LIMIT 1)"
+                " FROM json_each(?)",
+                (private,),
+            )
+        return {ChatKey.parse(key): name for key, name in rows if name}

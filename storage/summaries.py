@@ -131,10 +131,9 @@ async def _pop(
     return await _record(db, chat, history_id)
 
 
-async def _restore(
-    db: aiosqlite.Connection, chat: ChatKey, *, restored_at: float
-) -> SummaryRecord | None:
-    """Bring back the chat's last popped summary, unless a live one is newer or same-day."""
+async def _restorable(db: aiosqlite.Connection, chat: ChatKey) -> int | None:
+    """Return the id of the summary a restore would bring back: the chat's last popped
+    one, unless a live one is newer or of the same day."""
     candidates = list(
         await db.execute_fetchall(
             "SELECT id, summary_date FROM prompt_history"
@@ -153,7 +152,15 @@ async def _restore(
         "  WHERE chat_key = :chat AND is_deleted = 0 AND summary_date = :day)",
         {"chat": str(chat), "id": history_id, "day": candidates[0]["summary_date"]},
     )
-    if next(iter(blocked))[0]:
+    return None if next(iter(blocked))[0] else history_id
+
+
+async def _restore(
+    db: aiosqlite.Connection, chat: ChatKey, *, restored_at: float
+) -> SummaryRecord | None:
+    """Bring back the chat's last popped summary, unless a live one is newer or same-day."""
+    history_id = await _restorable(db, chat)
+    if history_id is None:
         return None
     await db.execute(
         "UPDATE prompt_history SET is_deleted = 0, deleted_at = NULL, deleted_by = NULL,"
@@ -349,6 +356,12 @@ class SqliteSummaries(Database):
         restored_at = unix(now, "now")
         async with self._transaction() as db:
             return await _restore(db, chat, restored_at=restored_at)
+
+    async def restorable_summary(self, chat: ChatKey) -> SummaryRecord | None:
+        """Return the summary ``restore_summary`` would bring back now; ``None`` if none."""
+        async with self._connection() as db:
+            history_id = await _restorable(db, chat)
+            return None if history_id is None else await _record(db, chat, history_id)
 
     async def summaries_on(self, chat: ChatKey, days: Sequence[date]) -> list[SummaryRecord]:
         """Return the live summaries of those chat days, oldest first."""

@@ -34,7 +34,8 @@ class SqliteTraces(Database):
             )
 
     async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
-        """Return up to ``count`` newest traces of ``chat``, newest first, with reply fates."""
+        """Return up to ``count`` newest traces of ``chat``, newest first, with reply fates
+        and the names their messages were written under."""
         async with self._connection() as db:
             rows = list(
                 await db.execute_fetchall(
@@ -48,12 +49,24 @@ class SqliteTraces(Database):
                 " WHERE batch_id IN (SELECT value FROM json_each(?)) ORDER BY batch_id, seq",
                 (json.dumps([row["batch_id"] for row in rows]),),
             )
+            traces = [trace_from_json(row["record"]) for row in rows]
+            ids = sorted({message_id for trace in traces for message_id in trace.message_ids})
+            written = await db.execute_fetchall(
+                "SELECT message_id, sender_name FROM messages"
+                " WHERE chat_key = ? AND message_id IN (SELECT value FROM json_each(?))",
+                (str(chat), json.dumps(ids)),
+            )
+        senders: dict[str, str] = {row["message_id"]: row["sender_name"] for row in written}
         by_batch: dict[int, list[ReplyFate]] = {}
         for fate in fates:
             by_batch.setdefault(fate["batch_id"], []).append(
                 ReplyFate(fate["seq"], fate["state"], fate["content"], kind=fate["kind"])
             )
         return [
-            ShownTrace(trace_from_json(row["record"]), tuple(by_batch.get(row["batch_id"], ())))
-            for row in rows
+            ShownTrace(
+                trace,
+                tuple(by_batch.get(trace.batch_id, ())),
+                {i: senders[i] for i in trace.message_ids if i in senders},
+            )
+            for trace in traces
         ]

@@ -34,7 +34,7 @@ async def llm() -> AsyncIterator[FakeLLMServer]:
         yield server
 
 
-async def pacebot(*args: str) -> tuple[int, str, str]:
+async def pacebot(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -42,7 +42,7 @@ async def pacebot(*args: str) -> tuple[int, str, str]:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PACEBOT_LLM_API_KEY": KEY},
+        env={**os.environ, "PACEBOT_LLM_API_KEY": KEY} if env is None else env,
     )
     out, err = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode is not None
@@ -103,6 +103,65 @@ async def test_summarize_then_recall(tmp_path: Path, llm: FakeLLMServer) -> None
     ]
     assert len(llm.requests) == 1
     assert KEY not in first[2] + by_date[2]
+
+
+def without_keys(**extra: str) -> dict[str, str]:
+    """Return this environment without any key, with ``extra`` set."""
+    keys = ("PACEBOT_LLM_API_KEY", "PACEBOT_EMBED_KEY")
+    return {**{k: v for k, v in os.environ.items() if k not in keys}, **extra}
+
+
+async def test_recall_needs_no_llm_key(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """recall asks the LLM nothing, so it runs without the LLM key and makes no request."""
+    path = tmp_path / "config.toml"
+    path.write_text(f'[bot]\ndata_dir = "data"\n[llm]\nbase_url = "{llm.base_url}"\n')
+
+    code, out, err = await pacebot(
+        "recall", "香山", "--chat", str(CHAT), "-c", str(path), env=without_keys()
+    )
+
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "no date in the question: searched by keyword",
+        "nothing recalled",
+        "No summary is in the prompt yet.",
+    ]
+    assert (llm.requests, llm.embedding_requests) == ([], [])
+
+
+async def test_recall_by_meaning_needs_only_the_embeddings_key(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With [memory.embeddings] on, recall needs that key (named when unset, and the [llm]
+    key when it has none of its own), then sends the question to be embedded, nothing more."""
+    own = tmp_path / "own.toml"
+    shared = tmp_path / "shared.toml"
+    for path, key_env in ((own, "PACEBOT_EMBED_KEY"), (shared, "")):
+        path.write_text(
+            f'[bot]\ndata_dir = "data"\n[llm]\nbase_url = "{llm.base_url}"\n'
+            f'[memory.embeddings]\nmodel = "fake-embed"\napi_key_env = "{key_env}"\n'
+        )
+    ask = ("recall", "香山", "--chat", str(CHAT), "-c")
+
+    own_unset = await pacebot(*ask, str(own), env=without_keys())
+    shared_unset = await pacebot(*ask, str(shared), env=without_keys())
+    own_set = await pacebot(*ask, str(own), env=without_keys(PACEBOT_EMBED_KEY=KEY))
+
+    assert own_unset[::2] == (
+        1,
+        "pacebot: [memory.embeddings] api_key_env: environment variable PACEBOT_EMBED_KEY"
+        " is not set\n",
+    )
+    assert shared_unset[::2] == (
+        1,
+        "pacebot: [llm] api_key_env (the key [memory.embeddings] uses): environment variable"
+        " PACEBOT_LLM_API_KEY is not set\n",
+    )
+    assert (own_set[0], own_set[1].splitlines()[0]) == (
+        0,
+        "no date in the question: searched by keyword and meaning",
+    )
+    assert ([r["input"] for r in llm.embedding_requests], llm.requests) == ([["香山"]], [])
 
 
 async def test_recall_rejects_a_bad_chat_key(tmp_path: Path) -> None:

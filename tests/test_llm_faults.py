@@ -83,6 +83,14 @@ class Fault:
 
 
 HALF = '{"replies": [{"content": "好呀", "send_delay_seconds": 0}, {"content": "几点'
+HALF_FIRST = '{"replies": [{"content": "好呀，几点'
+TRAILING_COMMAS = '{"replies": [{"content": "好呀", "send_delay_seconds": 0,},],}'
+FULL_WIDTH = (
+    "{“replies”：[{“content”：“好呀”，“send_delay_seconds”：0}，{“content”：“几点出发？”}]}"
+)
+SINGLE_QUOTED = "{'replies': [{'content': '好呀', 'send_delay_seconds': 0}]}"
+INNER_QUOTES = '{"replies": [{"content": "他说"明天见"就走了", "send_delay_seconds": 0}]}'
+GARBLED = '{"replies": [@@, {"content": }]}'
 FAULTS = [
     Fault("fenced-json", says(f"```json\n{plan(item('好呀'))}\n```"), ("好呀",), "answered", 1),
     Fault(
@@ -117,6 +125,27 @@ FAULTS = [
         2,
     ),
     Fault("half an object", splitter_down(says(HALF)), ("好呀",), "answered", 2),
+    # A cut-off plan is never completed into a shorter one: its finished texts only.
+    Fault("cut off before its first message", splitter_down(says(HALF_FIRST)), (), "failed", 2),
+    # The usual slips of a model's JSON are mended locally: one call, the splitter unused.
+    Fault("trailing commas", says(TRAILING_COMMAS), ("好呀",), "answered", 1),
+    Fault(
+        "full-width quotes and colons",
+        says(FULL_WIDTH),
+        ("好呀", "几点出发？"),
+        "answered",
+        1,
+    ),
+    Fault("single-quoted keys", says(SINGLE_QUOTED), ("好呀",), "answered", 1),
+    Fault(
+        "unescaped inner quotes",
+        says(INNER_QUOTES),
+        ('他说"明天见"就走了',),
+        "answered",
+        1,
+    ),
+    # A mended plan never means silence: a plan with nothing readable goes down the chain.
+    Fault("nothing readable to mend", splitter_down(says(GARBLED)), (), "failed", 2),
     Fault("empty object {}", splitter_down(says("{}")), (), "failed", 2),
     Fault(
         "replies a string, splitter ok",

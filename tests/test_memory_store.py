@@ -392,6 +392,25 @@ async def test_restore_with_nothing_popped(store: SqliteStore) -> None:
     assert days_of(await store.live_summaries(ALICE)) == [DAY1]
 
 
+async def test_restorable_is_what_restore_would_bring_back(store: SqliteStore) -> None:
+    """Nothing popped: nothing restorable; after a pop, that summary; after a newer push, or
+    once restored, nothing again; and asking changes nothing."""
+    await push(store, ALICE, day(1))
+    never_popped = await store.restorable_summary(ALICE)
+    second = await push(store, ALICE, day(2))
+    await store.pop_summary(ALICE, by="admin", now=at(1))
+    after_pop = await store.restorable_summary(ALICE)
+    asked_again = await store.restorable_summary(ALICE)
+    restored = await store.restore_summary(ALICE, now=at(2))
+    after_restore = await store.restorable_summary(ALICE)
+    await store.pop_summary(ALICE, by="admin", now=at(3))
+    await push(store, ALICE, day(3))
+    after_newer_push = await store.restorable_summary(ALICE)
+
+    assert (never_popped, after_restore, after_newer_push) == (None, None, None)
+    assert [r.id if r else None for r in (after_pop, asked_again, restored)] == [second.id] * 3
+
+
 # -- dates -------------------------------------------------------------------------------
 
 

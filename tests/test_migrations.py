@@ -13,7 +13,7 @@ import aiosqlite
 import pytest
 
 from bot.errors import StorageError
-from bot.models import ChatKey, ChatKind, DaySummary, PersonNote
+from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage, PersonNote
 from bot.replies.items import Text
 from storage import search
 from storage.migrate import Migration, load_migrations, migrate, split_statements
@@ -346,3 +346,28 @@ async def test_queued_replies_become_text_items(db_path: Path) -> None:
         Text("旧的回复", "88"),
         load_migrations()[-1].version,
     )
+
+
+async def test_old_chats_are_named_once_their_messages_give_a_title(db_path: Path) -> None:
+    """A version-10 file's private chat is named by its chatter at once; its group, which
+    had no stored title, by the first message after the upgrade that gives one."""
+    db_path.parent.mkdir(parents=True)
+    private, group = ChatKey.parse("test:private:1"), ChatKey.parse("test:group:2")
+    async with aiosqlite.connect(db_path, isolation_level=None) as old:
+        await migrate(old, [m for m in load_migrations() if m.name < "0011"])
+        for chat, message_id in ((private, "1"), (group, "2")):
+            await old.execute(
+                "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
+                " sent_at, received_at) VALUES (?, ?, '8', 'Alice', 'hi', 0, 0)",
+                (str(chat), message_id),
+            )
+
+    async with await SqliteStore.open(db_path) as store:
+        before = await store.chat_names([private, group])
+        titled = IncomingMessage(group, "3", "8", "Alice", "hi", NOW, chat_title="读书会")
+        await store.add_message(titled, received_at=NOW)
+        after = await store.chat_names([private, group])
+
+    assert before == {private: "Alice"}
+    assert after == {private: "Alice", group: "读书会"}
+    assert user_version(db_path) == load_migrations()[-1].version

@@ -110,6 +110,43 @@ VALID_CASES = [
         [said("hi", 1.0)],
         id="reasoning-block-skipped",
     ),
+    # The usual slips of a model's JSON, mended without asking anyone again.
+    pytest.param(
+        '{"replies": [{"content": "hi", "send_delay_seconds": 1,},],}',
+        [said("hi", 1.0)],
+        id="mended-trailing-commas",
+    ),
+    pytest.param(
+        "{“replies”：[{“content”：“你好”，“send_delay_seconds”：1}，{“content”：“在吗？”}]}",
+        [said("你好", 1.0), said("在吗？", 0.0)],
+        id="mended-full-width-quotes-colons-commas",
+    ),
+    pytest.param(
+        '{"replies": [{"content": "他说“好”：走", "send_delay_seconds": 1,}]}',
+        [said("他说“好”：走", 1.0)],
+        id="mended-keeps-full-width-inside-a-text",
+    ),
+    pytest.param(
+        "{'replies': [{'content': \"I'm in\", 'send_delay_seconds': 1}]}",
+        [said("I'm in", 1.0)],
+        id="mended-single-quotes",
+    ),
+    pytest.param(
+        '{replies: [{content: "hi", send_delay_seconds: 1}]}', [said("hi", 1.0)], id="mended-bare"
+    ),
+    pytest.param(
+        '{"replies": [{"content": "他说"明天见"就走了", "reply_to": 7}]}',
+        [said('他说"明天见"就走了', 0.0, "7")],
+        id="mended-inner-quotes",
+    ),
+    pytest.param(
+        '{"replies": [{"content": "one\ntwo"}]}', [said("one\ntwo", 0.0)], id="mended-raw-newline"
+    ),
+    pytest.param(
+        'Sure:\n```json\n{"replies": [{"content": "hi",},]}\n```\nbye {笑}',
+        [said("hi", 0.0)],
+        id="mended-in-prose-and-fence",
+    ),
 ]
 
 
@@ -142,6 +179,14 @@ INVALID_CASES = [
     pytest.param(plan({"content": "a", "reply_to": 1.5}), "message id", id="reply-to-float"),
     pytest.param(plan({"content": "a", "reply_to": {"id": 1}}), "message id", id="reply-to-dict"),
     pytest.param(plan("ok", 5), "replies.1", id="item-int"),
+    # Mending never completes a cut-off plan, and never makes silence out of a broken one.
+    pytest.param('{"replies": [{"content": "a', "cut off", id="cut-before-first-message"),
+    pytest.param('{"replies": [{"content": "a",},], "x": [', "cut off", id="cut-after-a-slip"),
+    pytest.param("{“replies”：[{“content”：“a", "cut off", id="cut-full-width"),
+    pytest.param('{"replies": [@@, {"content": }]}', "no reply", id="garbled-items"),
+    pytest.param('{"replies": [],}', "no reply", id="mended-silence"),
+    pytest.param("{笑} 好的", "malformed", id="braces-in-prose"),
+    pytest.param("[笑] 好的", "no JSON object", id="brackets-in-prose"),
 ]
 
 
@@ -494,8 +539,19 @@ def test_looks_like_question(texts: list[str], expected: bool) -> None:
         ('{"replies": []}', {}),
         ("no JSON at all", {}),
         ('{"replies": [], "image_notes": {"7": "', {}),
+        ("{'replies': [], 'image_notes': {'7': 'cat',},}", {"7": "cat"}),
     ],
-    ids=["plain", "fenced-messy", "unknown-and-bad", "empty", "list", "absent", "prose", "cut"],
+    ids=[
+        "plain",
+        "fenced-messy",
+        "unknown-and-bad",
+        "empty",
+        "list",
+        "absent",
+        "prose",
+        "cut",
+        "mended",
+    ],
 )
 def test_image_notes_are_read_tolerantly(text: str, expected: dict[str, str]) -> None:
     """Notes for the batch's picture messages are kept; anything odd is left out, never fatal."""

@@ -519,6 +519,34 @@ async def test_chat_activity_is_limited_and_searchable_by_key_or_sender(store: S
     assert [a.chat for a in newest] == [GROUP]
 
 
+async def test_a_chat_is_named_by_its_newest_title_or_its_chatters_newest_name(
+    store: Store,
+) -> None:
+    """A group takes the newest title its messages gave (an older one arriving late changes
+    nothing), a private chat its chatter's newest name (never the bot's); a search finds a
+    group by its title."""
+    quiet = ChatKey("qq", ChatKind.GROUP, "789")  # no message of it gave a title
+    titled = [
+        dataclasses.replace(incoming(GROUP, "1"), chat_title="爬山群"),
+        dataclasses.replace(incoming(GROUP, "3"), chat_title="周末爬山群"),
+    ]
+    await store.add_messages(titled, received_at=at(4))
+    await add(store, dataclasses.replace(incoming(GROUP, "2"), chat_title="old name"))
+    await add(store, incoming(quiet, "5"), incoming(ALICE, "6"))
+    await add(store, dataclasses.replace(incoming(ALICE, "7"), sender_name="Alice W."))
+    _, items = await answered_batch(store, ALICE, ["hi"], now=at(8))
+    assert await store.claim_for_sending(items[0].id, now=at(8))
+    await store.mark_sent(
+        items[0].id, platform_message_id="900", said="hi", sender_name="小满", now=at(9)
+    )
+
+    names = await store.chat_names([GROUP, quiet, ALICE])
+    found = [a.chat for a in await store.chat_activity(search="周末", limit=10)]
+
+    assert names == {GROUP: "周末爬山群", ALICE: "Alice W."}
+    assert found == [GROUP]
+
+
 async def test_history_is_limited_to_newest_by_sent_time(store: Store) -> None:
     """The limit keeps the newest messages by platform time, returned oldest first."""
     late_arrival = incoming(ALICE, "9", sent_at=at(1.5))  # sent early, delivered last

@@ -168,6 +168,32 @@ async def test_chats_are_searchable(web: Web) -> None:
     assert (keys(by_name), keys(by_key)) == (["test:private:42"], ["test:group:-7"])
 
 
+async def test_chats_are_named_by_their_group_title_or_their_chatters_name(web: Web) -> None:
+    """Beside each key the status, the chat list and a chat's page show the group's newest
+    title or the private chatter's newest name; a search finds a group by its title."""
+    club = ChatKey("test", ChatKind.GROUP, "-7")
+    await web.bot.say("hi", sender_name="Alice")
+    await web.bot.say("hey", chat=club, sender_name="Bob", chat_title="读书会")
+    await web.bot.say("新名字", chat=club, sender_name="Bob", chat_title="周末读书会")
+    await web.login()
+
+    def names(body: dict[str, list[dict[str, str]]]) -> list[tuple[str, str]]:
+        return [(chat["chat"], chat["name"]) for chat in body["chats"]]
+
+    status = (await web.client.get("/api/status", headers=BEARER)).json()
+    every = (await web.client.get("/api/chats", headers=BEARER)).json()
+    by_title = (await web.client.get("/api/chats?search=周末", headers=BEARER)).json()
+    pages = {path: (await web.client.get(path)).text for path in ("/", "/chats")}
+    club_page = (await web.client.get("/chats/test:group:-7")).text
+
+    expected = [("test:group:-7", "周末读书会"), ("test:private:42", "Alice")]
+    assert (names(status), names(every), names(by_title)) == (expected, expected, expected[:1])
+    for text in pages.values():
+        assert '<span class="name">周末读书会</span>' in text
+        assert '<span class="name">Alice</span>' in text
+    assert '<h1>test:group:-7 <span class="name">周末读书会</span>' in club_page
+
+
 async def test_pop_and_restore_change_the_prompt_and_are_audited(web: Web) -> None:
     """Pop takes the newest summary out of the prompt (deleted_by ``web``); restore puts it back."""
     await web.bot.say("hi")
@@ -191,6 +217,31 @@ async def test_pop_and_restore_change_the_prompt_and_are_audited(web: Web) -> No
     assert audit == [("2026-03-04", None), ("2026-03-05", "web")]
     assert (restored.status_code, restored.json()["restored"]["day"]) == (200, "2026-03-05")
     assert "火锅" in prompt_after_restore
+
+
+async def test_restore_is_offered_only_when_there_is_a_pop_to_undo(web: Web) -> None:
+    """Nothing popped: the restore button is disabled and the stack says nothing is
+    restorable; after a pop it is enabled, naming the day; a newer summary disables it."""
+    await web.bot.say("hi")
+    await push_day_summary(web.store, ALICE, date(2026, 3, 4), "我们聊了爬山。")
+    csrf = await web.login()
+
+    async def offered() -> tuple[str | None, bool]:
+        stack = (await web.client.get(f"{ALICE_PATH}/summaries", headers=BEARER)).json()
+        page = (await web.client.get("/chats/test:private:42")).text
+        [button] = re.findall(r"<button[^>]*>Restore the last pop</button>", page)
+        restorable = stack["restorable"]
+        return (None if restorable is None else restorable["day"]), "disabled" not in button
+
+    never_popped = await offered()
+    await web.client.post("/chats/test:private:42/pop", data={"csrf": csrf})
+    after_pop = await offered()
+    await push_day_summary(web.store, ALICE, date(2026, 3, 5), "我们聊了火锅。")
+    after_newer_summary = await offered()
+
+    assert never_popped == (None, False)
+    assert after_pop == ("2026-03-04", True)
+    assert after_newer_summary == (None, False)
 
 
 async def test_nothing_to_pop_or_restore_is_a_409(web: Web) -> None:
@@ -491,6 +542,7 @@ async def test_traces_are_newest_first_bounded_by_n_and_hold_no_secret(web: Web)
     newest = two.json()["traces"][0]
 
     assert [t["message_ids"] for t in two.json()["traces"]] == [["m2"], ["m1"]]
+    assert [t["senders"] for t in two.json()["traces"]] == [{"m2": "小明"}, {"m1": "小明"}]
     assert len(default["traces"]) == 3
     assert (newest["why"], newest["tier"], newest["error"]) == ("answered", "json", None)
     assert set(newest["prompt_tokens"]) >= {"persona", "history", "batch", "contract"}
@@ -560,9 +612,10 @@ async def test_a_bad_n_for_traces_is_a_json_400(web: Web, n: str) -> None:
 
 
 async def test_the_chat_page_shows_people_and_traces_escaped(web: Web) -> None:
-    """The chat page lists facts with a forget button and the traces of its batches."""
+    """The chat page lists facts with a forget button and the traces of its batches, each
+    message id with the name it was written under."""
     web.bot.llm.reply_json(replies_json("<b>好的</b>"))
-    await web.bot.say("hi", message_id="m1")
+    await web.bot.say("hi", message_id="m1", sender_name="<i>小明</i>")
     await web.bot.settle()
     await learn(web, ALICE, PersonNote("7", "小明", ("<img src=x onerror=alert(1)>",)))
     await web.login()
@@ -576,6 +629,7 @@ async def test_the_chat_page_shows_people_and_traces_escaped(web: Web) -> None:
     assert "answered" in page
     assert "reply · gpt-4o-mini" in page
     assert "&lt;b&gt;好的&lt;/b&gt;" in page
+    assert '<span class="message-id">m1 <span class="who">&lt;i&gt;小明&lt;/i&gt;</span>' in page
     assert TEST_KEY not in page
 
 
@@ -583,31 +637,84 @@ async def test_the_chat_page_shows_people_and_traces_escaped(web: Web) -> None:
 
 
 @pytest.mark.parametrize(
-    "path",
+    ("path", "status", "location"),
     [
-        "/api/status",
-        "/api/chats",
-        f"{ALICE_PATH}/summaries",
-        f"{ALICE_PATH}/people",
-        f"{ALICE_PATH}/traces",
-        "/",
-        "/chats",
-        "/logs",
+        ("/api/status", 401, None),
+        ("/api/chats", 401, None),
+        (f"{ALICE_PATH}/summaries", 401, None),
+        (f"{ALICE_PATH}/people", 401, None),
+        (f"{ALICE_PATH}/traces", 401, None),
+        ("/", 303, "/login"),
+        ("/chats?q=alice", 303, "/login?next=%2Fchats%3Fq%3Dalice"),
+        ("/chats/test:private:42", 303, "/login?next=%2Fchats%2Ftest%3Aprivate%3A42"),
+        ("/logs", 303, "/login?next=%2Flogs"),
     ],
 )
-async def test_without_the_token_everything_is_401(web: Web, path: str) -> None:
-    """No credentials, a wrong Bearer token, or a wrong cookie: 401 and nothing else."""
+async def test_without_the_token_the_api_is_401_and_a_page_goes_to_the_login(
+    web: Web, path: str, status: int, location: str | None
+) -> None:
+    """No credentials, a wrong Bearer token, or a wrong cookie: the API answers 401 JSON and
+    nothing else, a page sends the browser to the login form; neither shows any chat."""
     await web.bot.say("secret words")
     anonymous = await web.client.get(path)
     wrong = await web.client.get(path, headers={"Authorization": "Bearer not-the-token"})
     forged = await web.client.get(path, headers={"Cookie": f"pacebot_session={TOKEN}"})
 
-    assert [r.status_code for r in (anonymous, wrong, forged)] == [401, 401, 401]
+    answers = [(r.status_code, r.headers.get("location")) for r in (anonymous, wrong, forged)]
+    assert answers == [(status, location)] * 3
     for response in (anonymous, wrong, forged):
         assert "secret words" not in response.text
         assert "test:private:42" not in response.text
     if path.startswith("/api/"):
         assert anonymous.json() == {"error": "unauthorized"}
+
+
+async def test_after_the_login_the_browser_is_back_on_the_page_it_opened(web: Web) -> None:
+    """The login form keeps the page asked for and goes back to it once the token is given,
+    and only once: a wrong token shows the form again, still holding it."""
+    await web.bot.say("hi")
+    sent_away = await web.client.get("/chats/test:private:42")
+    form = await web.client.get(sent_away.headers["location"])
+    wrong = await web.client.post(
+        "/login", data={"token": "not-the-token", "next": "/chats/test:private:42"}
+    )
+    right = await web.client.post("/login", data={"token": TOKEN, "next": "/chats/test:private:42"})
+    page = await web.client.get(right.headers["location"])
+
+    hidden = '<input type="hidden" name="next" value="/chats/test:private:42">'
+    assert (hidden in form.text, wrong.status_code, hidden in wrong.text) == (True, 401, True)
+    assert (right.status_code, right.headers["location"]) == (303, "/chats/test:private:42")
+    assert (page.status_code, "Prompt stack" in page.text) == (200, True)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "//evil.example/chats",
+        "https://evil.example/",
+        "/\\evil.example",
+        "javascript:alert(1)",
+        "/login",
+        "/chats\r\nSet-Cookie: x=1",
+        "",
+    ],
+)
+async def test_the_login_goes_back_only_to_a_page_of_the_dashboard(web: Web, target: str) -> None:
+    """A ``next`` that is not a local path (another site, a script, the login form itself,
+    a header break) is never followed nor put in the form: the login goes to the overview."""
+    form = await web.client.get("/login", params={"next": target})
+    response = await web.client.post("/login", data={"token": TOKEN, "next": target})
+
+    assert ('name="next"' in form.text, response.status_code) == (False, 303)
+    assert response.headers["location"] == "/"
+
+
+async def test_a_page_asked_with_the_token_in_its_url_is_refused_not_sent_on(web: Web) -> None:
+    """A token in a page's query string gets a bare 401: it never travels to the login form."""
+    response = await web.client.get("/chats", params={"token": TOKEN})
+
+    assert (response.status_code, response.headers.get("location")) == (401, None)
+    assert TOKEN not in response.text
 
 
 async def test_a_token_in_the_query_string_is_refused(web: Web) -> None:

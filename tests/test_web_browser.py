@@ -50,6 +50,8 @@ LLM_KEY = "sk-browser-test-key-0123456789"
 WEB_TOKEN = "browser-test-web-token-abcdef0123456789"
 ALICE = DEFAULT_USER_ID  # an admin in the config below
 ALICE_KEY = f"telegram:private:{ALICE}"
+CLUB = -100123  # a supergroup
+CLUB_KEY = f"telegram:group:{CLUB}"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SCREENSHOT = DOCS / "dashboard.png"
 SCREENSHOT_CHAT = DOCS / "dashboard-chat.png"
@@ -178,6 +180,16 @@ async def log_in(page: Page, url: str) -> None:
     await page.wait_for_url(f"{url}/")
 
 
+async def chat_stored(url: str, chat: str) -> None:
+    """Wait until the dashboard's API lists ``chat``: its message is stored."""
+    bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
+    async with httpx.AsyncClient(base_url=url, headers=bearer) as client, asyncio.timeout(10):
+        listed: list[str] = []
+        while chat not in listed:
+            await asyncio.sleep(0.05)
+            listed = [c["chat"] for c in (await client.get("/api/chats")).json()["chats"]]
+
+
 def bot_texts(api: FakeBotAPI) -> list[str]:
     return [str(m["text"]) for m in api.sent_messages(ALICE)]
 
@@ -204,6 +216,7 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     await row.wait_for(timeout=10_000)  # drawn by the live poll: the page was not reloaded
     await running.api.wait_for(lambda: len(bot_texts(running.api)) == 2, timeout=10)
     await page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase.idle').wait_for(timeout=10_000)
+    name_drawn_live = await row.locator(".name").inner_text()
     if os.environ.get("PACEBOT_SCREENSHOT") == "1":
         await page.screenshot(path=str(SCREENSHOT), full_page=True)
 
@@ -215,16 +228,21 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     await row.locator("a").click()
     await page.wait_for_url(f"{running.url}/chats/{ALICE_KEY}")
     assert "我们约好周六去西湖划船。" in await page.inner_text("#stack")
+    restore = page.get_by_role("button", name="Restore the last pop")
+    restorable_before_pop = await restore.is_enabled()
     await page.click("text=Pop the newest")
     await page.locator(".notice").wait_for()
     notice_after_pop = await page.inner_text(".notice")
     stack_after_pop = await page.inner_text("#stack")
+    restorable_after_pop = await restore.is_enabled()
     after_pop = await ask_prompt(running.api)
     await page.click("text=Restore the last pop")
     await page.locator(".notice").wait_for()
     notice_after_restore = await page.inner_text(".notice")
     after_restore = await ask_prompt(running.api)
 
+    assert name_drawn_live == "Alice"
+    assert (restorable_before_pop, restorable_after_pop) == (False, True)
     assert "西湖" in with_summary
     assert notice_after_pop.startswith("Popped the newest summary")
     assert "西湖" not in stack_after_pop
@@ -263,6 +281,7 @@ async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
     await page.goto(f"{running.url}/chats/{ALICE_KEY}")
     people_before = await page.inner_text("#people")
     traces = await page.inner_text("#traces")
+    writer = await page.locator("#traces .message-id .who").first.inner_text()
     if os.environ.get("PACEBOT_SCREENSHOT") == "1":
         await page.screenshot(path=str(SCREENSHOT_CHAT), full_page=True)
 
@@ -279,6 +298,7 @@ async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
     assert "对花生过敏" in people_before
     assert "answered" in traces
     assert "你好呀！" in traces
+    assert writer == "Alice"  # beside the message's id, who wrote it
     assert notice.startswith("Forgot the fact (audited as web)")
     assert "对花生过敏" not in people_after
     assert "养了一只猫" in people_after
@@ -317,3 +337,55 @@ async def test_on_a_phone_the_pages_fit_and_the_log_tail_shows(
     assert widths == {"/": True, "/chats": True, f"/chats/{ALICE_KEY}": True, "/logs": True}
     assert "dashboard running at" in log_text
     assert WEB_TOKEN not in log_text
+
+
+async def test_a_page_opened_without_a_session_logs_in_and_comes_back(
+    running: Running, browser: Browser
+) -> None:
+    """Opening a chat's page without a session shows the login form, and giving the token
+    there lands on that page, named by the group's title; the API still answers 401 JSON."""
+    running.api.push_message(CLUB, "周六去爬山吗", chat_type="supergroup", title="周末爬山群")
+    await chat_stored(running.url, CLUB_KEY)
+    async with httpx.AsyncClient(base_url=running.url) as anonymous:
+        api = await anonymous.get("/api/status")
+    page = await browser.new_page(viewport={"width": 1100, "height": 720})
+
+    await page.goto(f"{running.url}/chats/{CLUB_KEY}")
+    at_login = page.url
+    await page.fill("#token", WEB_TOKEN)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(f"{running.url}/chats/{CLUB_KEY}")
+    heading = await page.inner_text("h1")
+    await page.goto(f"{running.url}/chats")
+    listed = await page.inner_text(f'tr[data-chat="{CLUB_KEY}"]')
+
+    assert at_login == f"{running.url}/login?next=%2Fchats%2Ftelegram%3Agroup%3A{CLUB}"
+    assert (api.status_code, api.json()) == (401, {"error": "unauthorized"})
+    assert heading.split() == [CLUB_KEY, "周末爬山群", "idle"]
+    assert listed.split()[:2] == [CLUB_KEY, "周末爬山群"]
+
+
+async def test_at_1280_px_the_header_and_the_content_start_at_one_edge(
+    running: Running, browser: Browser, tmp_path: Path
+) -> None:
+    """On a desk-wide window the header's brand and each page's content line up on the left."""
+    running.llm.reply_json(replies_json("你好呀！"))
+    running.api.push_message(ALICE, "你好")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
+    page = await browser.new_page(viewport={"width": 1280, "height": 800})
+    await log_in(page, running.url)
+    edges: dict[str, tuple[float, float]] = {}
+    for path in ("/", "/chats", f"/chats/{ALICE_KEY}", "/logs"):
+        await page.goto(f"{running.url}{path}")
+        brand = await page.locator("header .brand").bounding_box()
+        content = await page.locator("main > :first-child").bounding_box()
+        assert brand is not None
+        assert content is not None
+        edges[path] = (brand["x"], content["x"])
+    await page.goto(f"{running.url}/")
+    await page.screenshot(path=str(tmp_path / "overview-1280.png"))
+
+    assert {path: brand for path, (brand, _) in edges.items()} == {
+        path: content for path, (_, content) in edges.items()
+    }
+    assert edges["/"][1] == (1280 - 1100) / 2 + 16  # the page's column is centred

@@ -38,6 +38,7 @@ def chat_json(state: ChatState) -> dict[str, Any]:
     """Return a chat of the overview or the chat list as JSON."""
     return {
         "chat": str(state.chat),
+        "name": state.name,
         "phase": state.phase.value,
         "message_count": state.message_count,
         "last_message_at": _time(state.last_message_at),
@@ -108,6 +109,7 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "why": trace.why,
         "error": trace.error,
         "message_ids": list(trace.message_ids),
+        "senders": dict(shown.senders),
         "rearmed_by": list(trace.rearmed_by),
         "prompt_tokens": dict(trace.prompt_tokens),
         "recall": to_jsonable_python(trace.recall),
@@ -132,20 +134,24 @@ async def chats(
     search: str = "",
     limit: Annotated[int, Query(ge=1, le=CHATS_LIMIT_MAX)] = 100,
 ) -> dict[str, Any]:
-    """The chats, the most recently active first; ``search`` matches keys and sender names."""
+    """The chats, the most recently active first; ``search`` matches keys, group titles and
+    sender names."""
     found = await ops.status.chats(search=search, limit=limit)
     return {"chats": [chat_json(chat) for chat in found]}
 
 
 @router.get("/chats/{chat}/summaries")
 async def summaries(ops: Operations, chat: KnownChat) -> dict[str, Any]:
-    """The chat's prompt stack, newest first, and what the prompt holds of it."""
+    """The chat's prompt stack, newest first, what the prompt holds of it, and the summary
+    a restore would bring back (``null`` when there is nothing to restore)."""
     stack = await ops.memory.prompt_stack(chat)
+    restorable = stack.restorable
     return {
         "chat": str(chat),
         "prompt_tokens": stack.prompt_tokens,
         "initial_persona": stack.initial_persona,
         "summaries": [entry_json(entry) for entry in stack.entries],
+        "restorable": None if restorable is None else summary_json(restorable),
     }
 
 

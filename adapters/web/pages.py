@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode, urlsplit
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -58,6 +58,32 @@ def chat_url(chat: object) -> str:
     return "/chats/" + quote(str(chat), safe=":")
 
 
+def local_target(target: str) -> str | None:
+    """Return ``target`` if it is a path of this dashboard to go back to after logging in.
+
+    Only a local path will do (``/chats?q=x``): never another site (``//evil.example``,
+    ``https://…``, ``/\\evil.example``), and never the login form itself.
+    """
+    parts = urlsplit(target)
+    if (
+        not target.startswith("/")
+        or target.startswith("//")
+        or "\\" in target
+        or any(ord(char) < 0x20 or ord(char) == 0x7F for char in target)
+        or parts.scheme
+        or parts.netloc
+        or parts.path == "/login"
+    ):
+        return None
+    return target
+
+
+def login_url(target: str) -> str:
+    """Return the login form's path, sending the browser back to ``target`` (if local)."""
+    local = local_target(target)
+    return "/login" if local is None or local == "/" else "/login?" + urlencode({"next": local})
+
+
 def render(
     request: Request, name: str, granted: Access | None, status_code: int = 200, **context: Any
 ) -> HTMLResponse:
@@ -85,20 +111,27 @@ def render(
 
 
 @public.get("/login")
-async def login_form(request: Request) -> HTMLResponse:
-    """The login form."""
-    return render(request, "login.html", None)
+async def login_form(
+    request: Request, back_to: Annotated[str, Query(alias="next")] = ""
+) -> HTMLResponse:
+    """The login form; ``next`` is the page to go back to once logged in."""
+    return render(request, "login.html", None, next=local_target(back_to) or "")
 
 
 @public.post("/login")
 async def login(
-    request: Request, checker: Annotated[Gate, Depends(gate)], token: Annotated[str, Form()] = ""
+    request: Request,
+    checker: Annotated[Gate, Depends(gate)],
+    token: Annotated[str, Form()] = "",
+    back_to: Annotated[str, Form(alias="next")] = "",
 ) -> Response:
-    """Open a session for the token's holder; 401 and the form again for anyone else."""
+    """Open a session for the token's holder and go back to ``next`` (a local path only);
+    401 and the form again for anyone else."""
+    back = local_target(back_to)
     if not checker.is_token(token):
-        return render(request, "login.html", None, status_code=401, failed=True)
+        return render(request, "login.html", None, status_code=401, failed=True, next=back or "")
     session = checker.sessions.open()
-    response = RedirectResponse("/", status_code=303)
+    response = RedirectResponse(back or "/", status_code=303)
     secure = request.url.scheme == "https" or request.headers.get("x-forwarded-proto") == "https"
     response.set_cookie(
         SESSION_COOKIE,
@@ -146,6 +179,7 @@ async def chat_page(
         "chat.html",
         granted,
         chat=chat,
+        chat_name=await ops.status.name(chat),
         phase=ops.status.phase(chat),
         messages=await ops.status.messages(chat, limit=CHAT_MESSAGES),
         stack=await ops.memory.prompt_stack(chat),

@@ -1,7 +1,8 @@
 """Build the dashboard's ASGI app: routes, static files, error answers, guards.
 
 Errors under ``/api/`` are JSON ``{"error": "..."}``; pages answer with a short page.
-A 401 says that and nothing else, whoever asks.
+A 401 says that and nothing else, whoever asks, except a browser opening a page: it is
+sent to the login form, and back to that page once logged in.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
@@ -21,6 +22,7 @@ from adapters.web import api, pages
 from adapters.web.auth import Gate, Sessions
 from adapters.web.depends import TEMPLATES
 from adapters.web.guards import BodyLimit, SecurityHeaders
+from adapters.web.pages import login_url
 from adapters.web.server import serving
 from bot.config import Config
 from bot.log import LOG_FILE
@@ -71,7 +73,21 @@ def _error(
 
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    if exc.status_code == 401 and _opens_a_page(request):
+        url = request.url
+        return RedirectResponse(login_url(url.path + (f"?{url.query}" if url.query else "")), 303)
     return _error(request, exc.status_code, str(exc.detail), exc.headers)
+
+
+def _opens_a_page(request: Request) -> bool:
+    """Tell whether a browser asked for a page: not the API, not a change, and no token
+    in the URL (that stays a bare 401, and never travels on to the login form)."""
+    checker: Gate = request.app.state.gate
+    return (
+        request.method in ("GET", "HEAD")
+        and not request.url.path.startswith("/api/")
+        and not checker.leaks_token(request)
+    )
 
 
 async def _invalid_request(request: Request, exc: Exception) -> Response:

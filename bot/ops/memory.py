@@ -40,12 +40,14 @@ class StackEntry:
 
 @dataclass(frozen=True, slots=True)
 class PromptStack:
-    """A chat's prompt stack, newest first, over the initial persona."""
+    """A chat's prompt stack, newest first, over the initial persona, and the summary a
+    restore would bring back now, if any."""
 
     chat: ChatKey
     entries: tuple[StackEntry, ...]
     initial_persona: str
     prompt_tokens: int  # the persona with the summaries it holds
+    restorable: SummaryRecord | None = None
 
     @property
     def in_prompt_days(self) -> tuple[date, ...]:
@@ -90,7 +92,8 @@ class MemoryOps:
     # -- the prompt stack ---------------------------------------------------------------
 
     async def prompt_stack(self, chat: ChatKey) -> PromptStack:
-        """Return the chat's live summaries, newest first, marking those the prompt holds."""
+        """Return the chat's live summaries, newest first, marking those the prompt holds,
+        and what a restore would bring back."""
         persona = await self._memory.persona(chat)
         stack = await self._memory.stack(chat)
         in_prompt = {record.id for record in persona.kept}
@@ -98,7 +101,13 @@ class MemoryOps:
             StackEntry(record, estimate_tokens(record.added_prompt), record.id in in_prompt)
             for record in reversed(stack)
         )
-        return PromptStack(chat, entries, self._memory.initial_persona, persona.tokens)
+        return PromptStack(
+            chat,
+            entries,
+            self._memory.initial_persona,
+            persona.tokens,
+            restorable=await self._store.restorable_summary(chat),
+        )
 
     async def pop(self, chat: ChatKey, *, by: str) -> SummaryRecord | None:
         """Pop the chat's newest summary as ``by``; ``None`` when only the persona is left."""

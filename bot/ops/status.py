@@ -12,7 +12,7 @@ and its JSON API alike:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
@@ -73,12 +73,14 @@ class PlatformState:
 
 @dataclass(frozen=True, slots=True)
 class ChatState:
-    """A chat in a list: its live phase and its latest activity, if any is stored."""
+    """A chat in a list: its live phase, its latest activity, if any is stored, and the
+    name to show beside its key (a group's title, a private chatter's name), if known."""
 
     chat: ChatKey
     phase: Phase
     message_count: int
     last_message_at: datetime | None
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,16 +176,28 @@ class StatusOps:
             queued_replies=await self.queued_replies(),
             llm_errors_last_hour=await self.llm_errors_last_hour(),
             sent_today=await self.sent_today(),
-            chats=tuple(chats),
+            chats=tuple(await self._named(chats)),
         )
 
     async def chats(self, *, search: str, limit: int) -> list[ChatState]:
         """Return up to ``limit`` chats matching ``search``, the most recently active first."""
         found = await self._store.chat_activity(search=search, limit=limit)
-        return [
-            ChatState(a.chat, self._chats.phase(a.chat), a.message_count, a.last_message_at)
-            for a in found
-        ]
+        return await self._named(
+            [
+                ChatState(a.chat, self._chats.phase(a.chat), a.message_count, a.last_message_at)
+                for a in found
+            ]
+        )
+
+    async def name(self, chat: ChatKey) -> str | None:
+        """Return the name to show beside ``chat``'s key: a group's newest title, a private
+        chat's newest sender name; ``None`` if none is stored."""
+        return (await self._store.chat_names([chat])).get(chat)
+
+    async def _named(self, chats: list[ChatState]) -> list[ChatState]:
+        """Give each listed chat the name to show beside its key."""
+        names = await self._store.chat_names([state.chat for state in chats])
+        return [replace(state, name=names.get(state.chat)) for state in chats]
 
     def phase(self, chat: ChatKey) -> Phase:
         """Return where ``chat``'s conversation stands."""

@@ -5,7 +5,8 @@ The batch handler asks for JSON (docs/reply-contract.md)::
     {"replies": [{"content": "...", "send_delay_seconds": 0, "reply_to": "8812"}]}
 
 :func:`find_json_object` finds it tolerantly (no reasoning block, no code fence, prose
-around it) and ``bot/replies/plan.py`` reads its items; when that fails, the splitter LLM
+around it), :func:`mend_json_object` mends the usual slips of a model's JSON when it is
+there but broken, and ``bot/replies/plan.py`` reads its items; when that fails, the splitter LLM
 gets :func:`splitter_messages`, and when that fails too ``bot/replies/splitting.py`` cuts
 the prose (:func:`salvage_replies` keeps a broken plan's finished texts). Everything here
 is pure: no I/O, no event loop.
@@ -19,6 +20,7 @@ from typing import Any
 
 from bot.errors import BadLLMReply
 from bot.models import ChatMessage
+from bot.replies.repair import closing_end, repaired
 
 IMAGE_NOTE_CHARS_MAX = 300
 
@@ -104,11 +106,9 @@ def find_json_object(text: str, *, key: str, accept_list: bool = False) -> dict[
             pos = start + 1
             continue
         if isinstance(value, dict):
-            if key in value:
-                return value
-            for inner in value.values():
-                if isinstance(inner, dict) and key in inner:
-                    return inner
+            found = _holding(value, key)
+            if found is not None:
+                return found
             if first_object is None:
                 first_object = value
         elif (
@@ -128,6 +128,38 @@ def find_json_object(text: str, *, key: str, accept_list: bool = False) -> dict[
     problem = "cut off or malformed JSON" if broken else "no JSON object"
     msg = f"{problem} in the answer ({len(text)} chars: {_preview(text)})"
     raise BadLLMReply(msg)
+
+
+def _holding(value: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """Return ``value`` if it has ``key``, or an object one level down that has it."""
+    if key in value:
+        return value
+    for inner in value.values():
+        if isinstance(inner, dict) and key in inner:
+            return inner
+    return None
+
+
+def mend_json_object(text: str, *, key: str) -> dict[str, Any] | None:
+    """Return the first object holding ``key`` once its usual slips are mended, if any.
+
+    Only an object that closes is mended (``bot/replies/repair.py``): one the text ends
+    inside of was cut off, and nothing after it is tried. ``None`` when there is none.
+    """
+    pos = 0
+    for _ in range(_MAX_DECODE_ATTEMPTS):
+        start = text.find("{", pos)
+        if start < 0:
+            return None
+        end = closing_end(text, start)
+        if end is None:
+            return None
+        value = repaired(text[start:end])
+        found = _holding(value, key) if isinstance(value, dict) else None
+        if found is not None:
+            return found
+        pos = end
+    return None
 
 
 def json_body(text: str, *, finish_reason: str | None) -> str:
@@ -153,9 +185,12 @@ def parse_image_notes(text: str, *, message_ids: frozenset[str]) -> dict[str, st
     """
     try:
         body = json_body(text, finish_reason=None)
-        data = find_json_object(body, key="replies")
     except BadLLMReply:
         return {}
+    try:
+        data = find_json_object(body, key="replies")
+    except BadLLMReply:
+        data = mend_json_object(body, key="replies") or {}
     notes = data.get("image_notes")
     if not isinstance(notes, dict):
         return {}

@@ -4,8 +4,11 @@ Each element of ``replies`` is one item, and exactly one of its keys gives its k
 (``content``, ``react``, ``sticker``, ``voice``, ``later``); ``send_delay_seconds``,
 ``reply_to`` and ``to`` may go with any. An item with an unknown key, with no kind or
 with two kinds is dropped (and said so), and the rest of the plan stands; a plan whose
-every item was dropped so is no plan. A text of the wrong type (a number, a list) makes
-the whole plan invalid, as before items had kinds: the fallback chain reads it instead.
+every item was dropped so is no plan. JSON with the usual slips is mended first
+(``bot/replies/repair.py``), but a mended plan with no reply in it is no plan either: what
+the repair could not read may have been the answer. A text of the wrong type (a number, a
+list) makes the whole plan invalid, as before items had kinds: the fallback chain reads it
+instead.
 Everything here is pure: no I/O, no event loop.
 """
 
@@ -33,7 +36,7 @@ from bot.replies.items import (
     Text,
     Voice,
 )
-from bot.replies.parse import find_json_object, json_body, salvage_replies
+from bot.replies.parse import find_json_object, json_body, mend_json_object, salvage_replies
 from bot.replies.splitting import split_to_limit
 
 _FIELDS = frozenset({"send_delay_seconds", "reply_to", "to"})
@@ -195,7 +198,7 @@ def parse_replies(text: str, *, finish_reason: str | None, max_delay_s: float) -
     is allowed. Empty texts are left out; an item breaking the item rules is dropped.
     """
     body = json_body(text, finish_reason=finish_reason)
-    data = find_json_object(body, key="replies", accept_list=True)
+    data, mended = _find_plan(body)
     try:
         plan = _Plan.model_validate(data)
     except ValidationError as exc:
@@ -229,7 +232,22 @@ def parse_replies(text: str, *, finish_reason: str | None, max_delay_s: float) -
     if dropped and not replies:
         msg = f"no usable item in the reply plan ({dropped[0].reason})"
         raise BadLLMReply(msg)
+    if mended and not replies:
+        # What a repair could not read may have been the answer: never silence for it.
+        msg = f"the mended reply plan holds no reply ({len(body)} chars)"
+        raise BadLLMReply(msg)
     return ReplyPlan(replies, dropped)
+
+
+def _find_plan(body: str) -> tuple[dict[str, Any], bool]:
+    """Find the plan in ``body``, mending its JSON if need be; say whether it was mended."""
+    try:
+        return find_json_object(body, key="replies", accept_list=True), False
+    except BadLLMReply:
+        mended = mend_json_object(body, key="replies")
+        if mended is None:
+            raise
+        return mended, True
 
 
 def without_reply_json(replies: Sequence[Reply]) -> list[Reply]:

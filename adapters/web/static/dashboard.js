@@ -33,7 +33,15 @@ function drawChats(chats) {
     const link = document.createElement("a");
     link.href = chatUrl(c.chat);
     link.textContent = c.chat;
-    cell(row, link);
+    const named = document.createDocumentFragment();
+    named.append(link);
+    if (c.name) {
+      const name = document.createElement("span");
+      name.className = "name";
+      name.textContent = c.name;
+      named.append(" ", name);
+    }
+    cell(row, named);
     const phase = document.createElement("span");
     phase.className = "phase " + c.phase;
     phase.textContent = c.phase;
