@@ -69,7 +69,9 @@ def _why_no_browser() -> str | None:
 
 NO_BROWSER = _why_no_browser()
 if NO_BROWSER is not None:
-    # Loud on purpose: a CI log must show that the browser tests did not run, and why.
+    if os.environ.get("CI", "").casefold() == "true":  # CI must run them: never skip there
+        pytest.fail(f"CI=true but the browser tests cannot run: {NO_BROWSER}", pytrace=False)
+    # Loud on purpose: a local run must show that the browser tests did not run, and why.
     print(f"\n!!! BROWSER TESTS SKIPPED: {NO_BROWSER} !!!\n", file=sys.stderr)
 pytestmark = pytest.mark.skipif(
     NO_BROWSER is not None, reason=f"BROWSER TESTS SKIPPED: {NO_BROWSER}"
