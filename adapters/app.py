@@ -159,7 +159,7 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
-        stickers = opened_sticker_sources(config, platforms)
+        stickers = opened_sticker_sources(config, secrets, platforms)
         core = build_core(
             config,
             parts.store,

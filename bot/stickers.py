@@ -59,6 +59,12 @@ class StickerSource(Protocol):
         """Let go of what a sticker that left its collection kept (its file, if any)."""
         ...
 
+    async def thumbnail(self, file_ref: str) -> bytes | None:
+        """Return the sticker as a small PNG for the dashboard; ``None`` if it cannot be
+        drawn (its file is gone, or it is animated in a way no picture shows). Never
+        raises for a bad sticker."""
+        ...
+
 
 class StickerStore(Protocol):
     """The stickers of each collection (a chat key, or ``global:<platform>``)."""
@@ -216,6 +222,16 @@ class Stickers:
         if banned is not None:
             logger.bind(chat=str(chat)).info("sticker {} banned by {}", banned.label, by)
         return banned
+
+    async def thumbnail(self, chat: ChatKey, label: str) -> bytes | None:
+        """Return a sticker of ``chat``'s collection (banned too) as a small PNG; ``None``
+        if the collection has no such sticker or it cannot be drawn."""
+        number = sticker_number(label)
+        found = None if number is None else await self._store.sticker(self.collection(chat), number)
+        source = None if found is None else self._sources.get(found.platform)
+        if found is None or source is None:
+            return None
+        return await source.thumbnail(found.file_ref)
 
     async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
         """Make an item ready to send: a sticker gets what its platform sends it by.

@@ -7,13 +7,17 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import gzip
+import io
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
+from PIL import Image
 
-from adapters.app import Core, running_bot
+from adapters.app import Core, running_bot, serving_dashboard
 from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import STICKER_CONTRACT
@@ -21,7 +25,7 @@ from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, sticker
 from fakes.harness import TEST_KEY, free_port, make_config, telegram_config, wait_until
 from fakes.image_host import ImageHost
-from fakes.images import jpeg, jpeg_size, transparent_png
+from fakes.images import jpeg, jpeg_size, transparent_png, webp_sticker
 from fakes.onebot import FakeOneBot, at, image, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
@@ -31,6 +35,8 @@ GROUP_A, GROUP_B = -100501, -100502
 QQ_GROUP, QQ_SELF = 600, 10001
 QQ_CHAT = ChatKey("qq", ChatKind.GROUP, str(QQ_GROUP))
 ON = {"enabled": True}
+WEB_TOKEN = "web-token-for-sticker-tests-0123"
+BEARER = {"Authorization": f"Bearer {WEB_TOKEN}"}
 
 
 def plan(*items: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +149,9 @@ async def test_a_collection_keeps_the_most_recently_used(
     async with telegram_bot(config, api) as core:
         for number in (1, 2, 3, 2, 4, 5):
             api.push_message(GROUP_A, extra=sticker("😀", number=number), chat_type="supergroup")
-        await collected(core, chat, 3)
+        async with asyncio.timeout(5):  # until the last one is in: three are before it too
+            while "sticker-5" not in {s.file_ref for s in await core.ops.stickers.collection(chat)}:  # noqa: ASYNC110 - polls the store
+                await asyncio.sleep(0.01)
         kept = await core.ops.stickers.collection(chat)
     assert sorted(s.file_ref for s in kept) == ["sticker-2", "sticker-4", "sticker-5"]
 
@@ -196,6 +204,77 @@ async def test_the_models_note_on_a_sticker_becomes_its_caption(
         await collected(core, chat, 1)
         [kept] = await core.ops.stickers.collection(chat)
     assert (kept.caption, len(llm.requests), len(llm.image_urls(0))) == ("一只震惊的猫", 1, 1)
+
+
+async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """``GET …/stickers`` lists the collection with the dashboard's own thumbnail paths; a
+    static sticker is drawn as a PNG of at most 128 px, an animated (Lottie) one is a 404;
+    a ban is 200 once, then 404, as for an unknown id or another chat's sticker, and a
+    malformed id is a 400. No answer holds the bot token or a Telegram file URL."""
+    config = telegram_config(
+        tmp_path,
+        llm,
+        api,
+        stickers=ON,
+        web={"enabled": True, "port": free_port()},
+        bot={"admins": [f"telegram:{ADMIN}"]},
+    )
+    secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token, web_token=WEB_TOKEN)
+    api.add_file("sticker-1", webp_sticker(512))
+    api.add_file("sticker-2", gzip.compress(b'{"v": "5.5.2", "layers": []}'))  # a .tgs
+    group_a = ChatKey("telegram", ChatKind.GROUP, str(GROUP_A))
+    group_b = ChatKey("telegram", ChatKind.GROUP, str(GROUP_B))
+    path_a, path_b = f"/api/chats/{group_a}/stickers", f"/api/chats/{group_b}/stickers"
+    async with (
+        running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core,
+        serving_dashboard(config, secrets, core.ops) as url,
+        httpx.AsyncClient(base_url=str(url), headers=BEARER) as client,
+    ):
+        api.push_message(GROUP_A, extra=sticker("😹", number=1), chat_type="supergroup")
+        api.push_message(
+            GROUP_A, extra=sticker("🎉", number=2, animated=True), chat_type="supergroup"
+        )
+        api.push_message(GROUP_B, "hi", chat_type="supergroup")
+        await collected(core, group_a, 2)
+        await api.wait_for(lambda: core.pipeline.debouncer.waiting(group_b) == 1)
+        listed = (await client.get(path_a)).json()
+        thumbnails = {s["id"]: s["thumbnail"] for s in listed["stickers"]}
+        static = await client.get(thumbnails["s1"])
+        animated = await client.get(thumbnails["s2"])
+        anonymous = await client.get(thumbnails["s1"], headers={"Authorization": ""})
+        bans = [
+            await client.post(f"{path_a}/s1/ban"),
+            await client.post(f"{path_a}/s1/ban"),
+            await client.post(f"{path_a}/s999/ban"),
+            await client.post(f"{path_a}/x1/ban"),
+        ]
+        other_chat = await client.post(f"{path_b}/s2/ban")
+        after = (await client.get(path_a)).json()["stickers"]
+    shown = [(s["id"], s["caption"], s["banned"], s["thumbnail"]) for s in listed["stickers"]]
+    assert listed["enabled"] is True
+    assert sorted(shown) == [
+        ("s1", "😹", False, f"/chats/{group_a}/stickers/s1/thumbnail"),
+        ("s2", "🎉", False, f"/chats/{group_a}/stickers/s2/thumbnail"),
+    ]
+    with Image.open(io.BytesIO(static.content)) as drawn:
+        assert (static.headers["content-type"], drawn.format, drawn.size) == (
+            "image/png",
+            "PNG",
+            (128, 128),
+        )
+    assert (animated.status_code, anonymous.status_code) == (404, 303)
+    assert [r.status_code for r in bans] == [200, 404, 404, 400]
+    assert bans[0].json()["banned"]["banned"] is True
+    assert other_chat.status_code == 404
+    assert [(s["id"], s["banned"]) for s in sorted(after, key=lambda s: s["id"])] == [
+        ("s1", True),
+        ("s2", False),
+    ]
+    for answer in (str(listed), *(r.text for r in bans), other_chat.text):
+        assert api.token not in answer
+        assert "/file/bot" not in answer
 
 
 @contextlib.asynccontextmanager
@@ -306,3 +385,27 @@ async def test_an_evicted_qq_sticker_leaves_no_file_behind(
         [kept] = await core.ops.stickers.collection(QQ_CHAT)
     files = sorted(path.name for path in config.stickers_dir.iterdir())
     assert files == [kept.file_ref]
+
+
+async def test_a_qq_sticker_is_drawn_from_its_kept_file_and_not_once_it_is_gone(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The dashboard's thumbnail of a QQ sticker comes from the kept file, not the expired
+    URL: a PNG of 128 px with its transparency; a file gone from the disk draws nothing."""
+    config = qq_config(tmp_path, llm)
+    with captured_logs() as logs:
+        async with ImageHost() as host, qq_bot(config) as (core, onebot):
+            url = host.serve("/s.png", transparent_png(1024, 1024))
+            await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=url)])
+            await collected(core, QQ_CHAT, 1)
+            [kept] = await core.ops.stickers.collection(QQ_CHAT)
+            drawn = await core.ops.stickers.thumbnail(QQ_CHAT, kept.label)
+            (config.stickers_dir / kept.file_ref).unlink()
+            gone = await core.ops.stickers.thumbnail(QQ_CHAT, kept.label)
+            unknown = await core.ops.stickers.thumbnail(QQ_CHAT, "s999")
+    assert drawn is not None
+    with Image.open(io.BytesIO(drawn)) as picture:
+        assert (picture.format, picture.size, picture.getpixel((0, 0))[3]) == ("PNG", (128, 128), 0)
+    assert (gone, unknown, host.requests) == (None, None, ["/s.png"])
+    assert [line for line in logs if "QQ sticker" in line and "not drawn" in line] != []
+    assert logs.tracebacks() == []

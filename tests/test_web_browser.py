@@ -28,8 +28,9 @@ import httpx
 import pytest
 
 from bot.models import PersonNote
-from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI
+from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI, sticker
 from fakes.harness import free_port, push_day_summary, replies_json, start_run, wait_until
+from fakes.images import webp_sticker
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -114,6 +115,9 @@ api_base_url = "{api.base_url}"
 [web]
 enabled = true
 port = {web_port}
+
+[stickers]
+enabled = true
 """,
         encoding="utf-8",
     )
@@ -202,6 +206,43 @@ async def ask_prompt(api: FakeBotAPI) -> str:
     api.push_message(ALICE, "/prompt")
     await api.wait_for(lambda: len(bot_texts(api)) > before, timeout=10)
     return bot_texts(api)[-1]
+
+
+async def test_a_stickers_thumbnail_is_drawn_and_it_is_banned_from_the_chat_page(
+    running: Running, browser: Browser
+) -> None:
+    """A sticker sent in the chat shows on its page as a picture the dashboard serves
+    itself (never a Telegram file URL, which holds the token); Ban bans it for good."""
+    running.api.add_file("sticker-1", webp_sticker(512))
+    running.api.push_message(ALICE, extra=sticker("😹", set_name="Cats"))
+    bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
+    api_path = f"/api/chats/{ALICE_KEY}/stickers"
+    async with httpx.AsyncClient(base_url=running.url, headers=bearer) as client:
+        async with asyncio.timeout(10):
+            while not (await client.get(api_path)).json().get("stickers"):  # noqa: ASYNC110 - polls the API
+                await asyncio.sleep(0.05)
+        page = await browser.new_page(viewport={"width": 1100, "height": 720})
+        await log_in(page, running.url)
+        await page.goto(f"{running.url}/chats/{ALICE_KEY}")
+        picture = page.locator('li[data-sticker="s1"] img')
+        src = await picture.get_attribute("src")
+        drawn = await page.wait_for_function(
+            "() => document.querySelector('li[data-sticker=\"s1\"] img').naturalWidth",
+            timeout=10_000,
+        )
+        width = await drawn.json_value()
+        await page.get_by_role("button", name="Ban sticker s1").click()
+        await page.locator(".notice").wait_for()
+        notice = await page.inner_text(".notice")
+        banned_shown = await page.locator('li[data-sticker="s1"].banned').count()
+        ban_buttons_left = await page.get_by_role("button", name="Ban sticker s1").count()
+        listed = (await client.get(api_path)).json()["stickers"]
+
+    assert src == f"/chats/{ALICE_KEY}/stickers/s1/thumbnail"
+    assert width == 128
+    assert notice.startswith("Banned the sticker")
+    assert (banned_shown, ban_buttons_left) == (1, 0)
+    assert [(s["id"], s["caption"], s["banned"]) for s in listed] == [("s1", "😹 Cats", True)]
 
 
 async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(

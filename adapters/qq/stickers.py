@@ -16,7 +16,7 @@ from pathlib import Path
 
 from loguru import logger
 
-from adapters.pictures import sticker_image
+from adapters.pictures import sticker_image, sticker_thumbnail
 from adapters.qq.pictures import QQPictures
 from bot.errors import PictureUnavailable
 from bot.models import StickerSeen
@@ -53,3 +53,13 @@ class QQStickers:
     async def forget(self, file_ref: str) -> None:
         """Delete a kept file no collection holds any more."""
         await asyncio.to_thread((self._directory / Path(file_ref).name).unlink, missing_ok=True)
+
+    async def thumbnail(self, file_ref: str) -> bytes | None:
+        """Draw the kept file small for the dashboard; ``None`` if it is gone or unreadable."""
+        path = self._directory / Path(file_ref).name
+        try:
+            data = await asyncio.to_thread(path.read_bytes)
+            return await asyncio.to_thread(sticker_thumbnail, data)
+        except (OSError, PictureUnavailable) as exc:
+            logger.info("QQ sticker {} not drawn: {}", file_ref, exc)
+            return None

@@ -55,8 +55,12 @@ class TelegramPictures:
 
     async def fetch(self, picture: Picture) -> Jpeg:
         """Fetch the file behind ``picture.ref`` and re-encode it; ``PictureUnavailable``."""
+        return await to_jpeg(await self.download(picture.ref))
+
+    async def download(self, file_id: str) -> bytes:
+        """Return the file behind ``file_id`` (at most ``MAX_BYTES``); ``PictureUnavailable``."""
         try:
-            file = await self._bot.get_file(picture.ref)
+            file = await self._bot.get_file(file_id)
         except TelegramError as error:
             msg = f"Telegram picture not fetched: {describe(error)}"
             raise PictureUnavailable(msg) from None
@@ -72,7 +76,7 @@ class TelegramPictures:
         except TelegramError as error:
             msg = f"Telegram picture not downloaded: {describe(error)}"
             raise PictureUnavailable(msg) from None
-        return await to_jpeg(bytes(data))
+        return bytes(data)
 
     async def aclose(self) -> None:
         """Close the HTTP connections (``Bot.shutdown`` skips a bot never initialised)."""

@@ -1,17 +1,29 @@
 """Telegram's stickers as a collection keeps them: by id, never as files.
 
 A ``file_id`` sends a sticker again from any chat of this bot, whatever its kind (static,
-animated, video), so nothing is downloaded; ``file_unique_id`` tells it apart.
+animated, video), so nothing is downloaded to keep one. Only the dashboard's thumbnails
+fetch the file (``getFile`` on the configured Bot API server), and only a static sticker
+draws: an animated (Lottie) or video one has its caption shown instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+
+from loguru import logger
+
+from adapters.pictures import sticker_thumbnail
+from adapters.telegram.pictures import TelegramPictures
+from bot.errors import PictureUnavailable
 from bot.models import StickerSeen
 from bot.stickers import CollectedSticker
 
 
 class TelegramStickers:
-    """The :class:`bot.ports.StickerSource` of Telegram."""
+    """The :class:`bot.stickers.StickerSource` of Telegram."""
+
+    def __init__(self, files: TelegramPictures) -> None:
+        self._files = files
 
     async def collect(self, seen: StickerSeen) -> CollectedSticker | None:
         """Keep the sticker by its ids."""
@@ -19,3 +31,11 @@ class TelegramStickers:
 
     async def forget(self, file_ref: str) -> None:
         """Nothing was kept but the id."""
+
+    async def thumbnail(self, file_ref: str) -> bytes | None:
+        """Fetch the sticker and draw it small; ``None`` if it is gone or not a picture."""
+        try:
+            return await asyncio.to_thread(sticker_thumbnail, await self._files.download(file_ref))
+        except PictureUnavailable as exc:
+            logger.info("Telegram sticker not drawn: {}", exc)
+            return None

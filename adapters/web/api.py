@@ -1,9 +1,10 @@
 """The dashboard's JSON API: the pages' live parts use it, and scripts may.
 
 Times are ISO 8601 in UTC. Errors are ``{"error": "..."}`` with a fitting status: 400 for
-a malformed chat key, fact id, person id or ``n``, 401 without the token, 403 without the
-CSRF token, 404 for a chat pacebot never heard of, a fact that is not live there, or a
-person never seen there, 409 when there is nothing to pop or restore.
+a malformed chat key, fact id, person id, sticker id or ``n``, 401 without the token, 403
+without the CSRF token, 404 for a chat pacebot never heard of, a fact or sticker that is
+not live there, or a person never seen there, 409 when there is nothing to pop or
+restore.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic_core import to_jsonable_python
 
-from adapters.web.dashboard import WHO
-from adapters.web.depends import FactId, KnownChat, Operations, UserId, access
-from bot.models import Fact, SummaryRecord
+from adapters.web.dashboard import WHO, thumbnail_url
+from adapters.web.depends import FactId, KnownChat, Operations, StickerLabel, UserId, access
+from bot.models import ChatKey, Fact, StickerRecord, SummaryRecord
 from bot.ops.memory import PersonFacts, StackEntry
 from bot.ops.status import ChatState, Status
 from bot.trace import ShownTrace
@@ -97,6 +98,19 @@ def person_json(person: PersonFacts) -> dict[str, Any]:
         "name": person.name,
         "fact_count": len(person.facts),
         "facts": [fact_json(fact) for fact in person.facts],
+    }
+
+
+def sticker_json(chat: ChatKey, sticker: StickerRecord) -> dict[str, Any]:
+    """Return a sticker of a chat's collection as JSON, with where its thumbnail is."""
+    return {
+        "id": sticker.label,
+        "caption": sticker.caption,
+        "platform": sticker.platform,
+        "times_sent": sticker.times_sent,
+        "last_seen_at": _time(sticker.last_seen_at),
+        "banned": sticker.banned,
+        "thumbnail": thumbnail_url(chat, sticker),
     }
 
 
@@ -202,6 +216,28 @@ async def forget_person(ops: Operations, chat: KnownChat, user_id: UserId) -> di
     if count is None:
         raise HTTPException(404, f"no person {user_id} was ever seen in {chat}")
     return {"chat": str(chat), "user_id": user_id, "forgotten": count}
+
+
+@router.get("/chats/{chat}/stickers")
+async def stickers(ops: Operations, chat: KnownChat) -> dict[str, Any]:
+    """The chat's sticker collection, the most sent first, banned ones last (none while
+    ``[stickers]`` is off)."""
+    found = await ops.stickers.collection(chat)
+    return {
+        "chat": str(chat),
+        "enabled": ops.stickers.enabled,
+        "stickers": [sticker_json(chat, sticker) for sticker in found],
+    }
+
+
+@router.post("/chats/{chat}/stickers/{sticker}/ban")
+async def ban_sticker(ops: Operations, chat: KnownChat, sticker: StickerLabel) -> dict[str, Any]:
+    """Ban a sticker of the chat's collection (audited as ``web``): never offered, sent or
+    collected again. 404 if the collection has no such live sticker."""
+    banned = await ops.stickers.ban(chat, sticker, by=WHO)
+    if banned is None:
+        raise HTTPException(404, f"no live sticker {sticker} in the collection of {chat}")
+    return {"chat": str(chat), "banned": sticker_json(chat, banned)}
 
 
 @router.get("/chats/{chat}/traces")

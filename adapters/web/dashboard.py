@@ -1,4 +1,5 @@
-"""What only the dashboard reads itself: the end of the log file; and who its audits name.
+"""What only the dashboard reads itself: the end of the log file; who its audits name; where
+its pages are.
 
 Everything else a page or an API route shows or changes comes from the core's
 operations (:mod:`bot.ops`), the same ones the chat commands and the command line use.
@@ -8,10 +9,23 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from urllib.parse import quote
+
+from bot.models import ChatKey, StickerRecord
 
 WHO = "web"
 """Who the audit names for a change made on the dashboard."""
 LOG_TAIL_BYTES_MAX = 256 * 1024  # read at most this much of the log's end
+
+
+def chat_url(chat: ChatKey) -> str:
+    """Return the path of a chat's page."""
+    return "/chats/" + quote(str(chat), safe=":")
+
+
+def thumbnail_url(chat: ChatKey, sticker: StickerRecord) -> str:
+    """Return the path of a sticker's thumbnail (served only with the token or a session)."""
+    return f"{chat_url(chat)}/stickers/{sticker.label}/thumbnail"
 
 
 async def log_tail(path: Path, *, lines: int) -> list[str]:

@@ -11,20 +11,21 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 from zoneinfo import ZoneInfo
 
-from fastapi import APIRouter, Depends, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters.web.auth import CSRF_FIELD, SESSION_COOKIE, SESSION_TTL_S, Access, Gate
-from adapters.web.dashboard import WHO, log_tail
+from adapters.web.dashboard import WHO, chat_url, log_tail, thumbnail_url
 from adapters.web.depends import (
     TEMPLATES,
     FactId,
     Granted,
     KnownChat,
     Operations,
+    StickerLabel,
     UserId,
     access,
     gate,
@@ -47,15 +48,13 @@ NOTICES = {
     "up to today will be learned.",
     "nothing-to-forget": "Nothing to forget: it was forgotten already.",
     "unknown-person": "That person never wrote here: nothing was done.",
+    "banned-sticker": f"Banned the sticker (audited as {WHO}): it is never offered, sent or "
+    "collected again.",
+    "nothing-to-ban": "Nothing to ban: that sticker is banned already or left the collection.",
 }
 
 public = APIRouter()
 router = APIRouter(dependencies=[Depends(access)])
-
-
-def chat_url(chat: object) -> str:
-    """Return the path of a chat's page."""
-    return "/chats/" + quote(str(chat), safe=":")
 
 
 def local_target(target: str) -> str | None:
@@ -104,6 +103,7 @@ def render(
             "logged_in": session is not None,
             "local": local,
             "chat_url": chat_url,
+            "thumbnail_url": thumbnail_url,
             "zone": zone.key,
         },
         status_code=status_code,
@@ -173,7 +173,8 @@ async def chats(request: Request, ops: Operations, granted: Granted, q: str = ""
 async def chat_page(
     request: Request, ops: Operations, granted: Granted, chat: KnownChat, notice: str = ""
 ) -> HTMLResponse:
-    """One chat: its phase, prompt stack, people's facts, latest traces and messages."""
+    """One chat: its phase, prompt stack, people's facts, stickers, latest traces and
+    messages."""
     return render(
         request,
         "chat.html",
@@ -184,6 +185,8 @@ async def chat_page(
         messages=await ops.status.messages(chat, limit=CHAT_MESSAGES),
         stack=await ops.memory.prompt_stack(chat),
         people=await ops.memory.people(chat),
+        stickers_on=ops.stickers.enabled,
+        stickers=await ops.stickers.collection(chat),
         traces=await ops.traces.recent(chat, count=CHAT_TRACES),
         notice=NOTICES.get(notice),
     )
@@ -216,6 +219,24 @@ async def forget_person(ops: Operations, chat: KnownChat, user_id: UserId) -> Re
     """Forget a person here as their ``/forgetme`` would, then show the chat again."""
     count = await ops.memory.forget_person(chat, user_id, by=WHO)
     notice = {None: "unknown-person", 0: "forgot-person-none"}.get(count, "forgot-person")
+    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+
+
+@router.get("/chats/{chat}/stickers/{sticker}/thumbnail")
+async def sticker_thumbnail(ops: Operations, chat: KnownChat, sticker: StickerLabel) -> Response:
+    """A sticker of the chat's collection as a small PNG, fetched by pacebot itself: the
+    browser never sees a platform's URL (a Telegram file URL holds the bot token)."""
+    png = await ops.stickers.thumbnail(chat, sticker)
+    if png is None:
+        raise HTTPException(404, f"sticker {sticker} of {chat} cannot be drawn")
+    return Response(png, media_type="image/png", headers={"Cache-Control": "private, max-age=3600"})
+
+
+@router.post("/chats/{chat}/stickers/{sticker}/ban")
+async def ban_sticker(ops: Operations, chat: KnownChat, sticker: StickerLabel) -> Response:
+    """Ban a sticker of the chat's collection, then show the chat again."""
+    banned = await ops.stickers.ban(chat, sticker, by=WHO)
+    notice = "nothing-to-ban" if banned is None else "banned-sticker"
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
 

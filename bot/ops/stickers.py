@@ -30,3 +30,10 @@ class StickerOps:
         if self._stickers is None:
             return None
         return await self._stickers.ban(chat, label, by=by)
+
+    async def thumbnail(self, chat: ChatKey, label: str) -> bytes | None:
+        """Return a sticker of ``chat``'s collection as a small PNG; ``None`` if there is no
+        such sticker or it cannot be drawn."""
+        if self._stickers is None:
+            return None
+        return await self._stickers.thumbnail(chat, label)
