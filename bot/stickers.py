@@ -15,6 +15,7 @@ each platform makes its stickers ready to keep (:class:`StickerSource`).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -147,20 +148,26 @@ class Stickers:
         self._store = store
         self._sources = sources
         self._now = now
+        self._in_order = asyncio.Lock()  # a lock's waiters go in the order they came
 
     def collection(self, chat: ChatKey) -> str:
         """Return the collection ``chat``'s stickers go to and come from."""
         return str(chat.room) if self._config.scope == "chat" else f"global:{chat.platform}"
 
     async def collect(self, messages: Sequence[IncomingMessage]) -> None:
-        """Keep the stickers of stored messages; a sticker that fails is only logged."""
-        for message in messages:
-            if message.sticker is None:
-                continue
-            try:
-                await self._collect(message)
-            except StorageError as exc:
-                logger.bind(chat=str(message.chat)).warning("sticker not kept: {}", exc)
+        """Keep the stickers of stored messages; a sticker that fails is only logged.
+
+        One page of messages at a time, in the order they came: the last seen must be the
+        newest, or a page that finished late would evict stickers newer than its own.
+        """
+        async with self._in_order:
+            for message in messages:
+                if message.sticker is None:
+                    continue
+                try:
+                    await self._collect(message)
+                except StorageError as exc:
+                    logger.bind(chat=str(message.chat)).warning("sticker not kept: {}", exc)
 
     async def _collect(self, message: IncomingMessage) -> None:
         seen = message.sticker

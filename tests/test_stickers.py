@@ -156,6 +156,26 @@ async def test_a_collection_keeps_the_most_recently_used(
     assert sorted(s.file_ref for s in kept) == ["sticker-2", "sticker-4", "sticker-5"]
 
 
+async def test_two_hundred_stickers_in_one_group_leave_the_newest_sixty_four(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """200 different stickers in one group: the collection keeps max_per_chat (64), the
+    newest, and the chat goes on without a traceback."""
+    chat = ChatKey("telegram", ChatKind.GROUP, str(GROUP_A))
+    with captured_logs() as logs:
+        async with telegram_bot(config_with(tmp_path, llm, api), api) as core:
+            for number in range(1, 201):
+                api.push_message(GROUP_A, extra=sticker(number=number), chat_type="supergroup")
+            async with asyncio.timeout(20):
+                while "sticker-200" not in {  # noqa: ASYNC110 - polls the store
+                    s.file_ref for s in await core.ops.stickers.collection(chat)
+                }:
+                    await asyncio.sleep(0.02)
+            kept = await core.ops.stickers.collection(chat)
+    assert sorted(int(s.file_ref.removeprefix("sticker-")) for s in kept) == list(range(137, 201))
+    assert logs.tracebacks() == []
+
+
 async def test_a_chats_stickers_never_reach_another_chat(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
