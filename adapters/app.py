@@ -38,14 +38,13 @@ from adapters import shell
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir
 from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
-from adapters.picture_sources import opened_picture_sources
+from adapters.file_sources import opened_picture_sources, opened_sticker_sources
 from adapters.platforms import (
     GivesUp,
     PlatformAdapter,
     build_platforms,
     load_platform_modules,
 )
-from adapters.sticker_sources import opened_sticker_sources
 from adapters.wiring import Core, build_core
 from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
 from bot.errors import ConfigError, PacebotError
