@@ -117,6 +117,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_too_far": "{chat} has {kept} trace(s) kept: choose N from 1 (newest) to {kept}.",
         "trace_head": "batch {batch_id} of {chat}, {at}: {why}",
         "trace_messages": "messages: {ids}",
+        "trace_sender": "{id} ({name})",
         "trace_rearmed": "re-armed the wait: {rearmed}; joined as context: {context}",
         "trace_prompt": "prompt ~{total} tokens: {parts}",
         "trace_recall": "recall ({how}): dates asked {asked}; date hits {date_hits}; "
@@ -243,6 +244,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_too_far": "{chat} 保留了 {kept} 条处理记录：N 请在 1（最新）到 {kept} 之间选择。",
         "trace_head": "{chat} 的第 {batch_id} 批，{at}：{why}",
         "trace_messages": "消息：{ids}",
+        "trace_sender": "{id}（{name}）",
         "trace_rearmed": "重新计时的消息：{rearmed}；只作为上下文的：{context}",
         "trace_prompt": "提示词约 {total} token：{parts}",
         "trace_recall": "回忆（{how}）：问到的日期 {asked}；按日期找到 {date_hits}；"

@@ -252,6 +252,17 @@ def _shown_item(kind: str, content: str) -> str:
     return content if kind == "content" else f"[{kind}] {content}"
 
 
+def _written_by(shown: ShownTrace, say: Texts) -> str:
+    """Return the batch's message ids, each with who wrote it where that is known."""
+    named = (
+        say("trace_sender", id=message_id, name=shown.senders[message_id])
+        if shown.senders.get(message_id)
+        else message_id
+        for message_id in shown.trace.message_ids
+    )
+    return ", ".join(named)
+
+
 def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
     """Return a trace as text for an admin (``/trace``, ``pacebot trace``), in ``say``'s words.
 
@@ -269,7 +280,7 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
             at=f"{local:%Y-%m-%d %H:%M:%S}",
             why=why,
         ),
-        say("trace_messages", ids=", ".join(trace.message_ids) or say("trace_nothing")),
+        say("trace_messages", ids=_written_by(shown, say) or say("trace_nothing")),
     ]
     if trace.chat.is_group and trace.message_ids:
         context = [i for i in trace.message_ids if i not in trace.rearmed_by]

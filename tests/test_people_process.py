@@ -183,7 +183,7 @@ async def test_people_and_traces_through_pacebot_run_on_qq(
     lines = trace.splitlines()
     assert lines[0].startswith(f"{QQ_GROUP} 的第 2 批，")
     assert lines[0].endswith("：answered")
-    assert re.fullmatch(r"消息：\d+", lines[1])
+    assert re.fullmatch(r"消息：\d+（u42）", lines[1])
     assert re.fullmatch(r"重新计时的消息：\d+；只作为上下文的：无", lines[2])
     people_tokens = re.search(r"people (\d+)", lines[3])
     assert people_tokens is not None

@@ -45,7 +45,7 @@ async def test_trace_shows_the_whole_path_of_an_answer(tmp_path: Path, llm: Fake
     lines = shown.splitlines()
     assert lines[0].startswith("batch 1 of test:private:42, ")
     assert lines[0].endswith(": answered")
-    assert lines[1] == "messages: m1"
+    assert lines[1] == "messages: m1 (小明)"
     assert lines[2].startswith("prompt ~")
     for part in ("persona", "summaries", "people 0", "recalled 0", "history", "batch", "contract"):
         assert part in lines[2]
@@ -213,7 +213,7 @@ async def test_trace_answers_in_chinese(tmp_path: Path, llm: FakeLLMServer) -> N
     assert empty == "test:private:42 还没有任何一批消息的处理记录。"
     assert lines[0].startswith("test:private:42 的第 1 批，")
     assert lines[0].endswith("：answered")
-    assert lines[1] == "消息：m1"
+    assert lines[1] == "消息：m1（小明）"
     assert lines[2].startswith("提示词约 ")
     assert lines[3] == (
         "回忆（nothing）：问到的日期 无；按日期找到 无；按关键词找到 无；按语义找到 无；"
