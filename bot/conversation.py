@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from bot.models import IncomingMessage, StoredMessage
 
@@ -81,9 +81,9 @@ class Conversation:
     answer_again: bool = False  # the timer fired while busy: answer once free
     askers: frozenset[str] = frozenset()  # senders of the waiting messages that address it
     waiting_count: int = 0  # messages of the wait running now
-    rearmed_by: list[str] = field(default_factory=list)  # waiting messages that re-armed
+    rearmed_by: tuple[str, ...] = ()  # waiting messages that re-armed (no list per chat)
     context_count: int = 0  # waiting messages that only joined as context
-    batch_rearmed_by: list[str] = field(default_factory=list)  # … of the batch to come
+    batch_rearmed_by: tuple[str, ...] = ()  # … of the batch to come
     batch_context: int = 0  # … of the batch to come
 
     @property
@@ -137,7 +137,7 @@ class Conversation:
             self.context_count = self.waiting_count
         rearms = self._rearms(message)
         if rearms:
-            self.rearmed_by.append(message.message_id)
+            self.rearmed_by += (message.message_id,)
         else:
             self.context_count += 1
         self.waiting_count += 1
@@ -175,7 +175,7 @@ class Conversation:
         self.askers = frozenset()
         self.waiting_count = 0
         self.batch_rearmed_by += self.rearmed_by
-        self.rearmed_by = []
+        self.rearmed_by = ()
         self.batch_context += self.context_count
         self.context_count = 0
         if self.busy:
@@ -193,7 +193,7 @@ class Conversation:
         self.answering = senders
         self.owed = owed
         self.talked_over = False
-        rearmed, self.batch_rearmed_by = tuple(self.batch_rearmed_by), []
+        rearmed, self.batch_rearmed_by = self.batch_rearmed_by, ()
         self.batch_context = 0
         return rearmed
 
