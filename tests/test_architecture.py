@@ -252,8 +252,8 @@ def test_a_qq_only_config_loads_no_telegram_library() -> None:
 
 def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) -> None:
     """Opening the store and the LLMs and recovering the core (embeddings off, the default)
-    loads neither the ``openai`` SDK, the segmenter nor numpy; the first keyword search
-    loads the segmenter only."""
+    loads neither the ``openai`` SDK, the segmenter, numpy nor the JSON mender; the first
+    keyword search loads the segmenter only."""
     loaded = loaded_after(
         "import asyncio, sys\n"
         "from pathlib import Path\n"
@@ -268,13 +268,14 @@ def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) ->
         "        opened_parts(config, secrets) as parts,\n"
         "        running_core(config, secrets, {}, nightly=False, parts=parts),\n"
         "    ):\n"
-        "        early = sorted({'openai', 'rjieba', 'numpy'} & set(sys.modules))\n"
+        "        early = sorted({'openai', 'rjieba', 'numpy', 'json_repair'} & set(sys.modules))\n"
         "        assert early == [], early\n"
         "        chat = ChatKey.parse('telegram:private:1')\n"
         "        await parts.store.search_summaries(chat, '杭州旅游', limit=3)\n"
         "asyncio.run(start())\n"
     )
     assert ("rjieba" in loaded, "openai" in loaded, "numpy" in loaded) == (True, False, False)
+    assert "json_repair" not in loaded
 
 
 async def test_the_embeddings_client_waits_for_its_first_request(

@@ -15,8 +15,6 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from json_repair import repair_json
-
 # A whole string, a quote that opens a string never closed, or a bracket.
 _QUOTED_TOKEN_RE = re.compile(r'"(?:[^"\\]|\\.)*"|(?P<open>")|[{}\[\]]', re.DOTALL)
 _BRACKET_RE = re.compile(r"[{}\[\]]")
@@ -56,7 +54,13 @@ def _balanced(tokens: Iterator[re.Match[str]]) -> int | None:
 
 
 def repaired(span: str) -> Any:
-    """Return the value ``json_repair`` reads from a closed object with the usual slips."""
+    """Return the value ``json_repair`` reads from a closed object with the usual slips.
+
+    The library is imported on the first slip (about 50 ms, argparse included): most
+    answers never need it, and start-up should not pay for it.
+    """
+    from json_repair import repair_json
+
     span = _FULL_WIDTH_COLON_RE.sub(r"\1:", span)
     span = _FULL_WIDTH_COMMA_RE.sub(r"\1\2,", span)
     return repair_json(span, return_objects=True, skip_json_loads=True)
