@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import signal
 import socket
+import sqlite3
 from pathlib import Path
 
-from fakes.bot_api import FakeBotAPI, photo
-from fakes.harness import free_port, replies_json, start_run
+from fakes.bot_api import FakeBotAPI, photo, sticker
+from fakes.harness import free_port, replies_json, start_run, wait_until
 from fakes.image_host import ImageHost
 from fakes.images import jpeg, jpeg_size
 from fakes.onebot import FakeOneBot, at, image, text
@@ -237,3 +239,56 @@ async def test_run_answers_with_a_reaction_alone_on_telegram_and_qq(
         [],
         2,
     )
+
+
+def sticker_id(database: Path, platform: str) -> int | None:
+    """Return the id of the sticker a running bot collected from ``platform``, if any."""
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT id FROM stickers WHERE platform = ?", (platform,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+async def test_run_sends_back_a_sticker_it_saw_on_telegram_and_qq(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """Through a real `pacebot run` with stickers on: a sticker sent in a Telegram chat and
+    one in a QQ group are collected, and the model's {"sticker": id} sends each back, by
+    its file_id on Telegram and as the kept picture inlined on QQ."""
+    port = free_port()
+    config = write_config(tmp_path, llm, api)
+    config.write_text(
+        config.read_text(encoding="utf-8")
+        + f"\n[qq]\nenabled = true\nport = {port}\nallow_private_image_hosts = true\n"
+        + "\n[stickers]\nenabled = true\n",
+        encoding="utf-8",
+    )
+    database = tmp_path / "data" / "pacebot.sqlite3"
+    process = await start(config, api)
+    await api.wait_for("getUpdates", timeout=20)
+    onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
+    await onebot.connect_when_listening()
+    try:
+        async with ImageHost() as host:
+            llm.reply_json({"replies": []})  # the lone sticker needs no answer
+            api.push_message(ALICE, extra=sticker("😹", set_name="Cats"))
+            await wait_until(lambda: sticker_id(database, "telegram"), within_s=10)
+            await llm.wait_for_requests(1, timeout=10)
+            llm.reply_json({"replies": [{"sticker": f"s{sticker_id(database, 'telegram')}"}]})
+            api.push_message(ALICE, "发个表情")
+            [sent] = await api.wait_for("sendSticker", timeout=10)
+            url = host.serve("/s.png", jpeg(64, 64))
+            await onebot.send_group_message(500, 42, [image(sticker=True, url=url)])
+            await wait_until(lambda: sticker_id(database, "qq"), within_s=10)
+            llm.reply_json({"replies": [{"sticker": f"s{sticker_id(database, 'qq')}"}]})
+            await onebot.send_group_message(500, 42, [at(10001), text(" 发个表情")])
+            [call] = await onebot.wait_for_call("send_group_msg", within_s=10)
+    finally:
+        await onebot.close()
+    code, err = await stop(process)
+    [kept] = (tmp_path / "data" / "stickers").iterdir()
+    [segment] = call.params["message"]
+    assert (code, "Traceback" in err) == (0, False)
+    assert (sent["chat_id"], sent["sticker"]) == (ALICE, "sticker-1")
+    assert segment["type"] == "image"
+    assert segment["data"]["file"] == "base64://" + base64.b64encode(kept.read_bytes()).decode()
+    assert len(llm.requests) == 3  # the lone sticker's silence, then one call per ask
