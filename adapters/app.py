@@ -46,6 +46,7 @@ from adapters.platforms import (
     load_platform_modules,
 )
 from adapters.sticker_sources import opened_sticker_sources
+from adapters.voice_sources import opened_voice
 from adapters.wiring import Core, build_core
 from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
 from bot.errors import ConfigError, PacebotError
@@ -160,6 +161,7 @@ async def running_core(
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
         stickers = opened_sticker_sources(config, platforms)
+        voice = opened_voice(config, secrets, platforms)
         core = build_core(
             config,
             parts.store,
@@ -171,6 +173,7 @@ async def running_core(
             sticker_sources=await stack.enter_async_context(stickers),
             now=utc_now,
             retries=retries,
+            voice=await stack.enter_async_context(voice),
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)

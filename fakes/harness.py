@@ -28,7 +28,7 @@ from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.ops import Ops
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
-from bot.replies.items import ItemKind, Outgoing, Reaction, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Text, Voice
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
@@ -64,6 +64,8 @@ class RecordingPlatform:
     failures: list[PlatformError] = field(default_factory=list)
     send_delay_s: float = 0.0
     reactions: list[tuple[ChatKey, str, str]] = field(default_factory=list)  # chat, emoji, to
+    voices: list[tuple[ChatKey, Voice]] = field(default_factory=list)  # spoken, with audio
+    shown: list[ItemKind] = field(default_factory=list)  # what each typing call announced
     delivers: frozenset[ItemKind] = frozenset({ItemKind.CONTENT, ItemKind.REACT})
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(9000))
 
@@ -78,14 +80,18 @@ class RecordingPlatform:
         if isinstance(item, Reaction) and item.kind in self.delivers:
             self.reactions.append((chat, item.emoji, item.to))
             return None
+        if isinstance(item, Voice) and item.kind in self.delivers and item.audio:
+            self.voices.append((chat, item))
+            return str(next(self._ids))
         if not isinstance(item, Text):
             msg = f"a {item.kind} item cannot be recorded"
             raise MessageRefused(msg)
         self.sent.append(Sent(chat, item.content, item.reply_to, asyncio.get_running_loop().time()))
         return str(next(self._ids))
 
-    async def show_typing(self, chat: ChatKey) -> None:
+    async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
         self.typing.append((chat, asyncio.get_running_loop().time()))
+        self.shown.append(kind)
 
     def texts(self, chat: ChatKey | None = None) -> list[str]:
         return [s.text for s in self.sent if chat is None or s.chat == chat]
@@ -194,7 +200,10 @@ async def harness(
     platforms: dict[str, Platform] = {platform.name: platform}
     embeddings_key = TEST_KEY if config.memory.embeddings.enabled else None
     secrets = Secrets(
-        llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, embeddings_api_key=embeddings_key
+        llm_api_key=TEST_KEY,
+        splitter_api_key=TEST_KEY,
+        embeddings_api_key=embeddings_key,
+        voice_api_key=TEST_KEY if config.voice.enabled else None,
     )
     async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
         yield Harness(config, core, platform, llm_server)
