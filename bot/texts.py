@@ -47,7 +47,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "group reply mode: {reply_mode}\n"
         "waiting messages: {waiting}\n"
         "queued replies: {queued}\n"
-        "sent today: {texts} text(s), {reactions} reaction(s), {stickers} sticker(s)\n"
+        "sent today: {texts} text(s), {reactions} reaction(s), {stickers} sticker(s),"
+        " {voices} voice message(s)\n"
         "LLM errors in the last hour: {errors}",
         # /prompt
         "prompt": "system prompt of {chat}, ~{tokens} tokens:\n\n{prompt}",
@@ -186,7 +187,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "群聊回复模式：{reply_mode}\n"
         "等待中的消息：{waiting}\n"
         "排队的回复：{queued}\n"
-        "今天发出：{texts} 条文字，{reactions} 个表情回应，{stickers} 个表情包\n"
+        "今天发出：{texts} 条文字，{reactions} 个表情回应，{stickers} 个表情包，{voices} 条语音\n"
         "最近一小时 LLM 错误：{errors}",
         "prompt": "{chat} 的系统提示词，约 {tokens} token：\n\n{prompt}",
         "summary_usage": "用法：/summary list | show [N] | pop | restore | run [YYYY-MM-DD]",

@@ -135,6 +135,21 @@ def transcripts(config: Config) -> list[str | None]:
         return [row[0] for row in db.execute("SELECT transcript FROM messages ORDER BY id")]
 
 
+async def test_the_batch_waits_for_a_note_still_being_heard(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """A transcription that outlasts the quiet wait (0.4 s against 0.05 s) but not
+    llm.timeout_s is waited for: the one chat call reads the words."""
+    api.add_file("voice-1", audio.ogg_opus(3.0), path="voice/file_1.oga")
+    llm.transcription_hang(0.4, text="等我说完")
+    async with telegram_bot(telegram_config(tmp_path, llm, api, voice=HEAR), api) as core:
+        api.push_message(ALICE, extra=voice(duration=3))
+        await api.wait_for("sendMessage", timeout=5)
+        await core.inbox.drain()
+    assert new_messages(llm.requests[0]).strip().endswith("Alice: [voice 0:03] 等我说完")
+    assert len(llm.requests) == 1
+
+
 async def test_a_note_heard_after_its_batch_reaches_the_next_prompt(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:

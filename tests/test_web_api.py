@@ -146,7 +146,7 @@ async def test_status_command_and_api_agree_while_a_batch_waits(web: Web) -> Non
     on_api = (shown["waiting_messages"], shown["queued_replies"], shown["llm_errors_last_hour"])
     assert (in_chat, on_api) == (("2", "1", "0"), (2, 1, 0))
     assert (figures["sent today"], shown["sent_today"]) == (
-        "1 text(s), 0 reaction(s), 0 sticker(s)",
+        "1 text(s), 0 reaction(s), 0 sticker(s), 0 voice message(s)",
         {"content": 1},
     )
 
