@@ -277,15 +277,21 @@ async def test_a_refused_voice_message_is_sent_as_text_once(
 async def test_a_voice_item_over_max_chars_is_sent_as_text_unspoken(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
-    """Words longer than voice.max_chars are never sent to the speech endpoint."""
+    """Words longer than voice.max_chars are never sent to the speech endpoint, and while
+    they wait their turn the chat sees "typing", not "recording"."""
     config = telegram_config(tmp_path, llm, api, voice={**SPEAK, "max_chars": 5})
     async with telegram_bot(config, api) as core:
-        llm.reply_json(plan({"voice": GOOD_NIGHT}))
+        llm.reply_json(plan({"content": "嗯"}, {"voice": GOOD_NIGHT, "send_delay_seconds": 0.3}))
         api.push_message(ALICE, "晚安")
-        await api.wait_for("sendMessage", timeout=5)
+        await api.wait_for("sendMessage", count=2, timeout=5)
         await core.inbox.drain()
-    assert (texts(api), llm.speech_requests, api.calls_to("sendVoice")) == ([GOOD_NIGHT], [], [])
-    assert "record_voice" not in api.chat_actions(ALICE)
+    actions = api.chat_actions(ALICE)
+    assert (texts(api), llm.speech_requests, api.calls_to("sendVoice")) == (
+        ["嗯", GOOD_NIGHT],
+        [],
+        [],
+    )
+    assert ("typing" in actions, "record_voice" in actions) == (True, False)
 
 
 async def test_with_speaking_off_voice_is_not_offered_and_said_as_text(

@@ -1,15 +1,15 @@
 """Hear voice notes: each transcribed once, beside the debounce wait, into its message's text.
 
-Hearing starts when a message with a voice note is stored (``voice.transcribe`` on; off,
-nothing is fetched at all), a few at a time, and runs while the chat's quiet wait runs.
-The batch then waits at most ``llm.timeout_s`` for the notes still being heard
-(:meth:`Hearing.heard`); one not heard by then, one that fails, or one longer than
-``voice.max_seconds`` keeps its placeholder and the batch is answered all the same. What
-was heard is stored with the message as its text (``[voice 0:07] 转写内容``), so every
-later prompt, summary and recall reads the words; a note heard after its batch was
-answered still reaches the history that way. A note is never transcribed twice: "" is
-stored for one given up on, and only notes with nothing stored are heard again after a
-restart (:meth:`Hearing.resume`).
+Hearing starts when a message with a voice note is stored (the composition root builds
+it only with ``voice.transcribe`` on; off, nothing is fetched at all), a few at a time,
+and runs while the chat's quiet wait runs. The batch then waits at most
+``llm.timeout_s`` for the notes still being heard (:meth:`Hearing.heard`); one not heard
+by then, one that fails, or one longer than ``voice.max_seconds`` keeps its placeholder
+and the batch is answered all the same. What was heard is stored with the message as its
+text (``[voice 0:07] 转写内容``), so every later prompt, summary and recall reads the words;
+a note heard after its batch was answered still reaches the history that way. A note is
+never transcribed twice: "" is stored for one given up on, and only notes with nothing
+stored are heard again after a restart (:meth:`Hearing.resume`).
 """
 
 from __future__ import annotations
@@ -80,9 +80,7 @@ class Hearing:
         return bool(self._running)
 
     def hear(self, messages: Sequence[IncomingMessage | StoredMessage]) -> None:
-        """Start hearing the voice notes of stored messages (none with transcribe off)."""
-        if not self._config.transcribe:
-            return
+        """Start hearing the voice notes of stored messages."""
         for message in messages:
             key = (message.chat, message.message_id)
             if message.voice is None or key in self._notes:
@@ -97,8 +95,6 @@ class Hearing:
 
     async def resume(self) -> None:
         """After a restart: hear again the waiting notes whose hearing was cut short."""
-        if not self._config.transcribe:
-            return
         try:
             unheard = await self._store.unheard_voice_notes()
         except StorageError as exc:
