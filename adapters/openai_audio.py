@@ -19,7 +19,7 @@ import openai
 from adapters.audio import duration_s, sniff
 from adapters.openai_llm import SdkClient, endpoint_name, unavailable
 from bot.config import Config
-from bot.errors import BadLLMReply, ConfigError, LLMError, VoiceUnavailable
+from bot.errors import BadLLMReply, LLMError, VoiceUnavailable
 from bot.voice.ports import Audio
 
 _MIME_TYPES: Final = {
@@ -53,15 +53,13 @@ class OpenAIAudio(SdkClient):
     ) -> None:
         """``timeout_s`` bounds a synthesis, ``transcription_timeout_s`` (default the
         same) a transcription."""
-        if not api_key.strip():
-            msg = "voice: the API key of the audio endpoints is empty"
-            raise ConfigError(msg)
         super().__init__(
             base_url=base_url,
             api_key=api_key,
             timeout_s=timeout_s,
             max_retries=max_retries,
             http_client=http_client,
+            empty_key="voice: the API key of the audio endpoints is empty",
         )
         self._transcription_timeout_s = transcription_timeout_s or timeout_s
         self._stt_model = stt_model

@@ -23,38 +23,25 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from adapters.app import running_bot
 from adapters.openai_audio import OpenAIAudio
 from adapters.qq.fetch import SafeFetch
 from adapters.qq.voice import QQVoice
 from adapters.telegram.platform import TelegramPlatform
 from adapters.telegram.voice import TelegramVoice
 from bench.report import Figure, exactly, spread_figures
+from bench.rig import fresh_path
 from bench.stats import Spread
 from bot.models import ChatKey, ChatKind, VoiceNote, voice_label
 from bot.replies.items import Voice
-from bot.secrets import Secrets
 from bot.voice.ports import Audio, Speech, VoiceSource
 from fakes import audio
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import TEST_KEY, RecordingSink, telegram_config
+from fakes.harness import RecordingSink, speech_client, telegram_bot, telegram_config
 from fakes.image_host import ImageHost
 from fakes.openai_api import FakeLLMServer
 
 NOTE_S = 10.0
 SENTENCE = "早点睡，明天还要考试呢。晚安，做个好梦"  # 20 characters
-
-
-def _speech(llm: FakeLLMServer) -> OpenAIAudio:
-    return OpenAIAudio(
-        base_url=llm.base_url,
-        api_key=TEST_KEY,
-        stt_model="whisper-1",
-        tts_model="tts-1",
-        tts_voice="alloy",
-        timeout_s=10.0,
-        max_retries=0,
-    )
 
 
 async def _no_get_record(action: str, **params: object) -> object:
@@ -143,10 +130,8 @@ async def _batches(workdir: Path, *, chats: int) -> list[Figure]:
     async with FakeLLMServer(default=reply) as llm, FakeBotAPI() as api:
         api.add_file("voice-1", audio.ogg_opus(3.0), path="voice/file_1.oga")
         voice_on = {"transcribe": True, "speak": True}
-        config = telegram_config(workdir / "batches", llm, api, voice=voice_on)
-        secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token, voice_api_key=TEST_KEY)
-        async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-            await api.wait_for("getUpdates", timeout=10)
+        config = telegram_config(fresh_path(workdir, "voice"), llm, api, voice=voice_on)
+        async with telegram_bot(config, api) as core:
             for chat_id in range(1, chats + 1):
                 api.push_message(chat_id, user_id=chat_id, extra=voice_message())
             await api.wait_for("sendVoice", count=chats, timeout=30)
@@ -168,7 +153,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     the chat calls of batches that hear and speak."""
     rounds = 3 if quick else 30
     async with FakeLLMServer() as llm:
-        speech = _speech(llm)
+        speech = speech_client(llm)
         try:
             figures = await _notes(llm, speech, rounds=rounds)
             figures += await _items(llm, speech, rounds=rounds)

@@ -319,14 +319,7 @@ def voice(
     file_size: int | None = None,
 ) -> dict[str, Any]:
     """Return the fields of a voice message (Ogg/Opus, as Telegram's clients record)."""
-    body: dict[str, Any] = {
-        "file_id": file_id,
-        "file_unique_id": f"u{file_id}",
-        "duration": duration,
-        "mime_type": "audio/ogg",
-    }
-    if file_size is not None:
-        body["file_size"] = file_size
+    body = _sound(file_id, duration, "audio/ogg", file_size=file_size)
     return _with_caption({"voice": body}, caption)
 
 
@@ -334,14 +327,18 @@ def audio(
     *, file_id: str = "audio-1", duration: int = 200, performer: str = "", title: str = ""
 ) -> dict[str, Any]:
     """Return the fields of an audio (music) file message."""
+    return {"audio": _sound(file_id, duration, "audio/mpeg", performer=performer, title=title)}
+
+
+def _sound(file_id: str, duration: int, mime_type: str, **optional: Any) -> dict[str, Any]:
+    """Return a voice note's or audio file's fields; the optional ones only when given."""
     body: dict[str, Any] = {
         "file_id": file_id,
         "file_unique_id": f"u{file_id}",
         "duration": duration,
-        "mime_type": "audio/mpeg",
+        "mime_type": mime_type,
     }
-    body |= {key: value for key, value in (("performer", performer), ("title", title)) if value}
-    return {"audio": body}
+    return body | {key: value for key, value in optional.items() if value}
 
 
 def document(

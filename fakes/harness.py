@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.app import Core, running_core
+from adapters.app import Core, running_bot, running_core
 from bot.config import Config, parse_config
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
@@ -34,6 +34,9 @@ from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from adapters.openai_audio import OpenAIAudio
 
 PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
 GROUP = ChatKey("test", ChatKind.GROUP, "-100")
@@ -255,6 +258,36 @@ def telegram_config(
     """Return a test config with Telegram enabled against the fake Bot API."""
     telegram = {"enabled": True, "api_base_url": api.base_url}
     return make_config(tmp_path, llm_server.base_url, telegram=telegram, **sections)
+
+
+@contextlib.asynccontextmanager
+async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
+    """Run pacebot's Telegram (and whatever else ``config`` enables) against the fake
+    Bot API, with every key a test config may need; yield once polling has begun."""
+    secrets = Secrets(
+        TEST_KEY,
+        TEST_KEY,
+        telegram_token=api.token,
+        voice_api_key=TEST_KEY if config.voice.enabled else None,
+    )
+    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
+        await api.wait_for("getUpdates", timeout=10)
+        yield core
+
+
+def speech_client(llm: FakeLLMServer, *, timeout_s: float = 10.0) -> OpenAIAudio:
+    """Return the real audio client pointed at the fake server's audio endpoints."""
+    from adapters.openai_audio import OpenAIAudio
+
+    return OpenAIAudio(
+        base_url=llm.base_url,
+        api_key=TEST_KEY,
+        stt_model="whisper-1",
+        tts_model="tts-1",
+        tts_voice="alloy",
+        timeout_s=timeout_s,
+        max_retries=0,
+    )
 
 
 def user_prompt(request: dict[str, Any]) -> str:

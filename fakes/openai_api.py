@@ -274,13 +274,8 @@ class FakeLLMServer:
         n: int,
         timeout: float = 2.0,  # noqa: ASYNC109 - a one-liner for tests beats a with-block
     ) -> list[Upload]:
-        """Wait until at least ``n`` uploads for transcription have arrived."""
-        try:
-            async with asyncio.timeout(timeout), self._arrived:
-                await self._arrived.wait_for(lambda: len(self.transcriptions) >= n)
-        except TimeoutError:
-            msg = f"expected {n} transcriptions within {timeout} s, got {len(self.transcriptions)}"
-            raise TimeoutError(msg) from None
+        """Wait until at least ``n`` uploads for transcription have arrived; return them."""
+        await self._wait_until(self.transcriptions, n, "transcriptions", timeout)
         return list(self.transcriptions)
 
     @property
@@ -337,13 +332,17 @@ class FakeLLMServer:
         timeout: float = 2.0,  # noqa: ASYNC109 - a one-liner for tests beats a with-block
     ) -> list[dict[str, Any]]:
         """Wait until at least ``n`` requests have arrived; return all recorded so far."""
-        try:
-            async with asyncio.timeout(timeout), self._arrived:
-                await self._arrived.wait_for(lambda: len(self.requests) >= n)
-        except TimeoutError:
-            msg = f"expected {n} requests within {timeout} s, got {len(self.requests)}"
-            raise TimeoutError(msg) from None
+        await self._wait_until(self.requests, n, "requests", timeout)
         return list(self.requests)
+
+    async def _wait_until(self, records: list[Any], n: int, what: str, timeout_s: float) -> None:
+        """Wait until ``records`` holds at least ``n``; fail naming ``what`` after ``timeout_s``."""
+        try:
+            async with asyncio.timeout(timeout_s), self._arrived:
+                await self._arrived.wait_for(lambda: len(records) >= n)
+        except TimeoutError:
+            msg = f"expected {n} {what} within {timeout_s} s, got {len(records)}"
+            raise TimeoutError(msg) from None
 
     # --- the endpoint ----------------------------------------------------------------
 
@@ -414,19 +413,12 @@ class FakeLLMServer:
         form = await request.post()
         fields = {name: value for name, value in form.items() if isinstance(value, str)}
         upload = form.get("file")
-        if isinstance(upload, web.FileField):
-            self.transcriptions.append(
-                Upload(upload.filename, upload.content_type, upload.file.read(), fields)
-            )
-        async with self._arrived:
-            self._arrived.notify_all()
-        refusal = self._audio_refusal(request) or self._refusal(
-            {}, request.headers.get("Authorization", "")
-        )
-        if refusal is not None:
-            return refusal
         if not isinstance(upload, web.FileField):
             return _invalid("'file' is a required property", "file")
+        heard = Upload(upload.filename, upload.content_type, upload.file.read(), fields)
+        refusal = await self._audio_arrived(self.transcriptions, heard, request)
+        if refusal is not None:
+            return refusal
         step = self._transcription_script.popleft() if self._transcription_script else None
         step = step or _Step(use_default=True)
         if step.delay_s > 0:
@@ -434,7 +426,6 @@ class FakeLLMServer:
                 await asyncio.wait_for(self._closing.wait(), step.delay_s)
         if step.body is not None:
             return web.json_response(step.body, status=step.status)
-        heard = self.transcriptions[-1]
         extension = heard.filename.rsplit(".", 1)[-1].lower()
         if extension not in TRANSCRIBED_FORMATS:
             return _invalid(f"Unsupported file format {extension}", "file")
@@ -447,12 +438,7 @@ class FakeLLMServer:
 
     async def _speech(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        self.speech_requests.append(body)
-        async with self._arrived:
-            self._arrived.notify_all()
-        refusal = self._audio_refusal(request) or self._refusal(
-            {}, request.headers.get("Authorization", "")
-        )
+        refusal = await self._audio_arrived(self.speech_requests, body, request)
         if refusal is not None:
             return refusal
         step = self._speech_script.popleft() if self._speech_script else None
@@ -465,13 +451,18 @@ class FakeLLMServer:
             return web.Response(body=audio.ogg_opus(seconds), content_type="audio/ogg")
         return web.Response(body=audio.mp3(seconds), content_type="audio/mpeg")
 
-    def _audio_refusal(self, request: web.Request) -> web.Response | None:
-        """Answer 404 for a provider without audio endpoints."""
-        if self.audio_endpoints:
-            return None
-        return web.json_response(
-            {"error": {"message": f"Not found: {request.path}", "type": "not_found"}}, status=404
-        )
+    async def _audio_arrived(
+        self, records: list[Any], record: Any, request: web.Request
+    ) -> web.Response | None:
+        """Record an audio request; answer 404 for a provider without audio endpoints, or
+        as a wrong key is answered; ``None`` if it goes on."""
+        records.append(record)
+        async with self._arrived:
+            self._arrived.notify_all()
+        if not self.audio_endpoints:
+            error = {"message": f"Not found: {request.path}", "type": "not_found"}
+            return web.json_response({"error": error}, status=404)
+        return self._refusal({}, request.headers.get("Authorization", ""))
 
     def _refusal(self, body: dict[str, Any], authorization: str) -> web.Response | None:
         """Answer as a provider refuses a bad key, JSON mode or tools; ``None`` if it would not."""

@@ -8,26 +8,13 @@ from importlib import resources
 import pytest
 
 from adapters.audio import MAX_BYTES, sniff, voice_audio
-from adapters.openai_audio import OpenAIAudio
 from bot.errors import BadLLMReply, LLMUnavailable, VoiceUnavailable
 from bot.models import VoiceNote, voice_label
 from bot.voice.hearing import heard_text
 from bot.voice.ports import Audio
 from fakes import audio
-from fakes.harness import TEST_KEY
+from fakes.harness import TEST_KEY, speech_client
 from fakes.openai_api import FakeLLMServer
-
-
-def speech_client(llm: FakeLLMServer, *, timeout_s: float = 2.0) -> OpenAIAudio:
-    return OpenAIAudio(
-        base_url=llm.base_url,
-        api_key=TEST_KEY,
-        stt_model="whisper-1",
-        tts_model="tts-1",
-        tts_voice="alloy",
-        timeout_s=timeout_s,
-        max_retries=0,
-    )
 
 
 @pytest.mark.parametrize(

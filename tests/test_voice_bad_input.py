@@ -5,34 +5,23 @@ answered with the placeholder, in one chat call, with no traceback and no key lo
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapters.app import Core, running_bot
+from adapters.app import Core
 from bot.config import Config
 from bot.models import ChatKey, ChatKind
-from bot.secrets import Secrets
 from fakes import audio
 from fakes.bot_api import FakeBotAPI, voice
-from fakes.harness import TEST_KEY, telegram_config, user_prompt
+from fakes.harness import TEST_KEY, telegram_bot, telegram_config, user_prompt
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import LogLines, captured_logs
 
 ALICE = 1001
 CHAT = ChatKey("telegram", ChatKind.PRIVATE, str(ALICE))
 FIFTY_MB = 50 * 1024 * 1024
-
-
-@contextlib.asynccontextmanager
-async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
-    secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token, voice_api_key=TEST_KEY)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-        await api.wait_for("getUpdates")
-        yield core
 
 
 def voice_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, **llm_extra: Any) -> Config:

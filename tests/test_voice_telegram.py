@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from adapters.app import Core, running_bot
+from adapters.app import Core
 from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import VOICE_CONTRACT
-from bot.secrets import Secrets
 from bot.texts import Texts
 from bot.trace import format_trace
 from fakes import audio
 from fakes.bot_api import FakeBotAPI, voice
-from fakes.harness import TEST_KEY, telegram_config, user_prompt, wait_until
+from fakes.harness import telegram_bot, telegram_config, user_prompt, wait_until
 from fakes.openai_api import FakeLLMServer
 
 ALICE = 1001
@@ -31,14 +29,6 @@ GOOD_NIGHT = "早点睡，明天还要考试呢"
 
 def plan(*items: dict[str, Any]) -> dict[str, Any]:
     return {"replies": list(items)}
-
-
-@contextlib.asynccontextmanager
-async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
-    secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token, voice_api_key=TEST_KEY)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-        await api.wait_for("getUpdates")
-        yield core
 
 
 def new_messages(request: dict[str, Any]) -> str:
@@ -227,18 +217,23 @@ async def test_recording_is_shown_while_a_voice_item_waits_its_turn(
     assert set(between) == {("sendChatAction", "record_voice")}
 
 
+async def good_night(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> list[str]:
+    """Have the model answer with a voice item; return what its trace says became of it."""
+    async with telegram_bot(telegram_config(tmp_path, llm, api, voice=SPEAK), api) as core:
+        llm.reply_json(plan({"voice": GOOD_NIGHT}))
+        api.push_message(ALICE, "晚安")
+        await api.wait_for("sendMessage", timeout=5)
+        await core.inbox.drain()
+        return await fates(core)
+
+
 async def test_a_failed_synthesis_sends_the_words_as_text_once(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """Speech answering 500 sends the same words as one text message, no voice; the
     outbox (and so the trace) says the voice item went out as content."""
     llm.speech_fail(500)
-    async with telegram_bot(telegram_config(tmp_path, llm, api, voice=SPEAK), api) as core:
-        llm.reply_json(plan({"voice": GOOD_NIGHT}))
-        api.push_message(ALICE, "晚安")
-        await api.wait_for("sendMessage", timeout=5)
-        await core.inbox.drain()
-        sent_as = await fates(core)
+    sent_as = await good_night(tmp_path, llm, api)
     assert texts(api) == [GOOD_NIGHT]
     assert api.calls_to("sendVoice") == []
     assert sent_as == ["voice: sent as content"]
@@ -249,12 +244,12 @@ async def test_speech_answering_html_sends_the_words_as_text_once(
 ) -> None:
     """An HTML page served as the speech is no voice: the words go as text, once."""
     llm.speech_respond("<!DOCTYPE html><html><body>Welcome to nginx!</body></html>")
-    async with telegram_bot(telegram_config(tmp_path, llm, api, voice=SPEAK), api) as core:
-        llm.reply_json(plan({"voice": GOOD_NIGHT}))
-        api.push_message(ALICE, "晚安")
-        await api.wait_for("sendMessage", timeout=5)
-        await core.inbox.drain()
-    assert (texts(api), api.calls_to("sendVoice")) == ([GOOD_NIGHT], [])
+    sent_as = await good_night(tmp_path, llm, api)
+    assert (texts(api), api.calls_to("sendVoice"), sent_as) == (
+        [GOOD_NIGHT],
+        [],
+        ["voice: sent as content"],
+    )
 
 
 async def test_a_refused_voice_message_is_sent_as_text_once(
@@ -263,12 +258,7 @@ async def test_a_refused_voice_message_is_sent_as_text_once(
     """A chat whose owner refuses voice messages gets the words as one text after the one
     refused sendVoice; the outbox records it went as content."""
     api.fail_next("sendVoice", status=400, description="Bad Request: VOICE_MESSAGES_FORBIDDEN")
-    async with telegram_bot(telegram_config(tmp_path, llm, api, voice=SPEAK), api) as core:
-        llm.reply_json(plan({"voice": GOOD_NIGHT}))
-        api.push_message(ALICE, "晚安")
-        await api.wait_for("sendMessage", timeout=5)
-        await core.inbox.drain()
-        sent_as = await fates(core)
+    sent_as = await good_night(tmp_path, llm, api)
     assert len(api.calls_to("sendVoice")) == 1
     assert texts(api) == [GOOD_NIGHT]
     assert sent_as == ["voice: sent as content"]
@@ -308,6 +298,12 @@ async def test_with_speaking_off_voice_is_not_offered_and_said_as_text(
     assert (texts(api), llm.speech_requests) == ([GOOD_NIGHT], [])
 
 
+def quiet_after_5_s(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> Config:
+    """A config that hears voice notes and waits long before it answers them."""
+    pacing = {"debounce_min_s": 5.0, "debounce_max_s": 5.0}
+    return telegram_config(tmp_path, llm, api, voice=HEAR, pacing=pacing)
+
+
 async def test_a_note_whose_hearing_a_stop_cut_short_is_heard_after_the_restart(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
@@ -315,9 +311,7 @@ async def test_a_note_whose_hearing_a_stop_cut_short_is_heard_after_the_restart(
     hears it again and its batch reads the words."""
     api.add_file("voice-1", audio.ogg_opus(3.0), path="voice/file_1.oga")
     llm.transcription_hang(30.0)
-    slow = telegram_config(
-        tmp_path, llm, api, voice=HEAR, pacing={"debounce_min_s": 5.0, "debounce_max_s": 5.0}
-    )
+    slow = quiet_after_5_s(tmp_path, llm, api)
     async with telegram_bot(slow, api):
         api.push_message(ALICE, extra=voice(duration=3))
         await llm.wait_for_transcriptions(1, timeout=5)
@@ -338,9 +332,7 @@ async def test_a_note_heard_or_given_up_on_is_never_transcribed_again(
     api.add_file("voice-2", audio.ogg_opus(5.0), path="voice/file_2.oga")
     llm.transcription_respond("第一条")
     llm.transcription_fail(500)
-    slow = telegram_config(
-        tmp_path, llm, api, voice=HEAR, pacing={"debounce_min_s": 5.0, "debounce_max_s": 5.0}
-    )
+    slow = quiet_after_5_s(tmp_path, llm, api)
     async with telegram_bot(slow, api):
         api.push_message(ALICE, extra=voice(duration=3))
         await llm.wait_for_transcriptions(1, timeout=5)
