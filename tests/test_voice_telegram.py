@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.app import Core
+from adapters.web.api import trace_json
 from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import VOICE_CONTRACT
@@ -78,6 +79,7 @@ async def test_a_voice_note_is_heard_and_its_words_answered_in_one_call(
     assert trace.trace.heard == ((message_id, llm.transcript),)
     shown = format_trace(trace, zone=config.bot.zone, say=Texts("en"))
     assert f"voice note #{message_id} heard: {llm.transcript}" in shown.splitlines()
+    assert trace_json(trace)["heard"] == [{"message_id": message_id, "transcript": llm.transcript}]
     assert texts(api) == ["恭喜你！", "好呀"]
 
 

@@ -551,7 +551,7 @@ async def test_traces_are_newest_first_bounded_by_n_and_hold_no_secret(web: Web)
     assert (call["kind"], call["model"], call["finish_reason"]) == ("reply", "gpt-4o-mini", "stop")
     assert call["latency_ms"] >= 0
     assert newest["replies"] == [{"seq": 0, "state": "sent", "content": "回复2", "kind": "content"}]
-    assert newest["dropped"] == []
+    assert (newest["dropped"], newest["heard"]) == ([], [])
     assert "回复2" in newest["raw_output"]
     assert TEST_KEY not in two.text
     assert web.bot.llm.base_url not in two.text

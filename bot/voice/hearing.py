@@ -164,6 +164,8 @@ class Hearing:
             log.info("voice note {} keeps its placeholder: {}", message_id, exc)
         except LLMError as exc:
             log.warning("voice note {} not transcribed: {}", message_id, exc)
+        except Exception as exc:  # a bug in one note must not cost it a retry loop
+            log.opt(exception=exc).error("hearing voice note {} failed", message_id)
         else:
             heard = Heard(heard_text(text, note, words, duration_s), words)
             await self._keep(chat, message_id, transcript=words, text=heard.text)
