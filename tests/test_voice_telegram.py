@@ -6,19 +6,26 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from adapters.app import Core
 from adapters.web.api import trace_json
 from bot.config import Config
+from bot.memory.dates import chat_day
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import VOICE_CONTRACT
 from bot.texts import Texts
 from bot.trace import format_trace
 from fakes import audio
 from fakes.bot_api import FakeBotAPI, voice
-from fakes.harness import telegram_bot, telegram_config, user_prompt, wait_until
+from fakes.harness import (
+    telegram_bot,
+    telegram_config,
+    user_prompt,
+    wait_until,
+)
 from fakes.openai_api import FakeLLMServer
 
 ALICE = 1001
@@ -349,4 +356,29 @@ async def test_a_note_heard_or_given_up_on_is_never_transcribed_again(
     assert ("Alice: [voice 0:03] 第一条" in new, new.strip().endswith("Alice: [voice 0:05]")) == (
         True,
         True,
+    )
+
+
+async def test_the_words_of_a_note_are_what_recall_searches_and_the_summary_reads(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """Recall reads the transcript (it looks up the day "大前天" names, which only the note
+    says), and the day's summary request reads the note's words."""
+    config = telegram_config(tmp_path, llm, api, voice=HEAR)
+    today = chat_day(
+        datetime.now(UTC), zone=config.bot.zone, boundary=config.memory.day_boundary_time
+    )
+    hotpot_day = today - timedelta(days=3)
+    api.add_file("voice-1", audio.ogg_opus(3.0), path="voice/file_1.oga")
+    llm.transcription_respond("大前天吃的火锅是哪家来着")
+    async with telegram_bot(config, api) as core:
+        api.push_message(ALICE, extra=voice(duration=3))
+        await api.wait_for("sendMessage", timeout=5)
+        await core.inbox.drain()
+        [trace] = await core.ops.traces.recent(CHAT, count=1)
+        llm.reply_json({"summary": f"{today} Alice 问起上次的火锅", "people": []})
+        await core.ops.memory.summarise(CHAT, today, by="test")
+    assert trace.trace.recall.asked_dates == (hotpot_day,)
+    assert "Alice (id 1001): [voice 0:03] 大前天吃的火锅是哪家来着" in str(
+        llm.requests[-1]["messages"]
     )
