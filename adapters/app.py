@@ -45,6 +45,7 @@ from adapters.platforms import (
     build_platforms,
     load_platform_modules,
 )
+from adapters.voice_sources import opened_voice
 from adapters.wiring import Core, build_core
 from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
 from bot.errors import ConfigError, PacebotError
@@ -159,6 +160,7 @@ async def running_core(
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
         stickers = opened_sticker_sources(config, secrets, platforms)
+        voice = opened_voice(config, secrets, platforms)
         core = build_core(
             config,
             parts.store,
@@ -170,6 +172,7 @@ async def running_core(
             sticker_sources=await stack.enter_async_context(stickers),
             now=utc_now,
             retries=retries,
+            voice=await stack.enter_async_context(voice),
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)

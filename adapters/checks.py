@@ -6,8 +6,10 @@ enabled platform needs are looked up, and the data directory is tried
 ``--online`` then makes the fewest requests that
 tell whether a run would work: one tiny chat completion (reachable, key accepted, JSON
 mode accepted; with ``llm.memory_tool`` on, one more offering the tool), one embedding of
-one word when ``[memory.embeddings]`` is on, and Telegram's ``getMe`` (the token is
-valid). No secret is printed: a finding names the environment variable, never its value.
+one word when ``[memory.embeddings]`` is on, one transcription of a bundled second of
+silence and one synthesis of one word as far as ``[voice]`` turns them on, and Telegram's
+``getMe`` (the token is valid). No secret is printed: a finding names the environment
+variable, never its value.
 
 The LLM SDK and the platform libraries are imported only for ``--online``.
 """
@@ -19,6 +21,7 @@ import contextlib
 import sys
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -83,6 +86,8 @@ def check(path: Path, *, online: bool = False) -> int:
         print(f"would start: {name}")
     if config.web.enabled:
         print(f"dashboard: {config.web.url} (only `pacebot run` serves it, not `pacebot console`)")
+    if config.voice.enabled:
+        print(f"voice: {voice_summary(config)}")
     if problems or secrets is None:
         for problem in problems:
             print(f"✗ {problem}", file=sys.stderr)
@@ -164,6 +169,8 @@ async def online_findings(config: Config, secrets: Secrets) -> list[Finding]:
     findings = [await check_llm(config, secrets.llm_api_key)]
     if secrets.embeddings_api_key is not None:  # read only when [memory.embeddings] is on
         findings.append(await check_embeddings(config, secrets.embeddings_api_key))
+    if secrets.voice_api_key is not None:  # read only when [voice] transcribes or speaks
+        findings += await check_voice(config, secrets.voice_api_key)
     if secrets.telegram_token is not None:
         findings.append(await check_telegram(config, secrets.telegram_token))
     if config.qq.enabled:
@@ -251,6 +258,60 @@ async def check_embeddings(config: Config, api_key: str) -> Finding:
     if problem is not None:
         return Finding(ok=False, text=problem)
     return Finding(ok=True, text=f"{where}: reachable, key accepted, vectors returned")
+
+
+def voice_summary(config: Config) -> str:
+    """Say what ``[voice]`` turns on, with which models, at which endpoint."""
+    voice = config.voice
+    parts = []
+    if voice.transcribe:
+        parts.append(f"hears voice notes with {voice.stt_model}")
+    if voice.speak:
+        parts.append(f"speaks with {voice.tts_model} ({voice.tts_voice})")
+    base_url = voice.base_url or config.llm.base_url
+    return f"{' and '.join(parts)} at {base_url or 'the OpenAI default endpoint'}"
+
+
+async def check_voice(config: Config, api_key: str) -> list[Finding]:
+    """Transcribe a bundled second of silence and speak one word, each only if it is on."""
+    from adapters.openai_audio import OpenAIAudio
+    from bot.voice.ports import Audio
+
+    voice = config.voice
+    base_url = voice.base_url or config.llm.base_url
+    audio = OpenAIAudio(
+        base_url=base_url,
+        api_key=api_key,
+        stt_model=voice.stt_model,
+        tts_model=voice.tts_model,
+        tts_voice=voice.tts_voice,
+        timeout_s=min(config.llm.timeout_s, ONLINE_TIMEOUT_S),
+        max_retries=0,  # a check reports what it found instead of waiting it out
+    )
+    where = base_url or "the OpenAI default endpoint"
+    findings: list[Finding] = []
+    async with audio:
+        if voice.transcribe:
+            silence = (resources.files("adapters") / "sounds" / "silence.ogg").read_bytes()
+            try:
+                await audio.transcribe(Audio(silence, "silence.ogg", 1.0))
+            except LLMError as exc:
+                findings.append(Finding(ok=False, text=f"voice: {exc}"))
+            else:
+                text = f"voice: transcription {voice.stt_model} at {where} heard a test second"
+                findings.append(Finding(ok=True, text=text))
+        if voice.speak:
+            try:
+                spoken = await audio.speak("好", audio_format="mp3")
+            except LLMError as exc:
+                findings.append(Finding(ok=False, text=f"voice: {exc}"))
+            else:
+                text = (
+                    f"voice: speech {voice.tts_model} at {where} spoke a test word "
+                    f"({len(spoken.data)} bytes of MP3)"
+                )
+                findings.append(Finding(ok=True, text=text))
+    return findings
 
 
 async def check_telegram(config: Config, token: str) -> Finding:

@@ -71,7 +71,7 @@ class ConsolePlatform:
         self._out.flush()
         return f"bot-{time.time_ns()}"
 
-    async def show_typing(self, chat: ChatKey) -> None:
+    async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
         """Print a typing line once per wait (erased before the next message on a TTY)."""
         self._waiting_shown = False
         if self._typing_shown:

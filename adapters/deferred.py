@@ -5,8 +5,9 @@ the development machine, more than everything else ``pacebot run`` loads before 
 platforms are up. A bot that has not been asked anything yet needs none of it, so the
 platforms start without it and the first use imports the client's module in a worker
 thread, where the event loop keeps turning meanwhile. :class:`Deferred` does that once
-for any client; :class:`DeferredLLM` (the chat model, the splitter) and
-:class:`DeferredEmbedder` (``[memory.embeddings]``) are the ports built on it.
+for any client; :class:`DeferredLLM` (the chat model, the splitter),
+:class:`DeferredEmbedder` (``[memory.embeddings]``) and :class:`DeferredSpeech`
+(``[voice]``) are the ports built on it.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from bot.models import ChatMessage, Completion, ToolSpec
+from bot.voice.ports import Audio
 
 if TYPE_CHECKING:
+    from adapters.openai_audio import OpenAIAudio
     from adapters.openai_embeddings import OpenAIEmbedder
     from adapters.openai_llm import OpenAILLM
 
@@ -100,3 +103,20 @@ class DeferredEmbedder(Deferred["OpenAIEmbedder"]):
         """Build the client if this is the first request, then embed ``texts`` with it."""
         embedder = await self.client()
         return await embedder.embed(texts)
+
+
+class DeferredSpeech(Deferred["OpenAIAudio"]):
+    """The :class:`bot.voice.ports.Speech` that ``build`` makes, built on the first call."""
+
+    def __init__(self, build: Callable[[], OpenAIAudio]) -> None:
+        super().__init__("adapters.openai_audio", build)
+
+    async def transcribe(self, audio: Audio) -> str:
+        """Build the client if this is the first call, then transcribe ``audio``."""
+        speech = await self.client()
+        return await speech.transcribe(audio)
+
+    async def speak(self, text: str, *, audio_format: str) -> Audio:
+        """Build the client if this is the first call, then speak ``text``."""
+        speech = await self.client()
+        return await speech.speak(text, audio_format=audio_format)

@@ -21,7 +21,6 @@ from bot.stickers import StickerSource
 
 if TYPE_CHECKING:
     from adapters.qq.pictures import QQPictures
-    from adapters.telegram.pictures import TelegramPictures
 
 
 @contextlib.asynccontextmanager
@@ -32,7 +31,13 @@ async def opened_picture_sources(
     sources: dict[str, PictureSource] = {}
     async with contextlib.AsyncExitStack() as stack:
         if config.llm.vision and "telegram" in platforms and secrets.telegram_token:
-            sources["telegram"] = _telegram_files(config, secrets.telegram_token, stack)
+            from adapters.telegram.pictures import TelegramPictures
+
+            pictures = TelegramPictures(
+                token=secrets.telegram_token, api_base_url=config.telegram.api_base_url
+            )
+            stack.push_async_callback(pictures.aclose)
+            sources["telegram"] = pictures
         if config.llm.vision and "qq" in platforms:
             sources["qq"] = _qq_files(config, stack)
         yield sources
@@ -46,25 +51,19 @@ async def opened_sticker_sources(
     sources: dict[str, StickerSource] = {}
     async with contextlib.AsyncExitStack() as stack:
         if config.stickers.enabled and "telegram" in platforms and secrets.telegram_token:
+            from adapters.telegram.files import TelegramFiles
             from adapters.telegram.stickers import TelegramStickers
 
-            files = _telegram_files(config, secrets.telegram_token, stack)
+            files = TelegramFiles(
+                token=secrets.telegram_token, api_base_url=config.telegram.api_base_url
+            )
+            stack.push_async_callback(files.aclose)
             sources["telegram"] = TelegramStickers(files)
         if config.stickers.enabled and "qq" in platforms:
             from adapters.qq.stickers import QQStickers
 
             sources["qq"] = QQStickers(_qq_files(config, stack), config.stickers_dir)
         yield sources
-
-
-def _telegram_files(
-    config: Config, token: str, stack: contextlib.AsyncExitStack
-) -> TelegramPictures:
-    from adapters.telegram.pictures import TelegramPictures
-
-    files = TelegramPictures(token=token, api_base_url=config.telegram.api_base_url)
-    stack.push_async_callback(files.aclose)
-    return files
 
 
 def _qq_files(config: Config, stack: contextlib.AsyncExitStack) -> QQPictures:

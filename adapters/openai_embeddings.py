@@ -40,15 +40,13 @@ class OpenAIEmbedder(SdkClient):
         if not model.strip():
             msg = "memory.embeddings: no model is set, so no embeddings client is built"
             raise ConfigError(msg)
-        if not api_key.strip():
-            msg = f"memory.embeddings: the API key for model {model!r} is empty"
-            raise ConfigError(msg)
         super().__init__(
             base_url=base_url,
             api_key=api_key,
             timeout_s=timeout_s,
             max_retries=max_retries,
             http_client=http_client,
+            empty_key=f"memory.embeddings: the API key for model {model!r} is empty",
         )
         self._model = model
         self._where = f"embeddings {model} at {endpoint_name(base_url)}"

@@ -54,7 +54,12 @@ class SdkClient:
         timeout_s: float,
         max_retries: int,
         http_client: httpx2.AsyncClient | None,
+        empty_key: str,
     ) -> None:
+        """``empty_key`` is the ``ConfigError`` raised for an empty ``api_key``: no client
+        is ever built without a key."""
+        if not api_key.strip():
+            raise ConfigError(empty_key)
         self._api_key = api_key
         self._client = openai.AsyncOpenAI(
             base_url=base_url or None,
@@ -95,15 +100,13 @@ class OpenAILLM(SdkClient):
         max_output_tokens: int,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        if not api_key.strip():
-            msg = f"llm: the API key for model {model!r} is empty"
-            raise ConfigError(msg)
         super().__init__(
             base_url=base_url,
             api_key=api_key,
             timeout_s=timeout_s,
             max_retries=max_retries,
             http_client=http_client,
+            empty_key=f"llm: the API key for model {model!r} is empty",
         )
         self._model = model
         self._temperature: float | None = temperature

@@ -2,8 +2,9 @@
 
 :func:`build_core` makes the objects of one running bot and hands them to each other:
 the prompter, the answerer, the pipeline, the operations every face uses, the inbox the
-platforms deliver to, and (with ``[stickers] enabled``) the sticker collections. It
-starts nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
+platforms deliver to, (with ``[stickers] enabled``) the sticker collections, and (with
+``[voice]`` on) the hearing of voice notes and the speaking of voice items. It starts
+nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
 """
 
 from __future__ import annotations
@@ -26,12 +27,27 @@ from bot.ops.stickers import StickerOps
 from bot.ops.traces import TraceOps
 from bot.pipeline import Pipeline
 from bot.ports import LLM, PictureSource, Platform, Store, TraceLog
+from bot.replies.items import ItemKind
 from bot.retries import Retries
+from bot.sender import HooksByKind, ItemHooks
 from bot.stickers import Stickers, StickerSource, StickerStore
+from bot.voice.hearing import Hearing
+from bot.voice.ports import Speech, TranscriptStore, VoiceSource
+from bot.voice.speaking import Speaking
 
 
-class CoreStore(Store, StatusStore, TraceLog, StickerStore, Protocol):
+class CoreStore(Store, StatusStore, TraceLog, StickerStore, TranscriptStore, Protocol):
     """Every port the core reads and writes, as one store."""
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceParts:
+    """What voice needs, opened by the composition root when ``[voice]`` is on: the
+    speech endpoint, each platform's voice notes, and the format each platform sends."""
+
+    speech: Speech
+    sources: Mapping[str, VoiceSource]
+    formats: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,11 +72,22 @@ def build_core(
     sticker_sources: Mapping[str, StickerSource],
     now: Callable[[], datetime],
     retries: Retries,
+    voice: VoiceParts | None = None,
 ) -> Core:
     """Make the core's objects and hand them to each other."""
     stickers = (
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
+    hearing = speaking = None
+    if voice is not None and config.voice.transcribe:
+        hearing = Hearing(config, store, voice.speech, voice.sources)
+    if voice is not None and config.voice.speak:
+        speaking = Speaking(config, voice.speech, voice.formats)
+    hooks: dict[ItemKind, ItemHooks] = {}
+    if stickers is not None:
+        hooks[ItemKind.STICKER] = stickers
+    if speaking is not None:
+        hooks[ItemKind.VOICE] = speaking
     prompter = Prompter(config, store, memory, platforms, now=now, stickers=stickers)
     answerer = Answerer(
         config,
@@ -72,6 +99,7 @@ def build_core(
         now=now,
         pictures=pictures,
         stickers=stickers,
+        hearing=hearing,
     )
     pipeline = Pipeline(
         config,
@@ -82,6 +110,8 @@ def build_core(
         now=now,
         retries=retries,
         stickers=stickers,
+        hearing=hearing,
+        item_hooks=HooksByKind(hooks),
     )
     ops = Ops(
         status=StatusOps(

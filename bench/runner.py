@@ -88,6 +88,9 @@ BENCHMARKS = (
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
     Benchmark("items", "bench.items", "reply items read and delivered; the stickers part", 120),
     Benchmark("pictures", "bench.pictures", "a batch's pictures: download, re-encode, bytes", 120),
+    Benchmark(
+        "voice", "bench.voice", "a voice note heard, a voice item spoken and sent; bytes", 120
+    ),
 )
 _BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 

@@ -36,6 +36,7 @@ from bot.replies.splitting import split_text
 from bot.stickers import Stickers
 from bot.trace import Trace, TraceNotes
 from bot.vision import look_at
+from bot.voice.hearing import Hearing
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -97,8 +98,10 @@ class Answerer:
         now: Callable[[], datetime],
         pictures: Mapping[str, PictureSource] | None = None,
         stickers: Stickers | None = None,
+        hearing: Hearing | None = None,
     ) -> None:
         self._config = config
+        self._hearing = hearing
         self._warned_vision_refused = False  # one Answerer per run: once per process
         self._pictures = pictures or {}
         self._store = store
@@ -120,7 +123,10 @@ class Answerer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome.
 
         ``rearmed_by`` names the messages that re-armed its quiet timer, for the trace.
+        Its voice notes still being heard are waited for first, ``llm.timeout_s`` at most.
         """
+        if self._hearing is not None:
+            batch = await self._hearing.heard(batch, timeout_s=self._config.llm.timeout_s)
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
         notes = TraceNotes(batch, self._now(), rearmed_by=tuple(rearmed_by))
         decision = decide(batch, reply_mode=self._config.groups.reply_mode)

@@ -273,6 +273,33 @@ class StickersConfig(_Section):
     """How many the prompt offers (most sent and newest first)."""
 
 
+class VoiceConfig(_Section):
+    transcribe: bool = False
+    """Hear voice notes: speech to text before the batch is answered."""
+    speak: bool = False
+    """Let the model answer with voice items, spoken by the speech endpoint."""
+    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+    """OpenAI-compatible endpoint of ``/audio/transcriptions`` and ``/audio/speech``;
+    "" = ``[llm] base_url``."""
+    api_key_env: EnvNameOrEmpty = ""
+    """Environment variable with its key; "" = ``[llm] api_key_env``."""
+    stt_model: str = Field(default="whisper-1", min_length=1)
+    """The transcription model."""
+    tts_model: str = Field(default="tts-1", min_length=1)
+    """The speech model."""
+    tts_voice: str = Field(default="alloy", min_length=1)
+    """The voice the speech model speaks with."""
+    max_seconds: float = Field(default=120.0, gt=0, le=3600)
+    """Longer voice notes are not transcribed, in seconds."""
+    max_chars: int = Field(default=200, ge=1, le=4096)
+    """Longer voice items are sent as text, in characters."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any voice endpoint is used (and so its key is needed)."""
+        return self.transcribe or self.speak
+
+
 WEB_TOKEN_CHARS_MIN = 16
 """The shortest dashboard token accepted: it guards a page that can change memory."""
 
@@ -310,6 +337,7 @@ class Config(_Section):
     web: WebConfig = WebConfig()
     reactions: ReactionsConfig = ReactionsConfig()
     stickers: StickersConfig = StickersConfig()
+    voice: VoiceConfig = VoiceConfig()
 
     @property
     def database_path(self) -> Path:

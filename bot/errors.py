@@ -12,7 +12,10 @@ PacebotError
     ├── MessageRefused     the platform refused this message for good: drop it, go on
     ├── RateLimited        the platform asked us to wait ``retry_after_s`` seconds
     ├── ChatUnavailable    the bot was removed or blocked; stop sending to that chat
-    └── PictureUnavailable a picture cannot be fetched, is too big or does not decode
+    └── MediaUnavailable   a file a message carries cannot be had: a placeholder stays
+        ├── PictureUnavailable  a picture cannot be fetched, is too big or does not decode
+        └── VoiceUnavailable    a voice note cannot be fetched, is too big, too long or
+                                not audio
 """
 
 from __future__ import annotations
@@ -86,5 +89,14 @@ class ChatUnavailable(PlatformError):
     """The bot can no longer post in this chat (removed, blocked, chat gone)."""
 
 
-class PictureUnavailable(PlatformError):
+class MediaUnavailable(PlatformError):
+    """A file a message carries could not be had: its placeholder stays in the text."""
+
+
+class PictureUnavailable(MediaUnavailable):
     """A picture could not be fetched, is too big or does not decode: a placeholder stays."""
+
+
+class VoiceUnavailable(MediaUnavailable):
+    """A voice note could not be fetched, is too big or too long, or is no audio the
+    transcription endpoint takes: its placeholder stays."""

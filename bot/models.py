@@ -78,6 +78,33 @@ class Picture:
     placeholder: str
 
 
+def voice_label(duration_s: float | None) -> str:
+    """Return how a message's text shows a voice note: ``[voice 0:07]``, or ``[voice]``
+    while its length is unknown (a QQ record says none until it is fetched)."""
+    if duration_s is None:
+        return "[voice]"
+    minutes, seconds = divmod(max(0, round(duration_s)), 60)
+    return f"[voice {minutes}:{seconds:02d}]"
+
+
+@dataclass(frozen=True, slots=True)
+class VoiceNote:
+    """A voice note a message carries, kept by reference and fetched only to be heard.
+
+    ``ref`` is what the platform fetches it by (a Telegram ``file_id``, the ``file`` of a
+    QQ record for ``get_record``), never a URL that holds a secret; ``url`` is where a QQ
+    record can be downloaded instead ("" if none). ``duration_s`` is what the platform
+    says (``None`` when it says nothing); ``placeholder`` is how the text shows it until
+    it is heard (:func:`voice_label`).
+    """
+
+    ref: str
+    placeholder: str
+    duration_s: float | None = None
+    url: str = ""
+    size_bytes: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class StickerSeen:
     """A sticker a message carries, as its platform gave it.
@@ -133,6 +160,7 @@ class IncomingMessage:
     chat_title: str | None = None
     pictures: tuple[Picture, ...] = ()
     sticker: StickerSeen | None = None
+    voice: VoiceNote | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +178,8 @@ class StoredMessage:
     reply_to_id: str | None = None
     pictures: tuple[Picture, ...] = ()
     image_note: str | None = None  # what the model saw in the pictures, once it saw them
+    voice: VoiceNote | None = None
+    transcript: str | None = None  # None: not heard yet; "": could not be heard
 
     @property
     def shown_text(self) -> str:

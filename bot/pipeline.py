@@ -26,10 +26,11 @@ from bot.errors import StorageError
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries
-from bot.sender import Sender
+from bot.sender import ItemHooks, Sender
 from bot.stickers import Stickers
 from bot.tasks import start_task
 from bot.trace import Trace
+from bot.voice.hearing import Hearing
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
 
@@ -53,10 +54,13 @@ class Pipeline:
         rng: random.Random | None = None,
         retries: Retries = DEFAULT_RETRIES,
         stickers: Stickers | None = None,
+        hearing: Hearing | None = None,
+        item_hooks: ItemHooks | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._stickers = stickers
+        self._hearing = hearing
         self._platforms = platforms
         self._answerer = answerer
         self._traces = traces
@@ -69,7 +73,7 @@ class Pipeline:
             bot_name=config.bot.name,
             now=now,
             on_idle=self._on_replies_done,
-            hooks=stickers,
+            hooks=item_hooks,
             retries=retries,
         )
         self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
@@ -131,6 +135,8 @@ class Pipeline:
         talked_over: dict[ChatKey, None] = {}  # in order, once each
         stored = await self._keep(list(messages))
         self._collect_stickers(stored)
+        if self._hearing is not None:  # heard beside the quiet wait
+            self._hearing.hear(stored)
         for kept in stored:
             chat = kept.chat
             arrival = self._conversation(chat).message_in(kept)
@@ -405,6 +411,8 @@ class Pipeline:
         for chat in pending:
             self._conversation(chat).replies_queued()
             self.sender.wake(chat)
+        if self._hearing is not None:  # the waiting messages' notes, before their batches
+            await self._hearing.resume()
         for index, (chat, count) in enumerate(waiting.items(), start=1):
             if chat.platform not in self._platforms:
                 continue  # that platform is off this run: its messages wait for it
@@ -427,6 +435,8 @@ class Pipeline:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._hearing is not None:
+            await self._hearing.stop()
         await self._store.abandon_open_batches(now=self._now())
         await self.sender.stop()
 

@@ -83,8 +83,9 @@ class Platform(Protocol):
         """
         ...
 
-    async def show_typing(self, chat: ChatKey) -> None:
-        """Show the typing indicator once; failures are swallowed, it is cosmetic."""
+    async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
+        """Show once that an item of ``kind`` is being made ready: typing, or recording
+        for a voice note where the platform shows that. Failures are swallowed."""
         ...
 
 
@@ -259,9 +260,11 @@ class Outbox(Protocol):
         said: str | None,
         sender_name: str,
         now: datetime,
+        sent_as: ItemKind | None = None,
     ) -> None:
-        """Record an item as sent; keep ``said`` as a bot message in the chat's history
-        under the platform's id (neither is given for a reaction, which is no message)."""
+        """Record an item as sent, ``sent_as`` the kind it went out as (a voice note's
+        words may go as text); keep ``said`` as a bot message in the chat's history under
+        the platform's id (neither is given for a reaction, which is no message)."""
         ...
 
     async def release(self, item_id: int, *, now: datetime) -> None:

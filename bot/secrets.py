@@ -37,6 +37,7 @@ class Secrets:
     onebot_access_token: str | None = None
     web_token: str | None = None
     embeddings_api_key: str | None = None  # only when [memory.embeddings] is on
+    voice_api_key: str | None = None  # only when [voice] transcribes or speaks
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -48,6 +49,7 @@ class Secrets:
             self.onebot_access_token,
             self.web_token,
             self.embeddings_api_key,
+            self.voice_api_key,
         )
         return tuple(s for s in values if s)
 
@@ -73,17 +75,22 @@ def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
         llm_key = need(config.llm.api_key_env, "[llm] api_key_env")
         splitter_env = config.llm.splitter.api_key_env
         splitter_key = need(splitter_env, "[llm.splitter] api_key_env") if splitter_env else llm_key
+
+    def key_of(section: str, env_name: str) -> str:
+        """Read a section's own key, or the ``[llm]`` key it falls back to."""
+        if env_name:
+            return need(env_name, f"[{section}] api_key_env")
+        if llm:
+            return llm_key
+        return need(config.llm.api_key_env, f"[llm] api_key_env (the key [{section}] uses)")
+
     embeddings = config.memory.embeddings
     embeddings_key = None
     if embeddings.enabled:
-        embeddings_env = embeddings.api_key_env
-        if embeddings_env:
-            embeddings_key = need(embeddings_env, "[memory.embeddings] api_key_env")
-        elif llm:
-            embeddings_key = llm_key
-        else:
-            purpose = "[llm] api_key_env (the key [memory.embeddings] uses)"
-            embeddings_key = need(config.llm.api_key_env, purpose)
+        embeddings_key = key_of("memory.embeddings", embeddings.api_key_env)
+    voice_key = None
+    if config.voice.enabled and not console:
+        voice_key = key_of("voice", config.voice.api_key_env)
     telegram_token = onebot_token = None
     if config.telegram.enabled and not console:
         telegram_token = need(config.telegram.token_env, "[telegram] token_env")
@@ -113,4 +120,5 @@ def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
         onebot_token,
         web_token=web_token,
         embeddings_api_key=embeddings_key,
+        voice_api_key=voice_key,
     )

@@ -25,7 +25,7 @@ from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey
 from bot.pacing import Budget, Pacer
 from bot.ports import Outbox, Platform
-from bot.replies.items import OutboxItem, Outgoing, said
+from bot.replies.items import ItemKind, OutboxItem, Outgoing, said
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
 
@@ -34,10 +34,19 @@ _NO_WAIT_S = 0.005  # shorter waits (clock rounding, timer resolution) are not w
 
 
 class ItemHooks(Protocol):
-    """What an item needs just before it is sent, and what follows once it was."""
+    """What an item needs just before it is sent, what goes instead if the platform
+    refuses it, and what follows once it was sent."""
+
+    def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
+        """Return the kind ``item`` will go out as: what the chat is shown while it waits."""
+        ...
 
     async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
         """Return ``item`` ready to send (``None``: it can no longer be sent)."""
+        ...
+
+    def instead(self, item: Outgoing) -> Outgoing | None:
+        """Return what to send when the platform refuses ``item`` (``None``: nothing)."""
         ...
 
     async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
@@ -46,13 +55,42 @@ class ItemHooks(Protocol):
 
 
 class AsTheyAre:
-    """Items need nothing before or after they are sent."""
+    """Items need nothing before or after they are sent, and nothing replaces them."""
+
+    def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
+        return item.kind
 
     async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
         return item
 
+    def instead(self, item: Outgoing) -> Outgoing | None:
+        return None
+
     async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
         return None
+
+
+class HooksByKind:
+    """The hooks of each kind of item (stickers', voice's); other kinds go as they are."""
+
+    def __init__(self, hooks: Mapping[ItemKind, ItemHooks]) -> None:
+        self._hooks = dict(hooks)
+        self._plain = AsTheyAre()
+
+    def _of(self, item: Outgoing) -> ItemHooks:
+        return self._hooks.get(item.kind, self._plain)
+
+    def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
+        return self._of(item).kind_sent(chat, item)
+
+    async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
+        return await self._of(item).prepare(chat, item)
+
+    def instead(self, item: Outgoing) -> Outgoing | None:
+        return self._of(item).instead(item)
+
+    async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
+        await self._of(item).delivered(chat, item)
 
 
 class _NotDelivered(Exception):
@@ -222,7 +260,8 @@ class Sender:
         if item is None:
             return _Outcome.DONE
         due_in_s = (item.due_at - self._now()).total_seconds()
-        if await self._pause(chat, platform, wake, seconds=due_in_s):
+        kind = self._hooks.kind_sent(chat, item.item)
+        if await self._pause(chat, platform, wake, seconds=due_in_s, kind=kind):
             return _Outcome.WOKEN
         late_s = (self._now() - item.due_at).total_seconds()
         if late_s > self._pacing.stale_after_s:
@@ -234,7 +273,7 @@ class Sender:
         pacer = self._pacer(platform)
         slot = pacer.reserve(chat)
         slot_in_s = slot - asyncio.get_running_loop().time()
-        if await self._pause(chat, platform, wake, seconds=slot_in_s):
+        if await self._pause(chat, platform, wake, seconds=slot_in_s, kind=kind):
             pacer.give_back(chat, slot)  # woken before using it: look again
             return _Outcome.WOKEN
         outcome = await self._send(item, platform)
@@ -250,18 +289,18 @@ class Sender:
         return outcome
 
     async def _send(self, item: OutboxItem, platform: Platform) -> _Outcome:
-        """Send one reply and record how it went."""
+        """Make one reply ready, send it and record how it went (and in what form)."""
         chat = item.chat
         log = logger.bind(chat=str(chat))
-        if not await self._store.claim_for_sending(item.id, now=self._now()):
-            return _Outcome.NOT_CLAIMED
-        ready = await self._hooks.prepare(chat, item.item)
+        ready = await self._ready(item, platform)
         if ready is None:
             log.info("reply {} dropped: its {} is gone", item.id, item.item.kind)
             await self._store.mark_dropped(item.id, now=self._now(), reason="gone")
             return _Outcome.REFUSED
+        if not await self._store.claim_for_sending(item.id, now=self._now()):
+            return _Outcome.NOT_CLAIMED
         try:
-            message_id = await platform.send(chat, ready)
+            message_id, ready = await self._post(item.id, chat, ready, platform)
         except RateLimited as exc:
             loop = asyncio.get_running_loop()
             retry_at = loop.time() + exc.retry_after_s  # counted from the platform's answer
@@ -293,13 +332,41 @@ class Sender:
         await self._store.mark_sent(
             item.id,
             platform_message_id=message_id,
-            said=said(item.item),
+            said=said(ready),
+            sent_as=ready.kind,
             sender_name=self._bot_name,
             now=self._now(),
         )
         await self._hooks.delivered(chat, ready)
         log.debug("sent reply {} as message {}", item.id, message_id)
         return _Outcome.SENT
+
+    async def _ready(self, item: OutboxItem, platform: Platform) -> Outgoing | None:
+        """Make ``item`` ready to send; a voice note shows "recording" while it is spoken."""
+        speaks = self._hooks.kind_sent(item.chat, item.item) is ItemKind.VOICE
+        async with self.typing(item.chat, platform, enabled=speaks, kind=ItemKind.VOICE):
+            return await self._hooks.prepare(item.chat, item.item)
+
+    async def _post(
+        self, item_id: int, chat: ChatKey, ready: Outgoing, platform: Platform
+    ) -> tuple[str | None, Outgoing]:
+        """Send ``ready``, or once what replaces it if the platform refuses it (a voice
+        note's words as text); return the message id and what was sent."""
+        try:
+            return await platform.send(chat, ready), ready
+        except MessageRefused as exc:
+            instead = self._hooks.instead(ready)
+            if instead is None:
+                raise
+            refusal = str(exc)
+        logger.bind(chat=str(chat)).warning(
+            "reply {} refused as {} ({}); sending it as {} instead",
+            item_id,
+            ready.kind,
+            refusal,
+            instead.kind,
+        )
+        return await platform.send(chat, instead), instead
 
     async def _pause(
         self,
@@ -308,17 +375,18 @@ class Sender:
         wake: asyncio.Event,
         *,
         seconds: float,
-        typing: bool = True,
+        kind: ItemKind = ItemKind.CONTENT,
     ) -> bool:
-        """Wait ``seconds`` showing typing; return ``True`` if woken early."""
+        """Wait ``seconds`` showing that an item of ``kind`` is being made ready (typing,
+        recording); return ``True`` if woken early."""
         if seconds < _NO_WAIT_S:
             return wake.is_set()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
-        refresh_s = platform.typing_refresh_s if typing else None
+        refresh_s = platform.typing_refresh_s
         while (remaining := deadline - loop.time()) > 0:
             if refresh_s is not None:
-                await self._show_typing(chat, platform, timeout_s=remaining)
+                await self._show_typing(chat, platform, timeout_s=remaining, kind=kind)
                 remaining = deadline - loop.time()
             step = remaining if refresh_s is None else min(remaining, refresh_s)
             if await _wait_set(wake, seconds=step):
@@ -327,9 +395,15 @@ class Sender:
 
     @contextlib.asynccontextmanager
     async def typing(
-        self, chat: ChatKey, platform: Platform, *, enabled: bool = True
+        self,
+        chat: ChatKey,
+        platform: Platform,
+        *,
+        enabled: bool = True,
+        kind: ItemKind = ItemKind.CONTENT,
     ) -> AsyncIterator[None]:
-        """Show the typing indicator in ``chat`` (refreshed) for as long as the block runs."""
+        """Show the typing indicator in ``chat`` (refreshed) for as long as the block runs;
+        for a voice note, that it is being recorded."""
         refresh_s = platform.typing_refresh_s
         if not enabled or refresh_s is None:
             yield
@@ -341,7 +415,7 @@ class Sender:
             loop = asyncio.get_running_loop()
             while not done.is_set():
                 next_at = loop.time() + refresh_s
-                await self._show_typing(chat, platform, timeout_s=refresh_s)
+                await self._show_typing(chat, platform, timeout_s=refresh_s, kind=kind)
                 await _wait_set(done, seconds=next_at - loop.time())
 
         task = asyncio.create_task(keep_typing(), name=f"typing:{chat}")
@@ -354,7 +428,14 @@ class Sender:
             task.cancel()
             await asyncio.wait({task})
 
-    async def _show_typing(self, chat: ChatKey, platform: Platform, *, timeout_s: float) -> None:
+    async def _show_typing(
+        self,
+        chat: ChatKey,
+        platform: Platform,
+        *,
+        timeout_s: float,
+        kind: ItemKind = ItemKind.CONTENT,
+    ) -> None:
         """Show typing in ``chat`` if the platform's typing budget has room; never wait for it.
 
         Under load thousands of chats may wait for a send slot at once, each refreshing its
@@ -364,7 +445,7 @@ class Sender:
             return
         try:
             async with asyncio.timeout(timeout_s):
-                await platform.show_typing(chat)
+                await platform.show_typing(chat, kind=kind)
         except TimeoutError:
             logger.bind(chat=str(chat)).debug("typing indicator timed out")
 

@@ -28,7 +28,7 @@ from bot.config import Config
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage, StickerRecord, StickerSeen
 from bot.prompt import clip
-from bot.replies.items import Outgoing, Sticker
+from bot.replies.items import ItemKind, Outgoing, Sticker
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +239,14 @@ class Stickers:
         if found is None or source is None:
             return None
         return await source.thumbnail(found.file_ref)
+
+    def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
+        """A sticker goes out as a sticker."""
+        return item.kind
+
+    def instead(self, item: Outgoing) -> Outgoing | None:
+        """Nothing replaces a sticker the platform refuses."""
+        return None
 
     async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
         """Make an item ready to send: a sticker gets what its platform sends it by.

@@ -47,7 +47,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "group reply mode: {reply_mode}\n"
         "waiting messages: {waiting}\n"
         "queued replies: {queued}\n"
-        "sent today: {texts} text(s), {reactions} reaction(s), {stickers} sticker(s)\n"
+        "sent today: {texts} text(s), {reactions} reaction(s), {stickers} sticker(s),"
+        " {voices} voice message(s)\n"
         "LLM errors in the last hour: {errors}",
         # /prompt
         "prompt": "system prompt of {chat}, ~{tokens} tokens:\n\n{prompt}",
@@ -135,6 +136,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_tier": "replies read by: {tier}",
         "trace_fate": "reply {number}: {state} · {content}",
         "trace_dropped": "not sent: a {kind} item ({reason})",
+        "trace_heard": "voice note #{id} heard: {transcript}",
+        "trace_unheard": "voice note #{id} not heard: its placeholder was answered",
         "trace_raw": "raw output:",
         # /stickers, /sticker ban
         "stickers_usage": "usage: /stickers (in the chat, or naming a chat key from a private "
@@ -185,7 +188,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "群聊回复模式：{reply_mode}\n"
         "等待中的消息：{waiting}\n"
         "排队的回复：{queued}\n"
-        "今天发出：{texts} 条文字，{reactions} 个表情回应，{stickers} 个表情包\n"
+        "今天发出：{texts} 条文字，{reactions} 个表情回应，{stickers} 个表情包，{voices} 条语音\n"
         "最近一小时 LLM 错误：{errors}",
         "prompt": "{chat} 的系统提示词，约 {tokens} token：\n\n{prompt}",
         "summary_usage": "用法：/summary list | show [N] | pop | restore | run [YYYY-MM-DD]",
@@ -262,6 +265,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_tier": "回复解析方式：{tier}",
         "trace_fate": "第 {number} 条回复：{state} · {content}",
         "trace_dropped": "未发送：一个 {kind} 项（{reason}）",
+        "trace_heard": "语音 #{id} 转写：{transcript}",
+        "trace_unheard": "语音 #{id} 未能转写：按占位符回答",
         "trace_raw": "原始输出：",
         "stickers_usage": "用法：/stickers（在聊天里，或在私聊里指明一个会话）",
         "stickers_off": "表情包功能已关闭：设置 [stickers] enabled = true 才会收集和发送。",

@@ -101,6 +101,8 @@ class Trace:
     dropped: tuple[DroppedItem, ...] = ()  # items of the plan that never reached the outbox
     rearmed_by: tuple[str, ...] = ()  # messages that re-armed the quiet timer; the rest of
     # a group batch joined it as context (the busy-room rule)
+    heard: tuple[tuple[str, str], ...] = ()  # (message id, transcript; "" unheard) per voice
+    # note of the batch, as the model was given it
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +221,11 @@ class TraceNotes:
             error=error,
             dropped=tuple(self.dropped),
             rearmed_by=tuple(i for i in self.rearmed_by if i in message_ids),
+            heard=tuple(
+                (m.message_id, clip(m.transcript or "", TOOL_CHARS_MAX))
+                for m in self.batch.messages
+                if m.voice is not None
+            ),
         )
 
 
@@ -332,6 +339,12 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
         for fate in shown.fates
     )
     lines.extend(say("trace_dropped", kind=item.kind, reason=item.reason) for item in trace.dropped)
+    lines.extend(
+        say("trace_heard", id=message_id, transcript=transcript)
+        if transcript
+        else say("trace_unheard", id=message_id)
+        for message_id, transcript in trace.heard
+    )
     if trace.raw_output:
         lines.append(say("trace_raw") + "\n" + trace.raw_output)
     return "\n".join(lines)

@@ -311,10 +311,34 @@ def sticker(
     return {"sticker": body}
 
 
-def voice(caption: str | None = None) -> dict[str, Any]:
-    """Return the fields of a voice message."""
-    body = {"file_id": "voice-1", "file_unique_id": "uv-1", "duration": 3}
+def voice(
+    caption: str | None = None,
+    *,
+    file_id: str = "voice-1",
+    duration: int = 3,
+    file_size: int | None = None,
+) -> dict[str, Any]:
+    """Return the fields of a voice message (Ogg/Opus, as Telegram's clients record)."""
+    body = _sound(file_id, duration, "audio/ogg", file_size=file_size)
     return _with_caption({"voice": body}, caption)
+
+
+def audio(
+    *, file_id: str = "audio-1", duration: int = 200, performer: str = "", title: str = ""
+) -> dict[str, Any]:
+    """Return the fields of an audio (music) file message."""
+    return {"audio": _sound(file_id, duration, "audio/mpeg", performer=performer, title=title)}
+
+
+def _sound(file_id: str, duration: int, mime_type: str, **optional: Any) -> dict[str, Any]:
+    """Return a voice note's or audio file's fields; the optional ones only when given."""
+    body: dict[str, Any] = {
+        "file_id": file_id,
+        "file_unique_id": f"u{file_id}",
+        "duration": duration,
+        "mime_type": mime_type,
+    }
+    return body | {key: value for key, value in optional.items() if value}
 
 
 def document(
@@ -369,7 +393,9 @@ class FakeBotAPI:
         self.honour_allowed_updates = True  # False: deliver every kind, as old servers may
         self.files: dict[str, bytes] = {}  # what getFile and the file endpoint serve, by file_id
         self.file_sizes: dict[str, int] = {}  # a file_size getFile announces instead of the real
+        self.file_paths: dict[str, str] = {}  # file_id → the file_path getFile gives
         self.downloads: list[str] = []  # file paths fetched from /file/bot<token>/
+        self.voices: list[dict[str, Any]] = []  # each sendVoice: its fields, the upload's bytes
         # file_id: the status its download gets, and a page answered instead of JSON
         self.download_failures: dict[str, tuple[int, str | None]] = {}
         self._updates: list[dict[str, Any]] = []
@@ -396,6 +422,7 @@ class FakeBotAPI:
             "getfile": self._get_file,
             "setmessagereaction": self._set_message_reaction,
             "sendsticker": self._send_sticker,
+            "sendvoice": self._send_voice,
             "close": self._true,
             "logout": self._true,
         }
@@ -596,14 +623,18 @@ class FakeBotAPI:
         announced_size: int | None = None,
         download_status: int = 200,
         error_page: str | None = None,
+        path: str | None = None,
     ) -> None:
         """Serve ``data`` as the file behind ``file_id`` (``getFile``, then the download).
 
         Another ``download_status`` makes the download fail with it while ``getFile``
         still answers, as when the file is gone from the server's disk; the failure is
         Telegram's JSON, or ``error_page`` as a proxy in front of a server answers.
+        ``path`` is its ``file_path`` (``photos/<id>.jpg`` unless told; a voice note's
+        is ``voice/<id>.oga`` on Telegram).
         """
         self.files[file_id] = data
+        self.file_paths[file_id] = path or f"photos/{file_id}.jpg"
         if announced_size is not None:
             self.file_sizes[file_id] = announced_size
         if download_status != 200:
@@ -857,6 +888,30 @@ class FakeBotAPI:
         self._remember(message)
         return message
 
+    async def _send_voice(self, params: dict[str, Any]) -> Any:
+        """Send an uploaded voice note, as Telegram does: an empty upload is refused."""
+        chat_id = self._target_chat(params)
+        upload = params.get("voice")
+        if not isinstance(upload, dict) or not upload.get("data"):
+            raise _ApiError(400, "Bad Request: file must be non-empty")
+        self.voices.append(params)
+        message: dict[str, Any] = {
+            "message_id": self._take_message_id(),
+            "from": dict(self.bot_user),
+            "chat": self._chat_for(chat_id),
+            "date": int(time.time()),
+            "voice": {
+                "file_id": f"sent-voice-{len(self.voices)}",
+                "file_unique_id": f"usv-{len(self.voices)}",
+                "duration": int(params.get("duration") or 0),
+                "mime_type": "audio/ogg",
+                "file_size": len(upload["data"]),
+            },
+            **self._thread(chat_id, params, None),
+        }
+        self._remember(message)
+        return message
+
     async def _set_message_reaction(self, params: dict[str, Any]) -> Any:
         """Set the bot's reaction as the Bot API does: on a known message of the chat, with
         an emoji of its reaction set (a custom emoji id that is not a number is refused)."""
@@ -896,7 +951,7 @@ class FakeBotAPI:
             "file_id": file_id,
             "file_unique_id": f"u-{file_id}",
             "file_size": size,
-            "file_path": f"photos/{file_id}.jpg",
+            "file_path": self.file_paths[file_id],
         }
 
     async def _download(self, request: web.Request) -> web.Response:
@@ -905,7 +960,8 @@ class FakeBotAPI:
             return web.Response(status=401, text="Unauthorized")
         path = request.match_info["path"]
         self.downloads.append(path)
-        file_id = path.removeprefix("photos/").removesuffix(".jpg")
+        by_path = {file_path: file_id for file_id, file_path in self.file_paths.items()}
+        file_id = by_path.get(path, "")
         if file_id not in self.files:
             return web.Response(status=404, text="Not Found")
         if file_id in self.download_failures:  # Telegram's file server answers errors in JSON
@@ -1022,7 +1078,8 @@ async def _read_params(request: web.Request) -> dict[str, Any]:
         if isinstance(value, str):
             params[name] = _decode_field(name, value)
         elif isinstance(value, web.FileField):  # an uploaded file
-            params[name] = {"filename": value.filename, "size": len(value.file.read())}
+            data = value.file.read()
+            params[name] = {"filename": value.filename, "size": len(data), "data": data}
         else:
             params[name] = _decode_field(name, bytes(value).decode())
     return params

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.app import Core, running_core
+from adapters.app import Core, running_bot, running_core
 from bot.config import Config, parse_config
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
@@ -28,12 +28,15 @@ from bot.models import ChatKey, ChatKind, DaySummary, IncomingMessage
 from bot.ops import Ops
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits, Platform
-from bot.replies.items import ItemKind, Outgoing, Reaction, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Text, Voice
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from adapters.openai_audio import OpenAIAudio
 
 PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
 GROUP = ChatKey("test", ChatKind.GROUP, "-100")
@@ -64,6 +67,8 @@ class RecordingPlatform:
     failures: list[PlatformError] = field(default_factory=list)
     send_delay_s: float = 0.0
     reactions: list[tuple[ChatKey, str, str]] = field(default_factory=list)  # chat, emoji, to
+    voices: list[tuple[ChatKey, Voice]] = field(default_factory=list)  # spoken, with audio
+    shown: list[ItemKind] = field(default_factory=list)  # what each typing call announced
     delivers: frozenset[ItemKind] = frozenset({ItemKind.CONTENT, ItemKind.REACT})
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(9000))
 
@@ -78,14 +83,18 @@ class RecordingPlatform:
         if isinstance(item, Reaction) and item.kind in self.delivers:
             self.reactions.append((chat, item.emoji, item.to))
             return None
+        if isinstance(item, Voice) and item.kind in self.delivers and item.audio:
+            self.voices.append((chat, item))
+            return str(next(self._ids))
         if not isinstance(item, Text):
             msg = f"a {item.kind} item cannot be recorded"
             raise MessageRefused(msg)
         self.sent.append(Sent(chat, item.content, item.reply_to, asyncio.get_running_loop().time()))
         return str(next(self._ids))
 
-    async def show_typing(self, chat: ChatKey) -> None:
+    async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
         self.typing.append((chat, asyncio.get_running_loop().time()))
+        self.shown.append(kind)
 
     def texts(self, chat: ChatKey | None = None) -> list[str]:
         return [s.text for s in self.sent if chat is None or s.chat == chat]
@@ -194,7 +203,10 @@ async def harness(
     platforms: dict[str, Platform] = {platform.name: platform}
     embeddings_key = TEST_KEY if config.memory.embeddings.enabled else None
     secrets = Secrets(
-        llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, embeddings_api_key=embeddings_key
+        llm_api_key=TEST_KEY,
+        splitter_api_key=TEST_KEY,
+        embeddings_api_key=embeddings_key,
+        voice_api_key=TEST_KEY if config.voice.enabled else None,
     )
     async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
         yield Harness(config, core, platform, llm_server)
@@ -246,6 +258,36 @@ def telegram_config(
     """Return a test config with Telegram enabled against the fake Bot API."""
     telegram = {"enabled": True, "api_base_url": api.base_url}
     return make_config(tmp_path, llm_server.base_url, telegram=telegram, **sections)
+
+
+@contextlib.asynccontextmanager
+async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
+    """Run pacebot's Telegram (and whatever else ``config`` enables) against the fake
+    Bot API, with every key a test config may need; yield once polling has begun."""
+    secrets = Secrets(
+        TEST_KEY,
+        TEST_KEY,
+        telegram_token=api.token,
+        voice_api_key=TEST_KEY if config.voice.enabled else None,
+    )
+    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
+        await api.wait_for("getUpdates", timeout=10)
+        yield core
+
+
+def speech_client(llm: FakeLLMServer, *, timeout_s: float = 10.0) -> OpenAIAudio:
+    """Return the real audio client pointed at the fake server's audio endpoints."""
+    from adapters.openai_audio import OpenAIAudio
+
+    return OpenAIAudio(
+        base_url=llm.base_url,
+        api_key=TEST_KEY,
+        stt_model="whisper-1",
+        tts_model="tts-1",
+        tts_voice="alloy",
+        timeout_s=timeout_s,
+        max_retries=0,
+    )
 
 
 def user_prompt(request: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ call is recorded in :attr:`FakeOneBot.calls`; failures and silences can be scrip
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -77,8 +78,17 @@ def face(face_id: int = 14) -> Segment:
     return {"type": "face", "data": {"id": str(face_id)}}
 
 
-def record() -> Segment:
-    return {"type": "record", "data": {"file": "a1b2.amr", "file_size": "5120"}}
+def record(file: str = "a1b2.amr", *, url: str | None = None, file_size: int = 5120) -> Segment:
+    """A record (voice) segment as NapCat sends it: ``file`` is what ``get_record`` takes,
+    ``url`` where its SILK bytes can be downloaded (NapCat's ``path`` is on its own host)."""
+    data: dict[str, Any] = {
+        "file": file,
+        "path": f"/napcat/temp/{file}",
+        "file_size": str(file_size),
+    }
+    if url is not None:
+        data["url"] = url
+    return {"type": "record", "data": data}
 
 
 def video() -> Segment:
@@ -172,6 +182,7 @@ class FakeOneBot:
         self.unsupported = set(unsupported)
         self.calls: list[ApiCall] = []
         self.posted: dict[int, ApiCall] = {}  # message id → the send call that made it
+        self.records: dict[str, bytes] = {}  # what get_record answers, as MP3, by file
         self._scripts: defaultdict[str, deque[object]] = defaultdict(deque)
         self._event_ids = itertools.count(1001)
         self._post_ids = itertools.count(50001)
@@ -425,6 +436,8 @@ class FakeOneBot:
             return self._failed(call, scripted.retcode, scripted.wording)
         if call.action in self.unsupported:
             return self._failed(call, 1404, f"不支持的Api {call.action}")
+        if call.action == "get_record" and str(call.params.get("file")) not in self.records:
+            return self._failed(call, 200, "语音文件不存在")
         return {"status": "ok", "retcode": 0, "data": self._data(call), "echo": call.echo}
 
     def _failed(self, call: ApiCall, retcode: int, wording: str) -> dict[str, Any]:
@@ -450,7 +463,25 @@ class FakeOneBot:
             return {"app_name": "FakeOneBot", "app_version": "1.0", "protocol_version": "v11"}
         if call.action == "get_msg":
             return self._stored_message(call.params.get("message_id"))
+        if call.action == "get_record":
+            return self._record(call.params)
         return None
+
+    def _record(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        """Answer ``get_record`` as NapCat does once it converted the note: its bytes in
+        ``base64``, ``file`` and ``url`` a path on NapCat's own host."""
+        name = str(params.get("file", ""))
+        data = self.records.get(name)
+        if data is None:
+            return None
+        out = f"/napcat/temp/{name}.{params.get('out_format', 'mp3')}"
+        return {
+            "file": out,
+            "url": out,
+            "file_size": str(len(data)),
+            "file_name": out.rsplit("/", 1)[-1],
+            "base64": base64.b64encode(data).decode("ascii"),
+        }
 
     def _stored_message(self, message_id: Any) -> dict[str, Any] | None:
         try:

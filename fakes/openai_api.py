@@ -20,6 +20,15 @@ parts (``reply_parts``); ``refuse_tools`` makes every request that offers tools 
 ``before_answer``, if set, is awaited with each chat request's body before it is
 answered: a test can hold one request until another arrives, or answer them out of order.
 
+``POST /v1/audio/transcriptions`` records each multipart upload (its file name, type,
+bytes and fields) in ``transcriptions`` and answers ``transcript`` (as text, or as
+``{"text": ...}`` for ``response_format = json``), refusing as OpenAI does a file whose
+name or bytes are not audio of a format it takes; ``POST /v1/audio/speech`` records each
+body in ``speech_requests`` and answers real audio of the asked format (Ogg/Opus or MP3
+silence from :mod:`fakes.audio`, a fifth of a second per character). Each has a script
+of its own (``transcription_fail``/``_hang``/``_respond``, ``speech_fail``/``_respond``);
+``audio_endpoints = False`` answers both 404, as a provider without audio endpoints.
+
 ``POST /v1/embeddings`` has a script of its own (``embeddings_fail``,
 ``embeddings_hang``) and records its bodies in ``embedding_requests``. Unscripted, it
 embeds each text deterministically: every word (a run of Latin letters, or one Han
@@ -47,10 +56,27 @@ from typing import Any, Self
 
 from aiohttp import web
 
+from fakes import audio
+
 DEFAULT_REPLY = json.dumps(
     {"replies": [{"content": "好的", "send_delay_seconds": 0}]}, ensure_ascii=False
 )
 """What the server says when nothing is scripted: a valid one-message reply plan."""
+DEFAULT_TRANSCRIPT = "你听听这个，我今天面试过了"
+"""What every voice note says when nothing else is scripted."""
+TRANSCRIBED_FORMATS = frozenset({"flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "wav", "webm"})
+"""The file endings OpenAI's transcription endpoint takes (``oga`` is not one)."""
+_AUDIO_MAGIC = (b"OggS", b"ID3", b"\xff\xfb", b"\xff\xf3", b"RIFF", b"fLaC")
+
+
+@dataclass(frozen=True, slots=True)
+class Upload:
+    """One file uploaded for transcription, and the form's other fields."""
+
+    filename: str
+    content_type: str
+    data: bytes
+    fields: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +125,14 @@ class FakeLLMServer:
         """Answer 400 to every chat request that offers tools."""
         self.before_answer: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         """Awaited with each chat request's body before it takes its scripted step."""
+        self.transcript = DEFAULT_TRANSCRIPT
+        """What an unscripted transcription answers."""
+        self.transcriptions: list[Upload] = []
+        self.speech_requests: list[dict[str, Any]] = []
+        self.audio_endpoints = True
+        """``False``: both audio endpoints answer 404, as a provider without them."""
+        self._transcription_script: deque[_Step] = deque()
+        self._speech_script: deque[_Step] = deque()
         self._axes: dict[str, int] = {}
         self._script: deque[_Step] = deque()
         self._embedding_script: deque[_Step] = deque()
@@ -211,6 +245,39 @@ class FakeLLMServer:
             vector[axis] += 1.0
         return vector
 
+    def transcription_fail(self, status: int) -> None:
+        """Answer the next transcription with an HTTP error."""
+        body = {"error": {"message": f"fake error {status}", "type": "server_error"}}
+        self._transcription_script.append(_Step(status=status, body=body))
+
+    def transcription_hang(self, seconds: float, *, text: str | None = None) -> None:
+        """Wait ``seconds`` before answering the next transcription."""
+        self._transcription_script.append(
+            _Step(delay_s=seconds, content=text, use_default=text is None)
+        )
+
+    def transcription_respond(self, text: str) -> None:
+        """Answer the next transcription with ``text``."""
+        self._transcription_script.append(_Step(content=text))
+
+    def speech_fail(self, status: int) -> None:
+        """Answer the next speech request with an HTTP error."""
+        body = {"error": {"message": f"fake error {status}", "type": "server_error"}}
+        self._speech_script.append(_Step(status=status, body=body))
+
+    def speech_respond(self, body: str, *, status: int = 200) -> None:
+        """Answer the next speech request with ``body`` as an HTML page (a proxy's)."""
+        self._speech_script.append(_Step(status=status, body=body))
+
+    async def wait_for_transcriptions(
+        self,
+        n: int,
+        timeout: float = 2.0,  # noqa: ASYNC109 - a one-liner for tests beats a with-block
+    ) -> list[Upload]:
+        """Wait until at least ``n`` uploads for transcription have arrived; return them."""
+        await self._wait_until(self.transcriptions, n, "transcriptions", timeout)
+        return list(self.transcriptions)
+
     @property
     def pending(self) -> int:
         """How many scripted answers have not been used yet."""
@@ -231,6 +298,8 @@ class FakeLLMServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
+        app.router.add_post("/v1/audio/speech", self._speech)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", port, reuse_address=True)
@@ -263,13 +332,17 @@ class FakeLLMServer:
         timeout: float = 2.0,  # noqa: ASYNC109 - a one-liner for tests beats a with-block
     ) -> list[dict[str, Any]]:
         """Wait until at least ``n`` requests have arrived; return all recorded so far."""
-        try:
-            async with asyncio.timeout(timeout), self._arrived:
-                await self._arrived.wait_for(lambda: len(self.requests) >= n)
-        except TimeoutError:
-            msg = f"expected {n} requests within {timeout} s, got {len(self.requests)}"
-            raise TimeoutError(msg) from None
+        await self._wait_until(self.requests, n, "requests", timeout)
         return list(self.requests)
+
+    async def _wait_until(self, records: list[Any], n: int, what: str, timeout_s: float) -> None:
+        """Wait until ``records`` holds at least ``n``; fail naming ``what`` after ``timeout_s``."""
+        try:
+            async with asyncio.timeout(timeout_s), self._arrived:
+                await self._arrived.wait_for(lambda: len(records) >= n)
+        except TimeoutError:
+            msg = f"expected {n} {what} within {timeout_s} s, got {len(records)}"
+            raise TimeoutError(msg) from None
 
     # --- the endpoint ----------------------------------------------------------------
 
@@ -336,6 +409,61 @@ class FakeLLMServer:
             }
         )
 
+    async def _transcriptions(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        fields = {name: value for name, value in form.items() if isinstance(value, str)}
+        upload = form.get("file")
+        if not isinstance(upload, web.FileField):
+            return _invalid("'file' is a required property", "file")
+        heard = Upload(upload.filename, upload.content_type, upload.file.read(), fields)
+        refusal = await self._audio_arrived(self.transcriptions, heard, request)
+        if refusal is not None:
+            return refusal
+        step = self._transcription_script.popleft() if self._transcription_script else None
+        step = step or _Step(use_default=True)
+        if step.delay_s > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), step.delay_s)
+        if step.body is not None:
+            return web.json_response(step.body, status=step.status)
+        extension = heard.filename.rsplit(".", 1)[-1].lower()
+        if extension not in TRANSCRIBED_FORMATS:
+            return _invalid(f"Unsupported file format {extension}", "file")
+        if not heard.data.startswith(_AUDIO_MAGIC):
+            return _invalid("Audio file might be corrupted or unsupported", "file")
+        text = self.transcript if step.use_default else str(step.content)
+        if fields.get("response_format") == "text":
+            return web.Response(text=text + "\n", content_type="text/plain")
+        return web.json_response({"text": text})
+
+    async def _speech(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        refusal = await self._audio_arrived(self.speech_requests, body, request)
+        if refusal is not None:
+            return refusal
+        step = self._speech_script.popleft() if self._speech_script else None
+        if step is not None and isinstance(step.body, str):
+            return web.Response(status=step.status, text=step.body, content_type="text/html")
+        if step is not None:
+            return web.json_response(step.body, status=step.status)
+        seconds = max(0.2, len(str(body.get("input", ""))) / 5)
+        if body.get("response_format") == "opus":
+            return web.Response(body=audio.ogg_opus(seconds), content_type="audio/ogg")
+        return web.Response(body=audio.mp3(seconds), content_type="audio/mpeg")
+
+    async def _audio_arrived(
+        self, records: list[Any], record: Any, request: web.Request
+    ) -> web.Response | None:
+        """Record an audio request; answer 404 for a provider without audio endpoints, or
+        as a wrong key is answered; ``None`` if it goes on."""
+        records.append(record)
+        async with self._arrived:
+            self._arrived.notify_all()
+        if not self.audio_endpoints:
+            error = {"message": f"Not found: {request.path}", "type": "not_found"}
+            return web.json_response({"error": error}, status=404)
+        return self._refusal({}, request.headers.get("Authorization", ""))
+
     def _refusal(self, body: dict[str, Any], authorization: str) -> web.Response | None:
         """Answer as a provider refuses a bad key, JSON mode or tools; ``None`` if it would not."""
         if self.api_key is not None and authorization != f"Bearer {self.api_key}":
@@ -385,3 +513,9 @@ class FakeLLMServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+
+def _invalid(message: str, param: str) -> web.Response:
+    """Answer 400 as OpenAI answers a request it cannot take."""
+    error = {"message": message, "type": "invalid_request_error", "param": param}
+    return web.json_response({"error": error}, status=400)

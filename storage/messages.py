@@ -17,13 +17,20 @@ from pathlib import Path
 
 import aiosqlite
 
-from bot.models import ChatActivity, ChatKey, IncomingMessage, Picture, StoredMessage
+from bot.models import (
+    ChatActivity,
+    ChatKey,
+    IncomingMessage,
+    Picture,
+    StoredMessage,
+    VoiceNote,
+)
 from storage.database import Database
 from storage.values import ascii_lower, aware, clean, unix
 
 MESSAGE_COLUMNS = (
     "chat_key, message_id, sender_id, sender_name, text, sent_at, from_bot, "
-    "addresses_bot, reply_to_id, pictures, image_note"
+    "addresses_bot, reply_to_id, pictures, image_note, voice, transcript"
 )
 """The ``messages`` columns :func:`stored_message` reads."""
 
@@ -47,6 +54,32 @@ def pictures_of(column: str | None) -> tuple[Picture, ...]:
     return tuple(Picture(item["ref"], item["placeholder"]) for item in json.loads(column))
 
 
+def voice_json(note: VoiceNote | None) -> str | None:
+    """Return a message's voice note as the ``voice`` column holds it; ``None`` if none."""
+    if note is None:
+        return None
+    return json.dumps(
+        {
+            "ref": clean(note.ref),
+            "placeholder": clean(note.placeholder),
+            "duration_s": note.duration_s,
+            "url": clean(note.url),
+            "size_bytes": note.size_bytes,
+        },
+        ensure_ascii=False,
+    )
+
+
+def voice_of(column: str | None) -> VoiceNote | None:
+    """Read the ``voice`` column back; a row written before voice has none."""
+    if not column:
+        return None
+    note = json.loads(column)
+    return VoiceNote(
+        note["ref"], note["placeholder"], note["duration_s"], note["url"], note["size_bytes"]
+    )
+
+
 def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
     """Build a message of ``chat`` from a row of :data:`MESSAGE_COLUMNS`."""
     return StoredMessage(
@@ -61,16 +94,18 @@ def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
         reply_to_id=row["reply_to_id"],
         pictures=pictures_of(row["pictures"]),
         image_note=row["image_note"],
+        voice=voice_of(row["voice"]),
+        transcript=row["transcript"],
     )
 
 
 _INSERTED_COLUMNS = (
     "chat_key, message_id, sender_id, sender_name, text, sent_at, received_at, from_bot,"
-    " addresses_bot, reply_to_id, pictures"
+    " addresses_bot, reply_to_id, pictures, voice"
 )
-_ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)"
+_ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
 # Rows per INSERT: a whole page (getUpdates gives 100, a QQ hand-over 500) in one round
-# trip. 5,000 parameters: RETURNING needs SQLite 3.35, whose limit is 32,766.
+# trip. 5,500 parameters: RETURNING needs SQLite 3.35, whose limit is 32,766.
 _INSERT_ROWS = 500
 
 
@@ -87,6 +122,7 @@ def _row(message: IncomingMessage, received_at_s: float) -> tuple[object, ...]:
         message.addresses_bot,
         message.reply_to_id,
         pictures_json(message.pictures),
+        voice_json(message.voice),
     )
 
 
@@ -208,6 +244,28 @@ class SqliteMessageLog(Database):
                 rows,
             )
             return cursor.rowcount
+
+    async def keep_transcript(
+        self, chat: ChatKey, message_id: str, *, transcript: str, text: str | None
+    ) -> None:
+        """Keep what was heard in a chatter's voice note ("": nothing will be) and, if
+        given, the message's text with it in place of the placeholder."""
+        async with self._connection() as db:
+            await db.execute(
+                "UPDATE messages SET transcript = ?, text = coalesce(?, text)"
+                " WHERE chat_key = ? AND message_id = ? AND from_bot = 0",
+                (clean(transcript), None if text is None else clean(text), str(chat), message_id),
+            )
+
+    async def unheard_voice_notes(self) -> list[StoredMessage]:
+        """Return the waiting messages whose voice note was never heard nor given up on."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                f"SELECT {MESSAGE_COLUMNS} FROM messages"
+                " WHERE voice IS NOT NULL AND transcript IS NULL AND batch_id IS NULL"
+                " ORDER BY id"
+            )
+        return [stored_message(row, ChatKey.parse(row["chat_key"])) for row in rows]
 
     async def is_bot_message(self, chat: ChatKey, message_id: str) -> bool:
         """Tell whether ``message_id`` in ``chat`` is a message the bot sent."""

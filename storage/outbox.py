@@ -14,7 +14,7 @@ from datetime import datetime
 
 from bot.errors import StorageError
 from bot.models import ChatKey
-from bot.replies.items import OutboxItem, OutboxState, from_row
+from bot.replies.items import ItemKind, OutboxItem, OutboxState, from_row
 from storage.database import Database
 from storage.values import BOT_SENDER_ID, aware, clean, unix
 
@@ -63,18 +63,20 @@ class SqliteOutbox(Database):
         said: str | None,
         sender_name: str,
         now: datetime,
+        sent_as: ItemKind | None = None,
     ) -> None:
-        """Record an item as sent; keep what it said as a bot message in the chat's history
-        (not for an item that is no message of its own, such as a reaction).
+        """Record an item as sent (as ``sent_as``, when it went out as another kind); keep
+        what it said as a bot message in the chat's history (not for an item that is no
+        message of its own, such as a reaction).
 
         Raise ``StorageError`` if the item is not being sent (a bug in the caller).
         """
         sent_at = unix(now, "now")
         async with self._transaction() as db:
             cursor = await db.execute(
-                "UPDATE outbox SET state = 'sent', platform_message_id = ?, updated_at = ?"
-                " WHERE id = ? AND state = 'sending'",
-                (platform_message_id, sent_at, item_id),
+                "UPDATE outbox SET state = 'sent', platform_message_id = ?, updated_at = ?,"
+                " sent_as = ? WHERE id = ? AND state = 'sending'",
+                (platform_message_id, sent_at, sent_as, item_id),
             )
             if cursor.rowcount != 1:
                 await db.rollback()
@@ -190,7 +192,8 @@ class SqliteOutbox(Database):
         return int(next(iter(rows))[0])
 
     async def sent_counts(self, chat: ChatKey | None = None, *, since: datetime) -> dict[str, int]:
-        """Count the items sent since ``since`` by kind, of one chat or of all."""
+        """Count the items sent since ``since`` by the kind they went out as, of one chat
+        or of all."""
         where = "state = 'sent' AND updated_at >= ?"
         params: tuple[object, ...] = (unix(since, "since"),)
         if chat is not None:
@@ -198,7 +201,9 @@ class SqliteOutbox(Database):
             params += (str(chat),)
         async with self._connection() as db:
             rows = await db.execute_fetchall(
-                f"SELECT kind, count(*) FROM outbox WHERE {where} GROUP BY kind", params
+                f"SELECT coalesce(sent_as, kind) AS sent, count(*) FROM outbox WHERE {where}"
+                " GROUP BY sent",
+                params,
             )
         return {kind: int(count) for kind, count in rows}
 

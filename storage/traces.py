@@ -45,7 +45,7 @@ class SqliteTraces(Database):
                 )
             )
             fates = await db.execute_fetchall(
-                "SELECT batch_id, seq, kind, state, content FROM outbox"
+                "SELECT batch_id, seq, kind, state, content, sent_as FROM outbox"
                 " WHERE batch_id IN (SELECT value FROM json_each(?)) ORDER BY batch_id, seq",
                 (json.dumps([row["batch_id"] for row in rows]),),
             )
@@ -59,8 +59,11 @@ class SqliteTraces(Database):
         senders: dict[str, str] = {row["message_id"]: row["sender_name"] for row in written}
         by_batch: dict[int, list[ReplyFate]] = {}
         for fate in fates:
+            # A voice item whose words went out as text is "sent as content".
+            instead = fate["sent_as"] not in {None, fate["kind"]}
+            state = f"{fate['state']} as {fate['sent_as']}" if instead else fate["state"]
             by_batch.setdefault(fate["batch_id"], []).append(
-                ReplyFate(fate["seq"], fate["state"], fate["content"], kind=fate["kind"])
+                ReplyFate(fate["seq"], state, fate["content"], kind=fate["kind"])
             )
         return [
             ShownTrace(

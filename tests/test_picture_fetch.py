@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.qq.pictures import QQPictures, is_public
-from adapters.telegram.pictures import TelegramPictures, file_base_url
+from adapters.qq.fetch import is_public
+from adapters.qq.pictures import QQPictures
+from adapters.telegram.files import file_base_url
+from adapters.telegram.pictures import TelegramPictures
 from bot.errors import PictureUnavailable
 from bot.models import Picture
 from fakes.bot_api import FakeBotAPI

@@ -19,7 +19,7 @@ from bot.models import BatchOutcome, ChatKey, ChatKind, ChatMessage
 from bot.pipeline import Pipeline
 from bot.ports import PacingLimits
 from bot.prompt import estimate_prompt_tokens
-from bot.replies.items import Outgoing
+from bot.replies.items import ItemKind, Outgoing
 from bot.retries import Retries
 from fakes.harness import (
     GROUP,
@@ -527,7 +527,7 @@ async def test_cancelling_a_typing_block_cancels_its_task(
     winding_up = asyncio.Event()
 
     class SlowToStop(RecordingPlatform):
-        async def show_typing(self, chat: ChatKey) -> None:
+        async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
             await super().show_typing(chat)
             try:
                 await asyncio.Event().wait()  # typing shows until cancelled

@@ -22,7 +22,7 @@ from websockets.exceptions import InvalidStatus
 from adapters.qq.platform import QQPlatform
 from bot.errors import ChatUnavailable, ConfigError, SendFailed
 from bot.log import Redactor
-from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture, VoiceNote
 from bot.ports import PacingLimits, Platform
 from bot.replies.items import Text
 from fakes.harness import RecordingSink, wait_until
@@ -214,6 +214,19 @@ async def test_command_after_at_bot_passes_through_unchanged(
     assert [(m.text, m.addresses_bot) for m in received] == [("/status", True), ("/forget 2", True)]
 
 
+async def test_a_record_is_kept_by_its_file_with_its_url(
+    onebot: FakeOneBot, sink: RecordingSink
+) -> None:
+    """A record keeps the file get_record takes and its http(s) URL; its length is not
+    known yet, so the text shows ``[voice]``; a record without a URL keeps none."""
+    url = "https://multimedia.nt.qq.com.cn/download?appid=1402&fileid=r1"
+    await onebot.send_private_message(USER_ID, [record("r1.amr", url=url, file_size=2048)])
+    await onebot.send_private_message(USER_ID, [record("r2.amr")])
+    first, second = await sink.wait_for(2)
+    assert (first.text, first.voice) == ("[voice]", VoiceNote("r1.amr", "[voice]", None, url, 2048))
+    assert second.voice == VoiceNote("r2.amr", "[voice]", None, "", 5120)
+
+
 async def test_non_text_segments_become_placeholders(
     onebot: FakeOneBot, sink: RecordingSink
 ) -> None:
@@ -222,7 +235,7 @@ async def test_non_text_segments_become_placeholders(
         ([image()], "[image]"),
         ([image(sticker=True)], "[sticker]"),
         ([face(14)], "[face]"),
-        ([record()], "[voice message]"),
+        ([record()], "[voice]"),
         ([video()], "[video]"),
         ([file("期末 复习.pdf")], "[file 期末 复习.pdf]"),
         ([forward()], "[forwarded messages]"),

@@ -29,9 +29,11 @@ from bot.models import (
     IncomingMessage,
     Picture,
     StoredMessage,
+    VoiceNote,
 )
 from bot.ports import Store
 from bot.replies.items import (
+    ItemKind,
     OutboxItem,
     OutboxState,
     Outgoing,
@@ -831,3 +833,58 @@ async def test_a_reaction_sent_is_no_message_of_the_bot(store: Store, tables: Ta
 
     assert [reply.state for reply in tables.outbox()] == ["sent", "sent"]
     assert [(row[0], row[3]) for row in tables.bot_messages()] == [("90", "好的")]
+
+
+async def test_a_voice_note_is_kept_heard_once_and_then_forgotten_as_unheard(
+    store: SqliteStore,
+) -> None:
+    """A message's voice note comes back as it was stored; it is unheard while it waits
+    with nothing kept; what is kept ("" for a note given up on) ends that, and the heard
+    words become the message's text."""
+    note = VoiceNote("voice-1", "[voice 0:07]", 7.0, "https://example.com/r", 5120)
+    given_up = VoiceNote("voice-2", "[voice]")
+    await add(
+        store,
+        dataclasses.replace(incoming(ALICE, "1", "[voice 0:07]"), voice=note),
+        dataclasses.replace(incoming(ALICE, "2", "[voice]"), voice=given_up),
+        incoming(ALICE, "3", "plain"),
+    )
+    unheard = [m.message_id for m in await store.unheard_voice_notes()]
+    await store.keep_transcript(ALICE, "1", transcript="你好", text="[voice 0:07] 你好")
+    await store.keep_transcript(ALICE, "2", transcript="", text=None)
+    batch = await store.open_batch(ALICE, limit=30, now=at(5))
+    assert batch is not None
+
+    assert unheard == ["1", "2"]
+    assert await store.unheard_voice_notes() == []
+    assert [(m.text, m.voice, m.transcript) for m in batch.messages] == [
+        ("[voice 0:07] 你好", note, "你好"),
+        ("[voice]", given_up, ""),
+        ("plain", None, None),
+    ]
+
+
+async def test_what_an_item_went_out_as_is_kept_and_counted(store: Store, db_path: Path) -> None:
+    """A voice item sent as text counts as a text sent, one sent as voice as a voice
+    note; a row from before sent_as existed counts by its own kind."""
+    await add(store, incoming(ALICE, "1"))
+    batch = await store.open_batch(ALICE, limit=30, now=T0)
+    assert batch is not None
+    planned = [PlannedReply(Voice("晚安"), T0), PlannedReply(Voice("好梦"), at(1))]
+    planned.append(PlannedReply(Text("嗯"), at(2)))
+    items = await store.close_batch(batch.id, BatchOutcome.ANSWERED, now=T0, replies=planned)
+    for item, sent_as in zip(items, (ItemKind.CONTENT, ItemKind.VOICE, None), strict=True):
+        assert await store.claim_for_sending(item.id, now=at(3))
+        await store.mark_sent(
+            item.id,
+            platform_message_id=f"m{item.id}",
+            said=item.item.text if isinstance(item.item, Voice) else "嗯",
+            sender_name="小满",
+            now=at(3),
+            sent_as=sent_as,
+        )
+    with closing(sqlite3.connect(db_path)) as db:
+        kept = db.execute("SELECT kind, sent_as FROM outbox ORDER BY id").fetchall()
+
+    assert kept == [("voice", "content"), ("voice", "voice"), ("content", None)]
+    assert await store.sent_counts(ALICE, since=T0) == {"content": 2, "voice": 1}

@@ -268,7 +268,7 @@ async def test_content_becomes_placeholders(
     assert [m.text for m in messages] == [
         "[photo] our cat",
         "[sticker 😀]",
-        "[voice message]",
+        "[voice 0:03]",
         "[file name.pdf]",
         "[unsupported message]",
         "[forwarded] read this",

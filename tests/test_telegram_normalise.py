@@ -13,8 +13,9 @@ from telegram.warnings import PTBDeprecationWarning
 from adapters.telegram.errors import retry_after_seconds
 from adapters.telegram.normalise import normalise
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage, Picture
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture, VoiceNote
 from fakes.bot_api import (
+    audio,
     document,
     entity,
     forwarded,
@@ -237,7 +238,7 @@ def test_service_messages_are_ignored(extra: dict[str, Any]) -> None:
         (photo("look at this"), "[photo] look at this"),
         (sticker("😀"), "[sticker 😀]"),
         (sticker(None), "[sticker]"),
-        (voice(), "[voice message]"),
+        (voice(), "[voice 0:03]"),
         (document("name.pdf"), "[file name.pdf]"),
         (document(None, "the report"), "[file] the report"),
         (
@@ -423,3 +424,34 @@ def test_retry_after_as_deprecated_int_is_read_without_warning(
 def test_pictures_are_kept_by_file_id(extra: dict[str, Any], expected: tuple[Picture, ...]) -> None:
     """Photos (smallest size covering 1024 px), static stickers and image files keep a file id."""
     assert kept(message(extra=extra)).pictures == expected
+
+
+@pytest.mark.parametrize(
+    ("extra", "text", "expected"),
+    [
+        (
+            voice(duration=7, file_size=5120),
+            "[voice 0:07]",
+            VoiceNote("voice-1", "[voice 0:07]", 7.0, size_bytes=5120),
+        ),
+        (
+            voice("听听", duration=65),
+            "[voice 1:05] 听听",
+            VoiceNote("voice-1", "[voice 1:05]", 65.0),
+        ),
+        (
+            audio(performer="王菲", title="红豆"),
+            "[audio: 王菲 – 红豆]",
+            VoiceNote("audio-1", "[audio: 王菲 – 红豆]", 200.0),
+        ),
+        (photo(), "[photo]", None),
+    ],
+    ids=["voice", "voice-with-caption", "audio-file", "photo"],
+)
+def test_a_voice_note_is_kept_by_file_id_with_its_length(
+    extra: dict[str, Any], text: str, expected: VoiceNote | None
+) -> None:
+    """Voice and audio messages keep their file id, length and placeholder; the text shows
+    ``[voice m:ss]`` (its caption after), read from PTB's timedelta durations."""
+    incoming = kept(message(extra=extra))
+    assert (incoming.text, incoming.voice) == (text, expected)

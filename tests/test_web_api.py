@@ -146,7 +146,7 @@ async def test_status_command_and_api_agree_while_a_batch_waits(web: Web) -> Non
     on_api = (shown["waiting_messages"], shown["queued_replies"], shown["llm_errors_last_hour"])
     assert (in_chat, on_api) == (("2", "1", "0"), (2, 1, 0))
     assert (figures["sent today"], shown["sent_today"]) == (
-        "1 text(s), 0 reaction(s), 0 sticker(s)",
+        "1 text(s), 0 reaction(s), 0 sticker(s), 0 voice message(s)",
         {"content": 1},
     )
 
@@ -551,7 +551,7 @@ async def test_traces_are_newest_first_bounded_by_n_and_hold_no_secret(web: Web)
     assert (call["kind"], call["model"], call["finish_reason"]) == ("reply", "gpt-4o-mini", "stop")
     assert call["latency_ms"] >= 0
     assert newest["replies"] == [{"seq": 0, "state": "sent", "content": "回复2", "kind": "content"}]
-    assert newest["dropped"] == []
+    assert (newest["dropped"], newest["heard"]) == ([], [])
     assert "回复2" in newest["raw_output"]
     assert TEST_KEY not in two.text
     assert web.bot.llm.base_url not in two.text

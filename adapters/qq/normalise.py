@@ -24,7 +24,7 @@ from nonebot.adapters.onebot.v11 import (
 )
 
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage, Picture, StickerSeen
+from bot.models import ChatKey, ChatKind, IncomingMessage, Picture, StickerSeen, VoiceNote
 
 PLATFORM_NAME: Final = "qq"
 UNSUPPORTED: Final = "[unsupported message]"
@@ -88,7 +88,7 @@ def placeholder(segment: MessageSegment) -> str:
     kind, data = segment.type, segment.data if isinstance(segment.data, dict) else {}
     simple = {
         "face": "[face]",
-        "record": "[voice message]",
+        "record": "[voice]",  # its length is known once it is fetched
         "video": "[video]",
         "forward": "[forwarded messages]",
         "node": "[forwarded messages]",
@@ -139,6 +139,26 @@ def picture_of(segment: MessageSegment) -> Picture | None:
         value = data.get(key)
         if isinstance(value, str) and value.startswith(("http://", "https://")):
             return Picture(value.strip(), placeholder(segment))
+    return None
+
+
+def voice_of(message: Message) -> VoiceNote | None:
+    """Return the voice note of a message (its first ``record``): by the ``file`` that
+    ``get_record`` takes, with the segment's http(s) URL to download it otherwise."""
+    for segment in message:
+        data = segment.data if isinstance(segment.data, dict) else {}
+        if segment.type != "record":
+            continue
+        ref = data.get("file")
+        url = data.get("url")
+        size = data.get("file_size")
+        web = isinstance(url, str) and url.startswith(("http://", "https://"))
+        return VoiceNote(
+            ref=ref if isinstance(ref, str) else "",
+            placeholder=placeholder(segment),
+            url=url.strip() if web and isinstance(url, str) else "",
+            size_bytes=int(size) if isinstance(size, (int, str)) and str(size).isdigit() else None,
+        )
     return None
 
 
@@ -275,4 +295,5 @@ def normalise(
         chat_title=title,
         pictures=rendered.pictures,
         sticker=sticker_of(event.message),
+        voice=voice_of(event.message),
     )

@@ -1,7 +1,8 @@
-"""What the QQ platform posts: texts, stickers and reactions, through the connected bot.
+"""What the QQ platform posts: texts, stickers, voice and reactions, through the connected bot.
 
 A text is a segment array, quoting a message when it names a QQ message id; a sticker an
-image segment marked as one, its kept bytes inlined (``base64://``); a reaction the QQ
+image segment marked as one, its kept bytes inlined (``base64://``); a voice note a
+``record`` segment of its MP3, inlined the same way; a reaction the QQ
 face of its emoji on a group message, through NapCat's ``set_msg_emoji_like`` or else
 Lagrange's ``set_group_reaction``. :mod:`adapters.qq.errors` translates what fails.
 """
@@ -17,16 +18,17 @@ from typing import Any, Final
 from loguru import logger
 from nonebot.adapters.onebot.v11 import ActionFailed, Bot, Message, MessageSegment
 
+from adapters.audio import sniff
 from adapters.inflight import InFlight
 from adapters.qq import errors
 from adapters.qq.normalise import PLATFORM_NAME
 from adapters.qq.reactions import qq_face
 from bot.errors import MessageRefused, SendFailed
 from bot.models import ChatKey
-from bot.replies.items import ItemKind, Outgoing, Reaction, Sticker, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Sticker, Text, Voice
 
-_TEXTS_AND_STICKERS: Final = frozenset({ItemKind.CONTENT, ItemKind.STICKER})
-_TEXTS_REACTIONS_STICKERS: Final = _TEXTS_AND_STICKERS | {ItemKind.REACT}
+_MESSAGES: Final = frozenset({ItemKind.CONTENT, ItemKind.STICKER, ItemKind.VOICE})
+_MESSAGES_AND_REACTIONS: Final = _MESSAGES | {ItemKind.REACT}
 _REACTION_ACTIONS: Final = ("set_msg_emoji_like", "set_group_reaction")  # NapCat, Lagrange
 
 
@@ -48,17 +50,18 @@ class Outbound:
         self._reaction_actions = list(_REACTION_ACTIONS)  # those not answered as unknown
 
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
-        """Texts and stickers everywhere; reactions in groups, while the implementation
-        takes them."""
+        """Texts, stickers and voice everywhere; reactions in groups, while the
+        implementation takes them."""
         if chat.is_group and self._reaction_actions:
-            return _TEXTS_REACTIONS_STICKERS
-        return _TEXTS_AND_STICKERS
+            return _MESSAGES_AND_REACTIONS
+        return _MESSAGES
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
         """Deliver ``item`` to ``chat``; return the id of the message it made, if any.
 
         A text is posted (quoting its ``reply_to``); a reaction is set with the QQ face of
-        its emoji in a group (``MessageRefused`` where QQ has none, or in a private chat).
+        its emoji in a group (``MessageRefused`` where QQ has none, or in a private chat);
+        a voice note is posted as a record of its MP3 (``MessageRefused`` without one).
         """
         if isinstance(item, Text):
             return await self._post(chat, _text_message(item.content, item.reply_to, chat))
@@ -67,6 +70,9 @@ class Outbound:
             return None
         if isinstance(item, Sticker) and item.file_ref and self._stickers_dir is not None:
             return await self._post(chat, await self._sticker_message(item.file_ref))
+        if isinstance(item, Voice) and sniff(item.audio) == "mp3":
+            record = Message(MessageSegment.record(item.audio))
+            return await self._post(chat, record, refusal_is_final=True)
         msg = f"a {item.kind} item cannot be sent to {chat}"
         raise MessageRefused(msg)
 
@@ -120,8 +126,14 @@ class Outbound:
         msg = f"no reaction can be set in {chat}"
         raise MessageRefused(msg)
 
-    async def _post(self, chat: ChatKey, message: Message) -> str:
-        """Post ``message`` to ``chat``; return the new message id."""
+    async def _post(
+        self, chat: ChatKey, message: Message, *, refusal_is_final: bool = False
+    ) -> str:
+        """Post ``message`` to ``chat``; return the new message id.
+
+        With ``refusal_is_final`` (a record: NapCat without its audio converter answers
+        "语音转换失败" every time) a refusal raises ``MessageRefused``, not a retry.
+        """
         action, target = self._target(chat)
         bot = self._bot()
         if bot is None:
@@ -132,9 +144,13 @@ class Outbound:
                 async with asyncio.timeout(self._api_timeout_s):
                     result = await bot.call_api(action, **target, message=message)
         except Exception as error:
-            raise errors.send_failure(
+            failure = errors.send_failure(
                 error, chat=chat, action=action, timeout_s=self._api_timeout_s
-            ) from None
+            )
+            refused = isinstance(failure, SendFailed) and not failure.maybe_delivered
+            if refusal_is_final and refused and isinstance(error, ActionFailed):
+                raise MessageRefused(str(failure)) from None
+            raise failure from None
         message_id = result.get("message_id") if isinstance(result, dict) else None
         if message_id is None:
             logger.bind(chat=str(chat)).warning(

@@ -24,7 +24,7 @@ import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 from loguru import logger
 from nonebot.adapters.onebot.v11 import (
@@ -332,8 +332,8 @@ class QQPlatform:
     # --- outbound ----------------------------------------------------------------------
 
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
-        """Texts and stickers everywhere; reactions in groups, while the implementation
-        takes them."""
+        """Texts, stickers and voice everywhere; reactions in groups, while the
+        implementation takes them."""
         return self._outbound.kinds(chat)
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
@@ -343,7 +343,21 @@ class QQPlatform:
             raise SendFailed(msg, maybe_delivered=False)
         return await self._outbound.send(chat, item)
 
-    async def show_typing(self, chat: ChatKey) -> None:
+    async def call(self, action: str, **params: Any) -> Any:
+        """Call a OneBot action on the connected implementation; return its ``data``.
+
+        Raise ``SendFailed`` when none is connected; nonebot's ``ActionFailed`` when the
+        implementation refuses, ``TimeoutError`` after ``api_timeout_s``.
+        """
+        bot = self._bot()
+        if bot is None or self._stopped:
+            msg = f"OneBot not connected; {action} was not called"
+            raise SendFailed(msg, maybe_delivered=False)
+        with self._sends.track():
+            async with asyncio.timeout(self._api_timeout_s):
+                return await bot.call_api(action, **params)
+
+    async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
         """Show "typing…" in a private chat through NapCat's ``set_input_status``.
 
         OneBot v11 has no typing indicator; other implementations answer "unsupported",

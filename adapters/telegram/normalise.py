@@ -9,13 +9,22 @@ command meant for it.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Final
 
-from telegram import Message, MessageEntity, PhotoSize
+from telegram import Audio, Message, MessageEntity, PhotoSize, Voice
 from telegram.constants import ChatType
 
 from bot.addressing import BotNames
-from bot.models import ChatKey, ChatKind, IncomingMessage, Picture, StickerSeen
+from bot.models import (
+    ChatKey,
+    ChatKind,
+    IncomingMessage,
+    Picture,
+    StickerSeen,
+    VoiceNote,
+    voice_label,
+)
 
 PLATFORM_NAME: Final = "telegram"
 
@@ -117,7 +126,7 @@ def _placeholder(message: Message) -> str | None:
         emoji = message.sticker.emoji
         return f"[sticker {emoji}]" if emoji else "[sticker]"
     if message.voice:
-        return "[voice message]"
+        return voice_label(_seconds(message.voice))
     if message.audio:
         title = " – ".join(p for p in (message.audio.performer, message.audio.title) if p)
         return f"[audio: {title}]" if title else "[audio]"
@@ -168,6 +177,23 @@ def _pictures(message: Message, placeholder: str) -> tuple[Picture, ...]:
     if message.animation is None and document is not None and is_image:
         return (Picture(document.file_id, placeholder),)
     return ()
+
+
+def _seconds(file: Voice | Audio) -> float | None:
+    """Return a voice note's or audio file's length in seconds (PTB gives a ``timedelta``
+    once opted into, an ``int`` before)."""
+    duration: object = file.duration
+    if isinstance(duration, timedelta):
+        return duration.total_seconds()
+    return float(duration) if isinstance(duration, int | float) else None
+
+
+def _voice(message: Message, placeholder: str) -> VoiceNote | None:
+    """Return the voice note (or audio file) a message is, kept by its ``file_id``."""
+    file = message.voice or message.audio
+    if file is None:
+        return None
+    return VoiceNote(file.file_id, placeholder, _seconds(file), size_bytes=file.file_size)
 
 
 def _sticker(message: Message) -> StickerSeen | None:
@@ -253,6 +279,7 @@ def normalise(
     original = message.text or message.caption or ""
     addressed_by_command = False
     pictures: tuple[Picture, ...] = ()
+    voice: VoiceNote | None = None
     if message.text:
         text = message.text
         command = _ADDRESSED_COMMAND.match(text)
@@ -268,6 +295,7 @@ def normalise(
                 return None
             placeholder = UNSUPPORTED
         pictures = _pictures(message, placeholder)
+        voice = _voice(message, placeholder)
         text = f"{placeholder} {message.caption}" if message.caption else placeholder
     if message.forward_origin is not None:
         text = FORWARDED_PREFIX + text
@@ -301,4 +329,5 @@ def normalise(
         chat_title=message.chat.title,
         pictures=pictures,
         sticker=_sticker(message),
+        voice=voice,
     )

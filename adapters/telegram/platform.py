@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Self
 
@@ -39,14 +40,15 @@ from bot.addressing import BotNames
 from bot.errors import ConfigError, MessageRefused, PacebotError, PlatformError, SendFailed
 from bot.models import ChatKey, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
-from bot.replies.items import ItemKind, Outgoing, Reaction, Sticker, Text
+from bot.replies.items import ItemKind, Outgoing, Reaction, Sticker, Text, Voice
 from bot.tasks import set_before_done, start_task
 
 if TYPE_CHECKING:
     from bot.ports import Platform
 
 
-_KINDS: Final = frozenset({ItemKind.CONTENT, ItemKind.REACT, ItemKind.STICKER})
+_KINDS: Final = frozenset({ItemKind.CONTENT, ItemKind.REACT, ItemKind.STICKER, ItemKind.VOICE})
+_OGG: Final = b"OggS"  # sendVoice shows Ogg/Opus as a voice note; the speech is asked for it
 
 
 class TelegramPlatform:
@@ -287,7 +289,7 @@ class TelegramPlatform:
     # --- outbound ------------------------------------------------------------------------
 
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
-        """Texts, reactions and stickers, in every chat."""
+        """Texts, reactions, stickers and voice notes, in every chat."""
         return _KINDS
 
     async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
@@ -295,7 +297,8 @@ class TelegramPlatform:
 
         A text is posted (quoting its ``reply_to``); a reaction is set on its message with
         the nearest emoji Telegram has (``MessageRefused`` if none is near); a sticker is
-        sent by its ``file_id``.
+        sent by its ``file_id``; a voice note with ``sendVoice``, its Ogg/Opus uploaded
+        (``MessageRefused`` without it, or when the chat takes no voice messages).
         """
         self._check_connected(chat)
         with self._sends.track():
@@ -306,6 +309,8 @@ class TelegramPlatform:
                 return None
             if isinstance(item, Sticker) and item.file_ref:
                 return await self._send_sticker(chat, item.file_ref)
+            if isinstance(item, Voice) and item.audio.startswith(_OGG):
+                return await self._send_voice(chat, item)
         msg = f"a {item.kind} item cannot be sent to Telegram"
         raise MessageRefused(msg)
 
@@ -315,6 +320,23 @@ class TelegramPlatform:
                 chat,
                 lambda in_topic: self._bot.send_sticker(
                     chat_id=int(chat.id), message_thread_id=_thread(chat, in_topic), sticker=file_id
+                ),
+            )
+        except TelegramError as error:
+            raise translate(chat, error) from None
+        return str(message.message_id)
+
+    async def _send_voice(self, chat: ChatKey, voice: Voice) -> str:
+        seconds = None if voice.duration_s is None else timedelta(seconds=round(voice.duration_s))
+        try:
+            message = await self._in_topic(
+                chat,
+                lambda in_topic: self._bot.send_voice(
+                    chat_id=int(chat.id),
+                    message_thread_id=_thread(chat, in_topic),
+                    voice=voice.audio,
+                    filename="voice.ogg",
+                    duration=seconds,
                 ),
             )
         except TelegramError as error:
@@ -389,15 +411,16 @@ class TelegramPlatform:
             msg = f"Telegram is not connected; nothing was sent to {chat}"
             raise SendFailed(msg, maybe_delivered=False)
 
-    async def show_typing(self, chat: ChatKey) -> None:
-        """Show "typing…" in ``chat`` for about 5 s; any failure is only logged at DEBUG."""
+    async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
+        """Show "typing…" in ``chat`` for about 5 s ("recording a voice message…" for a
+        voice note); any failure is only logged at DEBUG."""
         if self._stopped or not self._ready.is_set():
             return
         try:
             await self._bot.send_chat_action(
                 chat_id=int(chat.id),
                 message_thread_id=_thread(chat, in_topic=True),
-                action=ChatAction.TYPING,
+                action=ChatAction.RECORD_VOICE if kind is ItemKind.VOICE else ChatAction.TYPING,
             )
         except TelegramError as error:
             logger.bind(chat=str(chat)).debug("typing indicator failed: {}", describe(error))

@@ -12,8 +12,8 @@ import asyncio
 
 from loguru import logger
 
-from adapters.pictures import sticker_thumbnail
-from adapters.telegram.pictures import TelegramPictures
+from adapters.pictures import MAX_BYTES, sticker_thumbnail
+from adapters.telegram.files import TelegramFiles
 from bot.errors import PictureUnavailable
 from bot.models import StickerSeen
 from bot.stickers import CollectedSticker
@@ -22,7 +22,7 @@ from bot.stickers import CollectedSticker
 class TelegramStickers:
     """The :class:`bot.stickers.StickerSource` of Telegram."""
 
-    def __init__(self, files: TelegramPictures) -> None:
+    def __init__(self, files: TelegramFiles) -> None:
         self._files = files
 
     async def collect(self, seen: StickerSeen) -> CollectedSticker | None:
@@ -35,7 +35,10 @@ class TelegramStickers:
     async def thumbnail(self, file_ref: str) -> bytes | None:
         """Fetch the sticker and draw it small; ``None`` if it is gone or not a picture."""
         try:
-            return await asyncio.to_thread(sticker_thumbnail, await self._files.download(file_ref))
+            data = await self._files.download(
+                file_ref, max_bytes=MAX_BYTES, what="sticker", unavailable=PictureUnavailable
+            )
+            return await asyncio.to_thread(sticker_thumbnail, data)
         except PictureUnavailable as exc:
             logger.info("Telegram sticker not drawn: {}", exc)
             return None

@@ -133,6 +133,7 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "raw_output": trace.raw_output,
         "replies": to_jsonable_python(shown.fates),
         "dropped": to_jsonable_python(trace.dropped),
+        "heard": [{"message_id": i, "transcript": words} for i, words in trace.heard],
     }
 
 

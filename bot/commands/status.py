@@ -26,6 +26,7 @@ async def status(call: Call) -> str:
         texts=shown.sent_today.get(ItemKind.CONTENT, 0),
         reactions=shown.sent_today.get(ItemKind.REACT, 0),
         stickers=shown.sent_today.get(ItemKind.STICKER, 0),
+        voices=shown.sent_today.get(ItemKind.VOICE, 0),
         errors=shown.llm_errors_last_hour,
     )
 

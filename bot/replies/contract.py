@@ -52,6 +52,14 @@ would send one: a joke, a mood, instead of a word or beside one. Never an id not
 """Added to the contract when the chat has stickers to offer and ``stickers.enabled``."""
 
 
+VOICE_CONTRACT = """\
+- {"voice": "早点睡，明天还要考试呢"}: a short voice message with these words, spoken \
+aloud, where a person would send one (a warm word, a good night, something said with \
+feeling): one or two plain spoken sentences, no emoji, links or lists. Most answers are text.
+"""
+"""Added to the contract when ``voice.speak`` is on and the chat's platform sends voice."""
+
+
 def contract(kinds: frozenset[ItemKind], *, images: bool) -> str:
     """Return the output contract offering ``kinds`` (a text always), and image notes when
     the request holds pictures."""
@@ -60,6 +68,8 @@ def contract(kinds: frozenset[ItemKind], *, images: bool) -> str:
         parts.append(REACT_CONTRACT)
     if ItemKind.STICKER in kinds:
         parts.append(STICKER_CONTRACT)
+    if ItemKind.VOICE in kinds:
+        parts.append(VOICE_CONTRACT)
     if images:
         parts.append(IMAGE_NOTES_CONTRACT)
     return "".join(parts)
@@ -76,4 +86,6 @@ def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[I
         on.add(ItemKind.REACT)
     if config.stickers.enabled:
         on.add(ItemKind.STICKER)
+    if config.voice.speak:
+        on.add(ItemKind.VOICE)
     return frozenset(on & delivered) | {ItemKind.CONTENT}

@@ -13,7 +13,7 @@ reaction lands on). A :class:`Reply` is an item as the plan gave it, with its de
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import ClassVar, TypeAlias
 
@@ -62,10 +62,16 @@ class Sticker:
 
 @dataclass(frozen=True, slots=True)
 class Voice:
-    """Words to be spoken as a voice note."""
+    """Words to be spoken as a voice note.
+
+    ``audio`` (in the format the platform sends) and its length are filled in just before
+    it is sent; the outbox keeps only the words.
+    """
 
     kind: ClassVar[ItemKind] = ItemKind.VOICE
     text: str
+    audio: bytes = field(default=b"", repr=False, compare=False)
+    duration_s: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +147,7 @@ def to_row(item: Outgoing) -> tuple[ItemKind, str, str | None]:
             return ItemKind.REACT, emoji, to
         case Sticker(sticker_id, _):
             return ItemKind.STICKER, sticker_id, None
-        case Voice(text):
+        case Voice(text, _, _):
             return ItemKind.VOICE, text, None
 
 
@@ -165,7 +171,7 @@ def said(item: Outgoing) -> str | None:
     """Return what the chat's history keeps of ``item`` once sent; ``None`` for a reaction,
     which is no message of its own."""
     match item:
-        case Text(content) | Voice(content):
+        case Text(content) | Voice(content, _, _):
             return content
         case Sticker(sticker_id, _):
             return f"[sticker {sticker_id}]"
