@@ -1,0 +1,67 @@
+"""The documents stand on their own: every link inside the repository leads somewhere, and
+the README's set-up is the two commands CI runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCUMENTS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.MULTILINE)
+_FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
+
+
+def anchors(path: Path) -> set[str]:
+    """Return the anchors GitHub gives the headings of a Markdown file."""
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for heading in _HEADING.findall(text):
+        plain = re.sub(r"[`*_]|\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
+        slug = re.sub(r"[^\w\- ]", "", plain).replace(" ", "-")
+        found.add(slug)
+    return found
+
+
+def local_links(path: Path) -> list[str]:
+    """Return the links of a Markdown file that point inside the repository."""
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    return [link for link in _LINK.findall(text) if not re.match(r"[a-z]+:", link)]
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_inside_the_repository_leads_somewhere(document: Path) -> None:
+    """A link names a file the repository has, and a heading that file has."""
+    broken = []
+    for link in local_links(document):
+        target, _, anchor = link.partition("#")
+        file = (document.parent / target).resolve() if target else document
+        if not file.exists():
+            broken.append(f"{link}: no {file.relative_to(ROOT)}")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{link}: no heading #{anchor} in {file.relative_to(ROOT)}")
+    assert broken == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_document_cites_sections_of_one_the_repository_lacks(document: Path) -> None:
+    """The project's documents cite each other by link, never "§7" of something else."""
+    assert "§" not in document.read_text(encoding="utf-8")
+
+
+def test_the_readme_sets_up_with_the_two_commands_ci_runs() -> None:
+    """Under "Set-up": one command installs and runs the bot, one installs and runs the
+    tests; CI installs the same extras and runs the same test command."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = readme.split("\n## Set-up\n", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^```sh\n(.+?)\n```", setup, re.MULTILINE)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert commands == [
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && pacebot console",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest",
+    ]
+    assert "pip install --quiet -e '.[test]'" in ci
+    assert re.search(r"^pytest \|\| status=\$\?$", ci, re.MULTILINE)
