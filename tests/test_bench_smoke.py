@@ -16,6 +16,10 @@ import pytest
 from bench.report import Report
 from bench.runner import BENCHMARKS, run_in_process
 
+# Every benchmark's quick run, each in a fresh process: about a minute on two cores, more
+# beside other jobs. The suite's 60 s per test would cut it short as benchmarks are added.
+pytestmark = pytest.mark.timeout(300)
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
