@@ -1,0 +1,2 @@
+-- Kept free: this schema step comes with another change. This file changes nothing; it
+-- only keeps the numbering without gaps until that step takes its place.
