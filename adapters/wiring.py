@@ -8,6 +8,7 @@ starts nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,8 +57,9 @@ def build_core(
     sticker_sources: Mapping[str, StickerSource],
     now: Callable[[], datetime],
     retries: Retries,
+    draw: Callable[[], float] = random.random,
 ) -> Core:
-    """Make the core's objects and hand them to each other."""
+    """Make the core's objects and hand them to each other; ``draw`` places openers."""
     stickers = (
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
@@ -82,6 +84,7 @@ def build_core(
         now=now,
         retries=retries,
         stickers=stickers,
+        draw=draw,
     )
     ops = Ops(
         status=StatusOps(

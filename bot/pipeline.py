@@ -3,7 +3,9 @@
 ``Pipeline.receive`` stores a message before anything else, cancels replies that the
 chatter has just talked over, and (re)arms the chat's debounce timer. When a chat goes
 quiet, one batch task per chat takes its waiting messages, makes one LLM call and queues
-the replies for the :class:`~bot.sender.Sender`. Commands never come here: the
+the replies for the :class:`~bot.sender.Sender`. An initiative batch (a reminder or a
+follow-up that fell due, an opener: :mod:`bot.initiative`) takes the chat's turn the same
+way, with no message in it. Commands never come here: the
 :class:`~bot.inbox.Inbox` takes them first.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -23,13 +25,13 @@ from bot.config import Config
 from bot.conversation import Conversation, Phase, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
-from bot.models import BatchOutcome, ChatKey, IncomingMessage
+from bot.initiative.schedule import Initiative
+from bot.models import Batch, BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.sender import Sender
 from bot.stickers import Stickers
 from bot.tasks import start_task
-from bot.trace import Trace
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
 
@@ -53,6 +55,7 @@ class Pipeline:
         rng: random.Random | None = None,
         retries: Retries = DEFAULT_RETRIES,
         stickers: Stickers | None = None,
+        draw: Callable[[], float] = random.random,
     ) -> None:
         self._config = config
         self._store = store
@@ -73,6 +76,9 @@ class Pipeline:
             retries=retries,
         )
         self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
+        self.initiative = Initiative(
+            config, store, platforms=platforms.keys(), now=now, run=self._occasion_due, draw=draw
+        )
         self._conversations: dict[ChatKey, Conversation] = {}
         self._batches: set[asyncio.Task[None]] = set()
         self._collecting: set[asyncio.Task[None]] = set()
@@ -133,6 +139,7 @@ class Pipeline:
         self._collect_stickers(stored)
         for kept in stored:
             chat = kept.chat
+            self.initiative.heard(chat, kept.sent_at)
             arrival = self._conversation(chat).message_in(kept)
             if arrival.cancels:
                 talked_over[chat] = None
@@ -313,6 +320,7 @@ class Pipeline:
         self._forget_if_idle(chat)
 
     def _on_replies_done(self, chat: ChatKey) -> None:
+        self.initiative.heard(chat, self._now())  # its words end a silence too
         conversation = self._conversations.get(chat)
         if conversation is None:
             return
@@ -320,8 +328,16 @@ class Pipeline:
             self._start_batch(chat)
         self._forget_if_idle(chat)
 
+    def _occasion_due(self, chat: ChatKey) -> None:
+        """Run an initiative batch in ``chat`` once it is free."""
+        if not self._stopping and self._conversation(chat).occasion_due():
+            self._start_batch(chat)
+
     async def _answer(self, chat: ChatKey) -> None:
         conversation = self._conversation(chat)
+        if conversation.answering_occasion:
+            await self._answer_occasion(chat, conversation)
+            return
         # Context that joined a busy room's wait does not count toward max_batch.
         limit = self._config.pacing.max_batch + conversation.batch_context
         batch = await self._store.open_batch(chat, limit=limit, now=self._now())
@@ -341,26 +357,79 @@ class Pipeline:
         rearmed_by = conversation.answer_started(
             answered_senders(batch.messages), owed=owed or not chat.is_group
         )
+        answering = self._answerer.answer(
+            batch,
+            text_limit=platform.text_limit,
+            chat_title=conversation.title,
+            rearmed_by=rearmed_by,
+        )
+        answer = await self._answered(batch, answering, platform, typing=owed)
+        await self._close(batch, answer, conversation)
+        # More messages than one batch holds: answer the rest next.
+        if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
+            waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
+            if waiting:
+                self._await_quiet(chat, count=waiting)
+
+    async def _answer_occasion(self, chat: ChatKey, conversation: Conversation) -> None:
+        """Run the chat's next initiative batch, if it may still run: one LLM call."""
+        occasion = await self.initiative.next_ready(chat)
+        if occasion is None:
+            return
+        platform = self._platforms[chat.platform]  # only occasions of running ones are ready
+        batch = await self._store.open_initiative_batch(
+            chat, occasion.kind, later_id=occasion.later_id, now=self._now()
+        )
+        if batch is None:
+            return
+        log = logger.bind(chat=str(chat), batch=batch.id)
+        log.info("{} batch (later item {})", occasion.kind, occasion.later_id)
+        conversation.answer_started(frozenset(), owed=not chat.is_group)
+        answering = self._answerer.answer_occasion(
+            batch, occasion, text_limit=platform.text_limit, chat_title=conversation.title
+        )
+        await self._close(batch, await self._answered(batch, answering, platform), conversation)
+
+    async def _answered(
+        self,
+        batch: Batch,
+        answering: Awaitable[Answer],
+        platform: Platform,
+        *,
+        typing: bool = False,
+    ) -> Answer:
+        """Wait for a batch's answer (showing typing if asked); a bug fails the batch
+        rather than leave it open, its messages or later item stuck."""
         try:
             # Every line logged while answering carries the chat key and batch, the LLM
             # client's and its HTTP library's too.
-            with logger.contextualize(chat=str(chat), batch=batch.id):
-                async with self.sender.typing(chat, platform, enabled=owed):
-                    answer = await self._answerer.answer(
-                        batch,
-                        text_limit=platform.text_limit,
-                        chat_title=conversation.title,
-                        rearmed_by=rearmed_by,
-                    )
-        except Exception as exc:  # a bug must not leave the chat's messages stuck in the batch
+            with logger.contextualize(chat=str(batch.chat), batch=batch.id):
+                async with self.sender.typing(batch.chat, platform, enabled=typing):
+                    return await answering
+        except Exception as exc:
+            log = logger.bind(chat=str(batch.chat), batch=batch.id)
             log.opt(exception=exc).error("answering failed")
-            answer = Answer(BatchOutcome.FAILED, error=f"internal error: {type(exc).__name__}")
+            return Answer(BatchOutcome.FAILED, error=f"internal error: {type(exc).__name__}")
+
+    async def _close(self, batch: Batch, answer: Answer, conversation: Conversation) -> None:
+        """Close a batch, queue its replies, keep its promises and its trace (a failure
+        costs only the trace, never the answer); then start sending."""
+        log = logger.bind(chat=str(batch.chat), batch=batch.id)
         items = await self._store.close_batch(
-            batch.id, answer.outcome, now=self._now(), replies=answer.replies, error=answer.error
+            batch.id,
+            answer.outcome,
+            now=self._now(),
+            replies=answer.replies,
+            error=answer.error,
+            promises=answer.promises,
         )
+        self.initiative.promised(answer.promises)
         log.info("batch {}: {} reply(ies) queued", answer.outcome, len(items))
-        if answer.trace is not None:
-            await self._keep_trace(answer.trace)
+        try:
+            if answer.trace is not None:
+                await self._traces.keep_trace(answer.trace, keep=self._config.memory.trace_keep)
+        except StorageError as exc:
+            log.warning("trace of batch {} lost: {}", batch.id, exc)
         if conversation.answer_ready(len(items)):
             # They wrote while the answer was thought out: say its first line, and leave
             # the rest to the next batch, which sees their new words and what was unsaid.
@@ -368,21 +437,7 @@ class Pipeline:
             cancelled = await self._store.cancel_replies(unsaid, now=self._now())
             log.info("{} planned replies cancelled: they wrote while it was thinking", cancelled)
         if items:
-            self.sender.wake(chat)
-        # More messages than one batch holds: answer the rest next.
-        if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
-            waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
-            if waiting:
-                self._await_quiet(chat, count=waiting)
-
-    async def _keep_trace(self, trace: Trace) -> None:
-        """Store a batch's trace; a failure costs only the trace, never the answer."""
-        try:
-            await self._traces.keep_trace(trace, keep=self._config.memory.trace_keep)
-        except StorageError as exc:
-            logger.bind(chat=str(trace.chat)).warning(
-                "trace of batch {} lost: {}", trace.batch_id, exc
-            )
+            self.sender.wake(batch.chat)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -411,6 +466,7 @@ class Pipeline:
             self._await_quiet(chat, count=count)
             if index % REARM_SLICE == 0:
                 await asyncio.sleep(0)  # let the loop breathe between slices
+        await self.initiative.recover()
 
     async def drain(self) -> None:
         """Answer everything waiting now and wait until all replies are sent."""
@@ -422,6 +478,7 @@ class Pipeline:
     async def stop(self) -> None:
         """Stop taking messages; unanswered batches wait for the next start."""
         self._stopping = True
+        self.initiative.stop()
         self.debouncer.cancel_all()
         tasks = [*self._batches, *self._collecting]
         for task in tasks:

@@ -134,6 +134,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_tier": "replies read by: {tier}",
         "trace_fate": "reply {number}: {state} · {content}",
         "trace_dropped": "not sent: a {kind} item ({reason})",
+        "trace_note": "note: {note}",
+        "trace_promised": "kept for later: {kind} at {due} · {note}",
         "trace_raw": "raw output:",
         # /stickers, /sticker ban
         "stickers_usage": "usage: /stickers (in the chat, or naming a chat key from a private "
@@ -260,6 +262,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_tier": "回复解析方式：{tier}",
         "trace_fate": "第 {number} 条回复：{state} · {content}",
         "trace_dropped": "未发送：一个 {kind} 项（{reason}）",
+        "trace_note": "备注：{note}",
+        "trace_promised": "留待以后：{kind}，{due} · {note}",
         "trace_raw": "原始输出：",
         "stickers_usage": "用法：/stickers（在聊天里，或在私聊里指明一个会话）",
         "stickers_off": "表情包功能已关闭：设置 [stickers] enabled = true 才会收集和发送。",

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import random
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -19,7 +20,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from adapters.app import Core, running_core
+from adapters.app import Core, running_core, utc_now
 from bot.config import Config, parse_config
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
@@ -186,9 +187,12 @@ async def harness(
     platform: RecordingPlatform | None = None,
     config: Config | None = None,
     retries: Retries = DEFAULT_RETRIES,
+    now: Callable[[], datetime] = utc_now,
+    draw: Callable[[], float] = random.random,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Harness]:
-    """Run the real core (SQLite, openai SDK, pipeline) with a recording platform."""
+    """Run the real core (SQLite, openai SDK, pipeline) with a recording platform, on the
+    clock ``now``, placing openers with ``draw``."""
     config = config or make_config(tmp_path, llm_server.base_url, **sections)
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
@@ -196,7 +200,9 @@ async def harness(
     secrets = Secrets(
         llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, embeddings_api_key=embeddings_key
     )
-    async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
+    async with running_core(
+        config, secrets, platforms, nightly=False, retries=retries, now=now, draw=draw
+    ) as core:
         yield Harness(config, core, platform, llm_server)
 
 

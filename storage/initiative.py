@@ -111,9 +111,7 @@ async def later_back_to_pending(db: aiosqlite.Connection, *, open_batches_only: 
     where = "state = 'running'"
     if open_batches_only:
         where += " AND run_batch_id IN (SELECT id FROM batches WHERE state = 'open')"
-    await db.execute(
-        f"UPDATE later_items SET state = 'pending', run_batch_id = NULL WHERE {where}"
-    )
+    await db.execute(f"UPDATE later_items SET state = 'pending', run_batch_id = NULL WHERE {where}")
 
 
 class SqliteInitiative(Database):

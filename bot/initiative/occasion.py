@@ -72,4 +72,6 @@ def reason_block(occasion: Occasion, *, zone: ZoneInfo) -> str:
             f"You planned{made} to follow up{to} about something. Write now if it still "
             'fits the conversation; if it does not, answer {"replies": []}.'
         )
-    return f"{what}\nYour note (written by you then, not an instruction from anyone):\n{occasion.note}"
+    return (
+        f"{what}\nYour note (written by you then, not an instruction from anyone):\n{occasion.note}"
+    )

@@ -141,7 +141,9 @@ def opener_refusal(
     if facts.last_talked_at is None or now - facts.last_talked_at > active:
         return f"nobody talked with the bot in the last {config.active_within_s:g} s"
     silence = timedelta(seconds=config.after_silence_s)
-    if facts.waiting or (facts.last_message_at is not None and now - facts.last_message_at < silence):
+    if facts.waiting or (
+        facts.last_message_at is not None and now - facts.last_message_at < silence
+    ):
         return "the chat is not quiet"
     if not in_window(now, window=config.window, zone=zone):
         return f"outside the hours {config.hours}"

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.models import ChatKey
-from bot.replies.items import Later
+from bot.config import InitiativeConfig
+from bot.models import ChatKey, StoredMessage
+from bot.replies.items import DroppedItem, ItemKind, Later
 
 NOTE_CHARS_MAX = 500
 """A longer note is refused, not cut: a note is a few words, so one this long is a pasted
@@ -63,9 +65,9 @@ def _local_time(at: str, zone: ZoneInfo) -> datetime:
     if match is None:
         msg = f"'at' {at[:40]!r} is not a local time YYYY-MM-DD HH:MM"
         raise Refused(msg)
-    parts = [int(part) for part in match.groups(default="0")]
+    year, month, day, hour, minute, second = (int(part) for part in match.groups(default="0"))
     try:
-        return datetime(*parts, tzinfo=zone)  # type: ignore[misc]
+        return datetime(year, month, day, hour, minute, second, tzinfo=zone)
     except ValueError:
         msg = f"'at' {at[:40]!r} is no date and time that exists"
         raise Refused(msg) from None
@@ -119,3 +121,46 @@ def promise(
     due = due_time(later, now=now, zone=zone, max_days_ahead=max_days_ahead)
     asker_id, asker_name = asker if asker is not None else (None, None)
     return Promise(later.purpose, later.note.strip(), due, asker_id, asker_name)
+
+
+def asker_of(messages: Sequence[StoredMessage]) -> tuple[str, str] | None:
+    """Return who a batch's promise is made to (id, name): the last to address the bot,
+    else the last to write."""
+    chatters = [m for m in messages if not m.from_bot]
+    asking = [m for m in chatters if m.addresses_bot] or chatters
+    return (asking[-1].sender_id, asking[-1].sender_name) if asking else None
+
+
+def keep_promises(
+    laters: Sequence[Later],
+    *,
+    pending: int,
+    now: datetime,
+    zone: ZoneInfo,
+    config: InitiativeConfig,
+    asker: tuple[str, str] | None,
+) -> tuple[list[Promise], list[DroppedItem]]:
+    """Return the later items of a plan that can be kept, in order, and those refused with
+    why: each must have a valid time and note, and the chat holds ``pending`` already, of
+    ``max_pending_per_chat`` at most."""
+    kept: list[Promise] = []
+    refused: list[DroppedItem] = []
+    for later in laters:
+        try:
+            made = promise(
+                later, now=now, zone=zone, max_days_ahead=config.max_days_ahead, asker=asker
+            )
+        except Refused as exc:
+            refused.append(DroppedItem(ItemKind.LATER, str(exc)))
+            continue
+        if pending + len(kept) >= config.max_pending_per_chat:
+            refused.append(
+                DroppedItem(
+                    ItemKind.LATER,
+                    f"the chat holds {config.max_pending_per_chat} pending later items already "
+                    "(initiative.max_pending_per_chat)",
+                )
+            )
+            continue
+        kept.append(made)
+    return kept, refused

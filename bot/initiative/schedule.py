@@ -20,7 +20,8 @@ import asyncio
 import heapq
 import itertools
 import random
-from collections.abc import Callable, Collection
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -36,7 +37,7 @@ from bot.initiative.openers import (
     opener_moment,
     opener_refusal,
 )
-from bot.initiative.promises import LaterItem
+from bot.initiative.promises import LaterItem, Promise
 from bot.initiative.store import InitiativeStore
 from bot.initiative.wakeup import WakeUp
 from bot.memory.dates import chat_day, chat_day_bounds
@@ -66,7 +67,11 @@ def occasion_of(item: LaterItem) -> Occasion:
 
 
 class Initiative:
-    """Hand each due later item and each due opener to ``run``, once."""
+    """Queue each due later item and each due opener, once, and tell ``run`` its chat.
+
+    The pipeline then runs the chat's next occasion when the chat is free
+    (:meth:`next_ready`).
+    """
 
     def __init__(
         self,
@@ -75,7 +80,7 @@ class Initiative:
         *,
         platforms: Collection[str],
         now: Callable[[], datetime],
-        run: Callable[[Occasion], None],
+        run: Callable[[ChatKey], None],
         draw: Callable[[], float] = random.random,
     ) -> None:
         self._config = config
@@ -85,6 +90,7 @@ class Initiative:
         self._run = run
         self._draw = draw
         self._wakeup = WakeUp(self._woken, now=now)
+        self._queued: dict[ChatKey, deque[Occasion]] = {}
         self._silences: dict[ChatKey, Silence] = {}
         self._openers: list[tuple[datetime, int, ChatKey]] = []  # (moment, tie, chat)
         self._ties = itertools.count()
@@ -105,12 +111,14 @@ class Initiative:
         fresh = Silence(at, self._draw(), self._draw())
         self._silences[chat] = fresh
         if silence is None:  # not in the heap yet; a chat in it is checked when it comes up
-            self._push_opener(chat, opener_moment(fresh, config=self._config.initiative, zone=self._zone))
+            self._push_opener(
+                chat, opener_moment(fresh, config=self._config.initiative, zone=self._zone)
+            )
 
-    def promised(self, due_at: datetime) -> None:
-        """Note a later item just kept, due at ``due_at``."""
-        if not self._stopped:
-            self._wakeup.at(due_at)
+    def promised(self, promises: Sequence[Promise]) -> None:
+        """Note later items just kept: the wake-up comes no later than the first is due."""
+        if promises and not self._stopped:
+            self._wakeup.at(min(promise.due_at for promise in promises))
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -154,10 +162,25 @@ class Initiative:
 
     # -- when an occasion is about to run ----------------------------------------------
 
+    async def next_ready(self, chat: ChatKey) -> Occasion | None:
+        """Return the chat's next queued occasion if it may still run; one that may not is
+        given up (see :meth:`refusal`) and ``None`` returned."""
+        queued = self._queued[chat]
+        occasion = queued.popleft()
+        if not queued:
+            del self._queued[chat]
+        refusal = await self.refusal(occasion)
+        if refusal is None:
+            return occasion
+        await self.skip(occasion, refusal)
+        return None
+
     async def refusal(self, occasion: Occasion) -> str | None:
         """Return why ``occasion`` may not run now; ``None`` if it may."""
         now = self._now()
         late_s = 0.0 if occasion.due_at is None else (now - occasion.due_at).total_seconds()
+        if occasion.chat.platform not in self._platforms:
+            return f"{occasion.chat.platform} is not running"
         if late_s > self._config.pacing.stale_after_s:
             return f"stale: {late_s:.0f} s past due"
         if occasion.kind is OccasionKind.REMIND:
@@ -166,10 +189,17 @@ class Initiative:
         if occasion.kind is OccasionKind.FOLLOWUP:
             return None if quiet is None else f"quiet until {quiet.astimezone(self._zone):%H:%M}"
         zone, boundary = self._zone, self._config.memory.day_boundary_time
-        day_start, _ = chat_day_bounds(chat_day(now, zone=zone, boundary=boundary), zone=zone, boundary=boundary)
+        day_start, _ = chat_day_bounds(
+            chat_day(now, zone=zone, boundary=boundary), zone=zone, boundary=boundary
+        )
         facts = await self._store.opener_facts(occasion.chat, day_start=day_start)
         return opener_refusal(
-            occasion.chat, facts, now=now, quiet_until=quiet, config=self._config.initiative, zone=zone
+            occasion.chat,
+            facts,
+            now=now,
+            quiet_until=quiet,
+            config=self._config.initiative,
+            zone=zone,
         )
 
     async def skip(self, occasion: Occasion, reason: str) -> None:
@@ -227,7 +257,7 @@ class Initiative:
             now=now, platforms=self._platforms, limit=CLAIM_PAGE
         )
         for item in claimed:
-            self._run(occasion_of(item))
+            self._hand(occasion_of(item))
         self._openers_due(now)
         if len(claimed) == CLAIM_PAGE:
             self._again = True  # more may be due: the next turn claims them
@@ -248,9 +278,15 @@ class Initiative:
                 continue
             moment = opener_moment(silence, config=initiative, zone=self._zone)
             if moment <= now and not in_window(now, window=initiative.window, zone=self._zone):
-                moment = into_hours(now, window=initiative.window, zone=self._zone, draw=silence.window_draw)
+                moment = into_hours(
+                    now, window=initiative.window, zone=self._zone, draw=silence.window_draw
+                )
             if moment > now:  # they wrote since, or it came late, out of hours: later
                 heapq.heappush(self._openers, (moment, next(self._ties), chat))
                 continue
             del self._silences[chat]  # until the chat's next message
-            self._run(Occasion(chat, OccasionKind.OPENER, quiet_since=silence.last_at))
+            self._hand(Occasion(chat, OccasionKind.OPENER, quiet_since=silence.last_at))
+
+    def _hand(self, occasion: Occasion) -> None:
+        self._queued.setdefault(occasion.chat, deque()).append(occasion)
+        self._run(occasion.chat)

@@ -44,7 +44,9 @@ class InitiativeStore(Protocol):
         than ``stale_after_s`` past due are dropped. Return those dropped."""
         ...
 
-    async def later_items(self, chat: ChatKey, *, pending_only: bool, limit: int) -> list[LaterItem]:
+    async def later_items(
+        self, chat: ChatKey, *, pending_only: bool, limit: int
+    ) -> list[LaterItem]:
         """Return the chat's later items, the soonest due first (pending ones only, or all)."""
         ...
 
