@@ -21,6 +21,7 @@ from bot.context import Prompter
 from bot.inbox import Inbox
 from bot.memory.stack import Memory
 from bot.ops import Ops
+from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps, StatusStore
 from bot.ops.stickers import StickerOps
@@ -93,5 +94,6 @@ def build_core(
         memory=MemoryOps(config, memory, store),
         traces=TraceOps(store, keep=config.memory.trace_keep),
         stickers=StickerOps(stickers),
+        initiative=InitiativeOps(store, now=now),
     )
     return Core(pipeline, Inbox(pipeline, CommandRunner(config, ops), platforms), ops)
