@@ -126,6 +126,7 @@ class Harness:
     core: Core
     platform: RecordingPlatform
     llm: FakeLLMServer
+    now: Callable[[], datetime] = utc_now  # the core's clock: messages are sent on it
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -157,7 +158,7 @@ class Harness:
             sender_id=sender_id,
             sender_name=sender_name,
             text=text,
-            sent_at=datetime.now(UTC),
+            sent_at=self.now(),
             addresses_bot=(not chat.is_group) if addresses_bot is None else addresses_bot,
             chat_title=chat_title,
         )
@@ -203,7 +204,7 @@ async def harness(
     async with running_core(
         config, secrets, platforms, nightly=False, retries=retries, now=now, draw=draw
     ) as core:
-        yield Harness(config, core, platform, llm_server)
+        yield Harness(config, core, platform, llm_server, now)
 
 
 class RecordingSink:

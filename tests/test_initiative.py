@@ -1,0 +1,215 @@
+"""Initiative through the real core: later items kept and run once, on an injected clock.
+
+Each test runs the real pipeline, SQLite and the ``openai`` SDK against the fake LLM
+server with a recording platform, on a :class:`~fakes.clock.Clock` that jumps hours
+instead of sleeping. Private chats are the harness's ``test:private:42``, in
+``Asia/Shanghai``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bot.initiative.promises import NOTE_CHARS_MAX
+from bot.models import ChatKey
+from fakes.clock import Clock
+from fakes.harness import PRIVATE, Harness, harness, user_prompt
+from fakes.openai_api import FakeLLMServer
+from tests.log_capture import captured_logs
+
+EVENING = datetime(2026, 11, 26, 13, 0, tzinfo=UTC)  # 21:00 in Shanghai
+NINE_NEXT_MORNING = datetime(2026, 11, 27, 1, 0, tzinfo=UTC)
+REASON = "Nobody wrote: you are writing first"
+
+
+def plan(*items: dict[str, Any]) -> dict[str, Any]:
+    return {"replies": list(items)}
+
+
+def later(note: str, *, kind: str = "remind", **when: Any) -> dict[str, Any]:
+    return {"later": {"note": note, "kind": kind, **when}}
+
+
+async def turn(bot: Harness) -> None:
+    """Let the initiative look at the clock now, then wait until all it started is sent."""
+    bot.pipeline.initiative.poke()
+    await asyncio.sleep(0.02)
+    await bot.pipeline.initiative.wait_idle()
+    await bot.settle()
+
+
+def initiative_requests(llm: FakeLLMServer) -> list[dict[str, Any]]:
+    return [r for r in llm.requests if REASON in user_prompt(r)]
+
+
+async def promise_one(bot: Harness, item: dict[str, Any], *, chat: ChatKey = PRIVATE) -> None:
+    """Ask in ``chat`` and have the model answer with a text and ``item``."""
+    bot.llm.reply_json(plan({"content": "好，到时候提醒你"}, item))
+    await bot.say("到时候提醒我一下", chat=chat, addresses_bot=True)
+    await bot.settle()
+
+
+async def test_a_reminder_arrives_once_at_its_time(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """"明早九点提醒我交作业" at 21:00: nothing before nine; at nine one LLM call whose prompt
+    gives the note as the reason, one message sent; looking again sends nothing more."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("提醒小明交作业", at="2026-11-27 09:00"))
+        [item] = await bot.ops.initiative.pending(PRIVATE)
+        clock.jump_to(NINE_NEXT_MORNING - timedelta(minutes=2))
+        await turn(bot)
+        early = len(llm.requests)
+        llm.reply_json(plan({"content": "九点了，该交作业啦"}))
+        clock.jump(seconds=121)
+        await turn(bot)
+        await turn(bot)
+        pending = await bot.ops.initiative.pending(PRIVATE)
+        [trace, asked] = await bot.ops.traces.recent(PRIVATE, count=2)
+    assert (item.due_at, item.kind, item.note, item.asker_id) == (
+        NINE_NEXT_MORNING,
+        "remind",
+        "提醒小明交作业",
+        "7",
+    )
+    assert (early, len(llm.requests), len(initiative_requests(llm))) == (1, 2, 1)
+    assert "提醒小明交作业" in user_prompt(initiative_requests(llm)[0])
+    assert bot.platform.texts() == ["好，到时候提醒你", "九点了，该交作业啦"]
+    assert pending == []
+    assert (trace.trace.why, trace.trace.outcome, trace.trace.note) == (
+        "remind",
+        "answered",
+        "提醒小明交作业",
+    )
+    assert [(p.kind, p.due_at) for p in asked.trace.promised] == [("remind", NINE_NEXT_MORNING)]
+
+
+async def test_a_followup_may_come_to_nothing(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """A follow-up the model answers with an empty list sends nothing: silent, one call."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("问问考得怎么样", kind="followup", in_seconds=3600))
+        llm.reply_json(plan())
+        clock.jump(seconds=3601)
+        await turn(bot)
+        [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
+    assert (len(initiative_requests(llm)), bot.platform.texts()) == (1, ["好，到时候提醒你"])
+    assert (trace.trace.why, trace.trace.outcome) == ("followup", "silent")
+
+
+async def test_a_reminder_whose_call_fails_is_sent_as_written(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The LLM answers 500 when a reminder falls due: its note is sent as it was written,
+    and the trace says the call failed."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("记得交作业", in_seconds=60))
+        llm.fail(500)
+        clock.jump(seconds=61)
+        await turn(bot)
+        [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
+    assert bot.platform.texts() == ["好，到时候提醒你", "记得交作业"]
+    assert (trace.trace.why, trace.trace.outcome, trace.trace.tier) == ("remind", "failed", "note")
+
+
+async def test_a_reminder_the_model_leaves_unsaid_is_sent_as_written(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A reminder is always delivered: an empty reply list sends its note instead."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("记得交作业", in_seconds=60))
+        llm.reply_json(plan())
+        clock.jump(seconds=61)
+        await turn(bot)
+    assert bot.platform.texts() == ["好，到时候提醒你", "记得交作业"]
+
+
+async def test_a_followup_whose_call_fails_is_dropped_and_logged(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The LLM fails when a follow-up falls due: nothing is sent, one line says so."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("问问面试", kind="followup", in_seconds=60))
+        llm.fail(500)
+        clock.jump(seconds=61)
+        with captured_logs() as logs:
+            await turn(bot)
+        [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
+    assert bot.platform.texts() == ["好，到时候提醒你"]
+    assert (trace.trace.why, trace.trace.outcome) == ("followup", "failed")
+    assert [line for line in logs if "followup got no usable answer" in line] != []
+
+
+async def test_after_downtime_fresh_items_run_and_stale_ones_are_dropped(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Down for two hours: an item 100 s past due runs at start-up, one 6,700 s past due
+    (stale_after_s = 300) is dropped with a log line and never sent."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        llm.reply_json(
+            plan(
+                {"content": "好"},
+                later("十分钟后喝水", in_seconds=600),
+                later("两小时后出门", in_seconds=7200),
+            )
+        )
+        await bot.say("提醒我两件事")
+        await bot.settle()
+    clock.jump(seconds=7300)
+    llm.reply_json(plan({"content": "该出门了"}))
+    with captured_logs() as logs:
+        async with harness(tmp_path, llm, now=clock.now) as bot:
+            await turn(bot)
+    assert bot.platform.texts() == ["该出门了"]
+    assert len(initiative_requests(llm)) == 1
+    dropped = [line for line in logs if "dropped: it fell due" in line]
+    assert len(dropped) == 1
+    assert "remind #1" in dropped[0]
+
+
+async def test_bad_later_items_are_refused_in_the_trace_and_the_rest_is_sent(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A plan with later items in a bad format, in the past, in year 9999, negative or
+    10^12 seconds away, with a 10 kB note, nested in another, and 50 good ones: its text is
+    sent, max_pending_per_chat (5) are kept, each refusal is in the trace; no traceback."""
+    clock = Clock(EVENING)
+    bad = [
+        later("格式不对", at="明早九点"),
+        later("过去了", at="2026-11-25 09:00"),
+        later("太远了", at="9999-12-31 23:59"),
+        later("负数", in_seconds=-5),
+        later("太久了", in_seconds=10**12),
+        later("x" * 10_240, in_seconds=60),
+        {"later": {"note": "外层", "in_seconds": 60, "later": later("内层", in_seconds=60)}},
+    ]
+    good = [later(f"第{n}件事", in_seconds=60 + n) for n in range(50)]
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        llm.reply_json(plan({"content": "收到"}, *bad, *good))
+        with captured_logs() as logs:
+            await bot.say("记一下这些")
+            await bot.settle()
+        [shown] = await bot.ops.traces.recent(PRIVATE, count=1)
+        pending = await bot.ops.initiative.pending(PRIVATE)
+    reasons = [item.reason for item in shown.trace.dropped]
+    assert bot.platform.texts() == ["收到"]
+    assert [item.note for item in pending] == [f"第{n}件事" for n in range(5)]
+    assert reasons[0] == "replies.7.later.later: Extra inputs are not permitted"
+    assert [r.split(": ", 1)[-1] for r in reasons[1:7]] == [
+        "'at' '明早九点' is not a local time YYYY-MM-DD HH:MM",
+        "'at' '2026-11-25 09:00' is in the past (now 2026-11-26 21:00)",
+        "'at' '9999-12-31 23:59' is beyond max_days_ahead (30 days)",
+        "'in_seconds' -5 is not in the future",
+        "'in_seconds' 1e+12 is beyond max_days_ahead (30 days)",
+        f"a note of 10240 characters (at most {NOTE_CHARS_MAX})",
+    ]
+    assert reasons[7:] == [
+        "the chat holds 5 pending later items already (initiative.max_pending_per_chat)"
+    ] * 45
+    assert logs.tracebacks() == []
