@@ -53,7 +53,7 @@ async def promise_one(bot: Harness, item: dict[str, Any], *, chat: ChatKey = PRI
 
 
 async def test_a_reminder_arrives_once_at_its_time(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """"明早九点提醒我交作业" at 21:00: nothing before nine; at nine one LLM call whose prompt
+    """ "明早九点提醒我交作业" at 21:00: nothing before nine; at nine one LLM call whose prompt
     gives the note as the reason, one message sent; looking again sends nothing more."""
     clock = Clock(EVENING)
     async with harness(tmp_path, llm, now=clock.now) as bot:
@@ -209,7 +209,8 @@ async def test_bad_later_items_are_refused_in_the_trace_and_the_rest_is_sent(
         "'in_seconds' 1e+12 is beyond max_days_ahead (30 days)",
         f"a note of 10240 characters (at most {NOTE_CHARS_MAX})",
     ]
-    assert reasons[7:] == [
-        "the chat holds 5 pending later items already (initiative.max_pending_per_chat)"
-    ] * 45
+    assert (
+        reasons[7:]
+        == ["the chat holds 5 pending later items already (initiative.max_pending_per_chat)"] * 45
+    )
     assert logs.tracebacks() == []

@@ -81,16 +81,14 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/stickers — the stickers this chat's collection holds",
         "/sticker ban <id> — ban a sticker: never offered or sent again",
         "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
-        "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); "
-        "/quiet off",
+        "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
     ]
     assert member.splitlines() == [
         "Commands you can use here:",
         "/help — the commands you can use",
         "/forgetme — forget every fact about you in this chat",
         "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
-        "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); "
-        "/quiet off",
+        "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
     ]
     assert llm.requests == []
 
