@@ -16,7 +16,7 @@ from typing import Any
 from bot.initiative.promises import NOTE_CHARS_MAX
 from bot.models import ChatKey
 from fakes.clock import Clock
-from fakes.harness import PRIVATE, Harness, harness, user_prompt
+from fakes.harness import GROUP, PRIVATE, Harness, harness, user_prompt
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -214,3 +214,150 @@ async def test_bad_later_items_are_refused_in_the_trace_and_the_rest_is_sent(
         == ["the chat holds 5 pending later items already (initiative.max_pending_per_chat)"] * 45
     )
     assert logs.tracebacks() == []
+
+
+async def test_an_initiative_batch_waits_for_the_batch_in_flight(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A reminder falls due while the chat's answer is with the LLM: its call comes only
+    after that answer is sent, and its prompt shows that answer."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("提醒喝水", in_seconds=60))
+        llm.hang(0.4, content='{"replies": [{"content": "我在想"}]}')
+        llm.reply_json(plan({"content": "喝水时间到"}))
+        await bot.say("你在干嘛")
+        await llm.wait_for_requests(2)
+        clock.jump(seconds=61)
+        bot.pipeline.initiative.poke()
+        await asyncio.sleep(0.1)
+        during = len(llm.requests)
+        await turn(bot)
+    [reminder] = initiative_requests(llm)
+    assert (during, len(llm.requests)) == (2, 3)
+    assert "我在想" in user_prompt(reminder)
+    assert bot.platform.texts() == ["好，到时候提醒你", "我在想", "喝水时间到"]
+
+
+async def test_an_initiative_batch_makes_one_call_and_promises_nothing(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With the memory tool on and output that is no JSON, a reminder makes one call (no
+    tool, splitter or nudge) and its text is split by hand; a later item in its answer is
+    dropped: an initiative batch never promises again."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now, llm={"memory_tool": True}) as bot:
+        await promise_one(bot, later("提醒喝水", in_seconds=60))
+        llm.reply("该喝水了。记得多喝点。")
+        clock.jump(seconds=61)
+        await turn(bot)
+        llm.reply_json(plan({"content": "好"}, later("再提醒", in_seconds=60)))
+        await promise_one(bot, later("提醒吃药", in_seconds=60))
+        clock.jump(seconds=61)
+        await turn(bot)
+        [again, _, split, _] = await bot.ops.traces.recent(PRIVATE, count=4)
+        pending = await bot.ops.initiative.pending(PRIVATE)
+    reminders = initiative_requests(llm)
+    assert [("tools" in r, "response_format" in r) for r in reminders] == [(False, True)] * 2
+    assert ([c.kind for c in split.trace.llm_calls], split.trace.tier) == (
+        ["initiative"],
+        "text-split",
+    )
+    assert [d.reason for d in again.trace.dropped] == ["later items are not offered here"]
+    assert pending == []
+
+
+async def test_later_cancel_by_someone_else_is_refused(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """In a group, 小明 asks for a reminder: another member's /later cancel is refused and
+    it stays; 小明's own cancel works; an admin may cancel anyone's; /later lists them."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now, bot={"admins": ["test:1"]}) as bot:
+        await promise_one(bot, later("提醒交作业", in_seconds=3600), chat=GROUP)
+        await promise_one(bot, later("提醒开会", in_seconds=7200), chat=GROUP)
+        listing = await bot.command("/later", chat=GROUP, sender_id="8")
+        refused = await bot.command("/later cancel 1", chat=GROUP, sender_id="8")
+        kept = [item.id for item in await bot.ops.initiative.pending(GROUP)]
+        own = await bot.command("/later cancel 1", chat=GROUP, sender_id="7")
+        admin = await bot.command("/later cancel #2", chat=GROUP, sender_id="1")
+        unknown = await bot.command("/later cancel 2", chat=GROUP, sender_id="1")
+        left = await bot.ops.initiative.pending(GROUP)
+    assert listing.splitlines() == [
+        "pending here (2), the soonest first:",
+        "#1 · 2026-11-26 22:00 · remind · 提醒交作业",
+        "#2 · 2026-11-26 23:00 · remind · 提醒开会",
+        "/later cancel <id> cancels one (the one who asked for it, or an admin).",
+    ]
+    assert (refused, kept) == ("Only the one who asked for #1, or an admin, can cancel it.", [1, 2])
+    assert own == "Cancelled #1 (remind, 2026-11-26 22:00): 提醒交作业"
+    assert admin == "Cancelled #2 (remind, 2026-11-26 23:00): 提醒开会"
+    assert unknown.startswith("There is no pending item #2 here")
+    assert left == []
+
+
+async def test_quiet_pauses_followups_and_never_reminders(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """/quiet 2: a follow-up falling due in it is dropped, a reminder still comes; after
+    /quiet off a follow-up runs again."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("问问面试", kind="followup", in_seconds=60))
+        await promise_one(bot, later("提醒关灯", in_seconds=120))
+        quiet = await bot.command("/quiet 2")
+        llm.reply_json(plan({"content": "关灯啦"}))
+        clock.jump(seconds=121)
+        await turn(bot)
+        ended = await bot.command("/quiet off")
+        await promise_one(bot, later("问问晚饭", kind="followup", in_seconds=60))
+        llm.reply_json(plan({"content": "晚饭吃了吗"}))
+        clock.jump(seconds=61)
+        await turn(bot)
+        again = await bot.command("/quiet off")
+        view = await bot.ops.initiative.view(PRIVATE)
+    assert quiet == (
+        "Quiet until 2026-11-26 23:00: no openers or follow-ups here until then (reminders "
+        "still come). /quiet off ends it sooner."
+    )
+    assert (ended, again) == (
+        "Quiet ended: the bot may speak first here again.",
+        "This chat is not quiet.",
+    )
+    said = [text for text in bot.platform.texts() if text in {"关灯啦", "晚饭吃了吗"}]
+    assert said == ["关灯啦", "晚饭吃了吗"]
+    assert len(initiative_requests(llm)) == 2
+    assert [(q.set_by, q.ended_by) for q in view.quiet] == [("test:7", "test:7")]
+    assert view.quiet_until is None
+
+
+async def test_quiet_in_a_group_is_for_admins(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """In a group a member's /quiet is refused and changes nothing; an admin's works."""
+    async with harness(tmp_path, llm, bot={"admins": ["test:1"]}) as bot:
+        member = await bot.command("/quiet", chat=GROUP, sender_id="8")
+        nothing = await bot.ops.initiative.view(GROUP)
+        admin = await bot.command("/quiet 1", chat=GROUP, sender_id="1")
+        quiet = await bot.ops.initiative.view(GROUP)
+        usage = await bot.command("/quiet soon", chat=GROUP, sender_id="1")
+    assert (member, nothing.quiet) == ("In a group, only admins can quiet the bot.", [])
+    assert (admin.startswith("Quiet until"), quiet.quiet_until is not None) == (True, True)
+    assert usage == "usage: /quiet [hours] (default 24, at most 8760) | /quiet off"
+
+
+async def test_one_wake_up_however_many_items_wait(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """300 later items in 60 chats cost one timer and no task: what waits is in SQLite."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        for n in range(60):
+            chat = ChatKey.parse(f"test:private:{1000 + n}")
+            items = [later(f"事{k}", in_seconds=3600 + 60 * k + n) for k in range(5)]
+            llm.reply_json(plan({"content": "好"}, *items))
+            await bot.say("记一下", chat=chat)
+        await bot.settle()
+        loop = asyncio.get_running_loop()
+        wakeups = [
+            h
+            for h in loop._scheduled  # type: ignore[attr-defined]
+            if not h.cancelled() and "WakeUp._fire" in repr(h)
+        ]
+        tasks = [t.get_name() for t in asyncio.all_tasks() if "initiative" in t.get_name()]
+        counts = await bot.ops.initiative.pending(ChatKey.parse("test:private:1059"))
+    assert (len(wakeups), tasks, len(counts)) == (1, [], 5)
