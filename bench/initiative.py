@@ -53,39 +53,49 @@ QUICK = Scale(chats=200, per_chat=10, due_soon=20, spread_s=2.0, lead_s=4.0)
 
 
 async def _build(path: Path, scale: Scale, *, now: datetime) -> dict[int, float]:
-    """Write the pending items; return the unix due time of each item due soon, by id."""
+    """Write the pending items; return the unix due time of each item due soon, by id.
+
+    The rows are made by SQLite itself (a recursive CTE), not as Python objects: what this
+    process holds afterwards is only what the running bot holds.
+    """
     store = await SqliteStore.open(path)  # creates and migrates the schema
     await store.close()
     now_s = now.timestamp()
     start_s = now_s + scale.lead_s  # the core is up, and has answered once, by then
-    soon: dict[int, float] = {}
-    rows = []
-    item_id = 0
-    for chat in range(scale.chats):
-        for k in range(scale.per_chat):
-            item_id += 1
-            if (
-                len(soon) < scale.due_soon
-                and k == 0
-                and chat % (scale.chats // scale.due_soon) == 0
-            ):
-                due = start_s + scale.spread_s * len(soon) / scale.due_soon
-                soon[item_id] = due
-            else:
-                due = now_s + 3600 + (item_id * 7919 % (30 * 86400 - 7200))
-            rows.append((item_id, f"test:private:{chat}", chat + 1, f"note due{item_id}", due))
+    step = scale.chats // scale.due_soon  # every step-th chat has one item due soon
+    soon = {
+        n * step * scale.per_chat + 1: start_s + scale.spread_s * n / scale.due_soon
+        for n in range(scale.due_soon)
+    }
+    later_s = 30 * 86400 - 7200
     db = sqlite3.connect(path)
     with db:
-        db.executemany(
+        db.execute(
             "INSERT INTO batches (id, chat_key, state, created_at, finished_at)"
-            " VALUES (?, ?, 'answered', ?, ?)",
-            [(c + 1, f"test:private:{c}", now_s, now_s) for c in range(scale.chats)],
+            " WITH RECURSIVE c(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM c WHERE n < ?)"
+            " SELECT n + 1, 'test:private:' || n, 'answered', ?, ? FROM c",
+            (scale.chats - 1, now_s, now_s),
         )
-        db.executemany(
+        db.execute(
             "INSERT INTO later_items (id, chat_key, platform, batch_id, asker_id, kind, note,"
             " due_at, state, created_at, updated_at)"
-            " VALUES (?, ?, 'test', ?, '7', 'remind', ?, ?, 'pending', ?, ?)",
-            [(*row, now_s, now_s) for row in rows],
+            " WITH RECURSIVE i(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM i WHERE n < :total)"
+            " SELECT n, 'test:private:' || ((n - 1) / :per), 'test', (n - 1) / :per + 1, '7',"
+            " 'remind', 'note due' || n,"
+            " CASE WHEN (n - 1) % (:per * :step) = 0 AND (n - 1) / (:per * :step) < :soon"
+            "  THEN :start + :spread * ((n - 1) / (:per * :step)) / :soon"
+            "  ELSE :now + 3600 + (n * 7919) % :later END,"
+            " 'pending', :now, :now FROM i",
+            {
+                "total": scale.chats * scale.per_chat,
+                "per": scale.per_chat,
+                "step": step,
+                "soon": scale.due_soon,
+                "start": start_s,
+                "spread": scale.spread_s,
+                "now": now_s,
+                "later": later_s,
+            },
         )
     db.close()
     return soon
