@@ -11,11 +11,10 @@ a silence, and never in a quieted chat. Due times are seconds away, not hours.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import random
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,19 +23,15 @@ import pytest
 from aiohttp import web
 
 from bot.prompt import REASON_HEADING
-from fakes.bot_api import FakeBotAPI
-from fakes.harness import free_port
-from fakes.onebot import FakeOneBot
 from tests.test_kill import (
     BOT_TOKEN,
     LLM_KEY,
     ONEBOT_TOKEN,
-    QQ_SELF_ID,
     Chat,
     ScriptedLLMServer,
     World,
     sent_texts,
-    write_config,
+    world,
 )
 
 TELEGRAM = Chat("telegram", False, 2001, (2001,))
@@ -91,34 +86,15 @@ class PromisingLLM(ScriptedLLMServer):
         }
 
 
-@contextlib.asynccontextmanager
-async def promising_world(tmp_path: Path, extra: str = "") -> AsyncIterator[World]:
+def promising_world(tmp_path: Path, extra: str = "") -> AbstractAsyncContextManager[World]:
     """A kill-suite world whose model keeps promises; ``extra`` is added to the config."""
-    port = free_port()
-    async with PromisingLLM() as llm, FakeBotAPI(token=BOT_TOKEN) as api:
-        onebot = FakeOneBot(
-            f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=QQ_SELF_ID, access_token=ONEBOT_TOKEN
-        )
-        config = write_config(tmp_path, llm, api, port)
-        config.write_text(config.read_text("utf-8") + extra, encoding="utf-8")
-        world = World(
-            tmp=tmp_path,
-            config=config,
-            database=tmp_path / "data" / "pacebot.sqlite3",
-            stderr=tmp_path / "stderr.log",
-            api=api,
-            llm=llm,
-            onebot=onebot,
-            rng=random.Random(27),
-            chats=[TELEGRAM, QQ],
-        )
-        try:
-            yield world
-        finally:
-            if world.process is not None and world.process.returncode is None:
-                world.process.kill()
-                await world.process.wait()
-            await onebot.close()
+    return world(tmp_path, model=PromisingLLM, chats=[TELEGRAM, QQ], seed=27, extra_config=extra)
+
+
+def model(w: World) -> PromisingLLM:
+    """The world's model, which keeps promises."""
+    assert isinstance(w.llm, PromisingLLM)
+    return w.llm
 
 
 def said(w: World, words: str) -> dict[str, int]:
@@ -177,7 +153,7 @@ async def test_a_reminder_arrives_once_at_its_time_across_sigkills(tmp_path: Pat
         await w.start()
         await asyncio.sleep(2.0)
         assert await w.terminate() == 0
-        assert (said(w, REMINDER), later_states(w), w.llm.initiatives) == (
+        assert (said(w, REMINDER), later_states(w), model(w).initiatives) == (
             {"telegram": 1, "qq": 1},
             ["done", "done"],
             ["reminder", "reminder"],
@@ -192,7 +168,7 @@ async def test_a_reminder_cut_off_mid_call_runs_again_and_arrives_once(tmp_path:
     start runs it again, and it arrives once."""
     async with promising_world(tmp_path) as w:
         await w.start()
-        w.llm.hang_initiative = True
+        model(w).hang_initiative = True
         await w.say(TELEGRAM, marker=" [remind 1]", question=False)
         await until(lambda: "initiative" in w.llm.hung)
         await w.kill("llm")
@@ -202,7 +178,7 @@ async def test_a_reminder_cut_off_mid_call_runs_again_and_arrives_once(tmp_path:
         await asyncio.sleep(1.0)
         assert await w.terminate() == 0
         assert (said(w, REMINDER)["telegram"], later_states(w)) == (1, ["done"])
-        assert w.llm.initiatives == ["reminder", "reminder"]
+        assert model(w).initiatives == ["reminder", "reminder"]
         assert_clean_logs(w)
 
 
@@ -223,7 +199,7 @@ async def test_a_reminder_gone_stale_while_down_is_dropped(tmp_path: Path) -> No
         await asyncio.sleep(1.5)
         assert await w.terminate() == 0
         logs = w.stderr.read_text("utf-8", "replace")
-    assert (said(w, REMINDER), later_states(w), w.llm.initiatives) == (
+    assert (said(w, REMINDER), later_states(w), model(w).initiatives) == (
         {"telegram": 0, "qq": 0},
         ["dropped", "dropped"],
         [],
@@ -257,5 +233,5 @@ async def test_an_opener_comes_once_after_a_silence_and_never_when_quieted(
         await until(lambda: said(w, OPENER)["telegram"] == 1, within_s=10)
         await asyncio.sleep(6.0)  # two more silences: nobody answered the opener
         assert await w.terminate() == 0
-        assert (said(w, OPENER), w.llm.initiatives) == ({"telegram": 1, "qq": 0}, ["opener"])
+        assert (said(w, OPENER), model(w).initiatives) == ({"telegram": 1, "qq": 0}, ["opener"])
         assert_clean_logs(w)
