@@ -361,3 +361,23 @@ async def test_one_wake_up_however_many_items_wait(tmp_path: Path, llm: FakeLLMS
         tasks = [t.get_name() for t in asyncio.all_tasks() if "initiative" in t.get_name()]
         counts = await bot.ops.initiative.pending(ChatKey.parse("test:private:1059"))
     assert (len(wakeups), tasks, len(counts)) == (1, [], 5)
+
+
+async def test_an_item_found_hours_late_by_a_running_bot_is_dropped(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The machine slept through a reminder's time: found two hours late (stale_after_s =
+    300) by the running bot, it is dropped with a log line, not sent."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now) as bot:
+        await promise_one(bot, later("提醒开会", in_seconds=60))
+        clock.jump(hours=2)
+        with captured_logs() as logs:
+            await turn(bot)
+        items = await bot.ops.initiative.view(PRIVATE)
+    assert (bot.platform.texts(), initiative_requests(llm), items.pending) == (
+        ["好，到时候提醒你"],
+        [],
+        [],
+    )
+    assert [line for line in logs if "remind #1 dropped: stale: 7140 s past due" in line] != []
