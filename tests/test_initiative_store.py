@@ -4,6 +4,7 @@ where none is needed."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -15,7 +16,9 @@ from bot.initiative.openers import Silence, in_window, into_hours, opener_moment
 from bot.initiative.promises import Promise, Refused, due_time
 from bot.initiative.wakeup import WakeUp
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
-from bot.replies.items import Later, PlannedReply, Text
+from bot.replies.contract import LATER_CONTRACT, contract
+from bot.replies.items import ItemKind, Later, PlannedReply, Text
+from bot.replies.plan import parse_replies
 from fakes.harness import make_config
 from storage.sqlite import SqliteStore
 
@@ -177,3 +180,21 @@ async def test_one_wake_up_moves_only_earlier() -> None:
     await asyncio.sleep(0.4)
     assert len(fired) == 1
     assert 0.04 <= fired[0] - started < 0.2
+
+
+def test_the_contract_offers_later_items_only_when_on_and_its_example_reads() -> None:
+    """The later line is in the contract only when later items are offered (with
+    max_days_ahead in it), and its example is an item the plan reader keeps."""
+    offered = contract(frozenset({ItemKind.CONTENT, ItemKind.LATER}), images=False, later_days=7)
+    example = LATER_CONTRACT[LATER_CONTRACT.index("{") : LATER_CONTRACT.index("}}") + 2]
+    plan = parse_replies(
+        json.dumps({"replies": [json.loads(example)]}), finish_reason="stop", max_delay_s=5
+    )
+    assert (
+        "within 7 days" in offered,
+        '{"later"' in contract(frozenset({ItemKind.CONTENT}), images=False),
+    ) == (
+        True,
+        False,
+    )
+    assert [type(reply.item) for reply in plan.replies] == [Later]
