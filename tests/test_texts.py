@@ -47,7 +47,7 @@ def test_the_language_is_checked_with_the_config() -> None:
         parse_config({"bot": {"language": "fr"}}, base_dir=Path())
 
 
-def test_the_admin_menu_holds_every_command_and_the_open_one_only_the_open_ones() -> None:
+def test_the_admin_menu_holds_every_command_and_the_open_menu_only_open_ones() -> None:
     """A platform's menu lists every command for admins; everyone else sees the open ones."""
     texts = Texts("zh")
     assert [name for name, _ in menu(texts, admin=True)] == [c.name for c in MENU]
