@@ -22,6 +22,7 @@ import contextlib
 import functools
 import gc
 import os
+import random
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
@@ -148,10 +149,13 @@ async def running_core(
     nightly: bool = True,
     retries: Retries = DEFAULT_RETRIES,
     parts: Parts | None = None,
+    now: Callable[[], datetime] = utc_now,
+    draw: Callable[[], float] = random.random,
 ) -> AsyncIterator[Core]:
     """Recover and run the pipeline (and the nightly job); stop both on exit.
 
     The store and LLM are opened here, unless the caller opened them (``parts``) to share.
+    ``now`` is the core's clock and ``draw`` places openers (tests move and fix them).
     """
     async with contextlib.AsyncExitStack() as stack:
         if parts is None:
@@ -170,9 +174,10 @@ async def running_core(
             splitter=splitter,
             pictures=await stack.enter_async_context(sources),
             sticker_sources=await stack.enter_async_context(stickers),
-            now=utc_now,
+            now=now,
             retries=retries,
             voice=await stack.enter_async_context(voice),
+            draw=draw,
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)

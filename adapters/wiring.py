@@ -9,6 +9,7 @@ nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +22,7 @@ from bot.context import Prompter
 from bot.inbox import Inbox
 from bot.memory.stack import Memory
 from bot.ops import Ops
+from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps, StatusStore
 from bot.ops.stickers import StickerOps
@@ -73,8 +75,9 @@ def build_core(
     now: Callable[[], datetime],
     retries: Retries,
     voice: VoiceParts | None = None,
+    draw: Callable[[], float] = random.random,
 ) -> Core:
-    """Make the core's objects and hand them to each other."""
+    """Make the core's objects and hand them to each other; ``draw`` places openers."""
     stickers = (
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
@@ -112,6 +115,7 @@ def build_core(
         stickers=stickers,
         hearing=hearing,
         item_hooks=HooksByKind(hooks),
+        draw=draw,
     )
     ops = Ops(
         status=StatusOps(
@@ -120,5 +124,6 @@ def build_core(
         memory=MemoryOps(config, memory, store),
         traces=TraceOps(store, keep=config.memory.trace_keep),
         stickers=StickerOps(stickers),
+        initiative=InitiativeOps(store, now=now),
     )
     return Core(pipeline, Inbox(pipeline, CommandRunner(config, ops), platforms), ops)

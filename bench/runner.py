@@ -87,6 +87,13 @@ BENCHMARKS = (
     ),
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
     Benchmark("items", "bench.items", "reply items read and delivered; the stickers part", 120),
+    Benchmark(
+        "initiative",
+        "bench.initiative",
+        "100,000 later items pending in 10,000 chats: memory, start-up, lateness when due",
+        240,
+        quick_budget_s=40.0,
+    ),
     Benchmark("pictures", "bench.pictures", "a batch's pictures: download, re-encode, bytes", 120),
     Benchmark(
         "voice", "bench.voice", "a voice note heard, a voice item spoken and sent; bytes", 120

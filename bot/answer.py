@@ -17,18 +17,21 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from loguru import logger
 
 from bot.config import Config
 from bot.context import Prompter, Request
 from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
+from bot.initiative.occasion import Occasion
+from bot.initiative.promises import Promise, asker_of, keep_promises
+from bot.initiative.store import InitiativeStore
 from bot.memory.stack import Memory
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
 from bot.models import Batch, BatchOutcome, ChatMessage, Completion, ImageInput, ToolSpec
 from bot.ports import LLM, MessageLog, PictureSource
-from bot.replies.items import DroppedItem, PlannedReply, Reply
+from bot.replies.items import DroppedItem, Later, PlannedReply, Reply, Text
 from bot.replies.parse import parse_image_notes, splitter_messages
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
 from bot.replies.questions import looks_like_question
@@ -75,6 +78,11 @@ class Answer:
     replies: tuple[PlannedReply, ...] = ()
     error: str | None = None
     trace: Trace | None = None
+    promises: tuple[Promise, ...] = ()  # later items to keep
+
+
+class AnswerStore(MessageLog, InitiativeStore, Protocol):
+    """What answering reads and writes: the chat's messages, and its pending promises."""
 
 
 class Answerer:
@@ -89,7 +97,7 @@ class Answerer:
     def __init__(
         self,
         config: Config,
-        store: MessageLog,
+        store: AnswerStore,
         llm: LLM,
         *,
         splitter: LLM,
@@ -198,6 +206,7 @@ class Answerer:
             return Answer(failed, error=str(exc), trace=notes.freeze(failed, error=str(exc)))
         if not replies:
             return Answer(BatchOutcome.SILENT, trace=notes.freeze(BatchOutcome.SILENT))
+        promises = await self._promised(batch, replies, notes)
         planned = plan_replies(
             replies,
             start=self._now(),
@@ -205,7 +214,65 @@ class Answerer:
             batch_ids=frozenset(m.message_id for m in batch.messages),
         )
         answered = BatchOutcome.ANSWERED
-        return Answer(answered, planned, trace=notes.freeze(answered))
+        return Answer(answered, planned, trace=notes.freeze(answered), promises=promises)
+
+    async def answer_occasion(
+        self, batch: Batch, occasion: Occasion, *, text_limit: int, chat_title: str | None
+    ) -> Answer:
+        """Answer an initiative batch with one LLM call: no tool, splitter or nudge.
+
+        Silence is a good answer to a follow-up or an opener. A reminder is always
+        delivered: when the model says nothing, or fails, its note is sent as written.
+        """
+        log = logger.bind(chat=str(batch.chat), batch=batch.id)
+        notes = TraceNotes(batch, self._now(), occasion=occasion)
+        prompt = await self._prompter.request(
+            batch, chat_title=chat_title, notes=notes, occasion=occasion
+        )
+        error: str | None = None
+        replies: list[Reply] = []
+        try:
+            model = self._config.llm.model
+            completion = await self._ask(
+                self._llm, prompt.messages, kind="initiative", model=model, notes=notes
+            )
+            replies = await self._read(completion, log, notes, prompt, splitter=False)
+        except (LLMUnavailable, BadLLMReply) as exc:
+            error = str(exc)
+            log.warning("the {} got no usable answer: {}", occasion.kind, exc)
+        outcome = BatchOutcome.FAILED if error else BatchOutcome.ANSWERED
+        if not replies and occasion.may_stay_silent:
+            outcome = outcome if error else BatchOutcome.SILENT
+            return Answer(outcome, error=error, trace=notes.freeze(outcome, error=error))
+        if not replies:
+            log.info("reminder #{} sent as its note was written", occasion.later_id)
+            replies, notes.tier = [Reply(Text(occasion.note))], "note"
+        planned = plan_replies(
+            replies, start=self._now(), text_limit=text_limit, batch_ids=frozenset()
+        )
+        return Answer(outcome, planned, error=error, trace=notes.freeze(outcome, error=error))
+
+    async def _promised(
+        self, batch: Batch, replies: list[Reply], notes: TraceNotes
+    ) -> tuple[Promise, ...]:
+        """Keep the plan's later items that can be kept; trace those refused, and why."""
+        laters = [reply.item for reply in replies if isinstance(reply.item, Later)]
+        if not laters:
+            return ()
+        kept, refused = keep_promises(
+            laters,
+            pending=await self._store.pending_later_count(batch.chat),
+            now=self._now(),
+            zone=self._config.bot.zone,
+            config=self._config.initiative,
+            asker=asker_of(batch.messages),
+        )
+        log = logger.bind(chat=str(batch.chat), batch=batch.id)
+        for item in refused:
+            log.info("later item refused: {}", item.reason)
+        notes.dropped += refused
+        notes.promised += kept
+        return tuple(kept)
 
     def _warn_vision_refused(self, exc: ImagesRefused) -> None:
         """Say once per run that the model refuses pictures; every batch re-asks."""
@@ -265,9 +332,18 @@ class Answerer:
         return completion
 
     async def _read(
-        self, completion: Completion, log: Logger, notes: TraceNotes, offer: Request
+        self,
+        completion: Completion,
+        log: Logger,
+        notes: TraceNotes,
+        offer: Request,
+        *,
+        splitter: bool = True,
     ) -> list[Reply]:
         """Read replies from a completion, down the fallback chain; raise if all fail.
+
+        Without ``splitter`` (an initiative batch, which makes one call) the text split
+        follows the JSON at once.
 
         Whatever tier reads them, no reply JSON is left in a text, and only the kinds of
         item the chat is offered are kept, a reaction only on a message the prompt showed
@@ -288,6 +364,27 @@ class Answerer:
         if not completion.text.strip():
             msg = f"empty output ({reason})"
             raise BadLLMReply(msg)
+        if splitter:
+            replies = await self._split(completion, reason, log, notes, offer)
+            if replies:
+                return replies
+        else:
+            log.info("fallback: text split ({})", reason)
+        split_up = split_text(
+            completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
+        )
+        replies = self._kept(split_up, [], notes, offer)
+        if not replies:
+            msg = f"nothing to say could be read from the output ({reason})"
+            raise BadLLMReply(msg)
+        notes.tier = "text-split"
+        return replies
+
+    async def _split(
+        self, completion: Completion, reason: str, log: Logger, notes: TraceNotes, offer: Request
+    ) -> list[Reply]:
+        """Ask the splitter to turn the output into a plan; ``[]`` when it cannot."""
+        pacing = self._config.pacing
         log.info("fallback: splitter ({})", reason)
         splitter_model = self._config.llm.splitter.model or self._config.llm.model
         try:
@@ -310,15 +407,7 @@ class Answerer:
                 return replies
             # The main model said something; the splitter may not silence it.
             log.info("fallback: text split (the splitter returned no replies)")
-        split_up = split_text(
-            completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
-        )
-        replies = self._kept(split_up, [], notes, offer)
-        if not replies:
-            msg = f"nothing to say could be read from the output ({reason})"
-            raise BadLLMReply(msg)
-        notes.tier = "text-split"
-        return replies
+        return []
 
     @staticmethod
     def _kept(

@@ -300,6 +300,76 @@ class VoiceConfig(_Section):
         return self.transcribe or self.speak
 
 
+_HOURS_RE = re.compile(r"(\d{2}):(\d{2})-(\d{2}):(\d{2})")
+_DAY_MINUTES = 24 * 60
+
+
+def window_minutes(value: str) -> tuple[int, int] | None:
+    """Read ``HH:MM-HH:MM`` as minutes of the day (the end may be ``24:00``); ``None`` if
+    it is no window. A window whose end comes before its start runs past midnight."""
+    match = _HOURS_RE.fullmatch(value)
+    if match is None:
+        return None
+    start_h, start_m, end_h, end_m = (int(part) for part in match.groups())
+    start, end = start_h * 60 + start_m, end_h * 60 + end_m
+    if start_m > 59 or end_m > 59 or start >= _DAY_MINUTES or end > _DAY_MINUTES or start == end:
+        return None
+    return start, end
+
+
+def _hours(value: str) -> str:
+    if window_minutes(value) is None:
+        msg = (
+            'must be a window of local time "HH:MM-HH:MM", e.g. "09:00-22:00" '
+            '("22:00-02:00" runs past midnight, "00:00-24:00" is the whole day)'
+        )
+        raise ValueError(msg)
+    return value
+
+
+Hours = Annotated[str, AfterValidator(_hours)]
+"""A window of local time, ``HH:MM-HH:MM``; it may run past midnight."""
+
+
+class InitiativeConfig(_Section):
+    later: bool = True
+    """Let the model promise to come back later: reminders and follow-ups (``later`` items)."""
+    max_pending_per_chat: int = Field(default=5, ge=1, le=1000)
+    """The most later items one chat may hold waiting; more are refused."""
+    max_days_ahead: int = Field(default=30, ge=1, le=3660)
+    """How far ahead, in days, a later item may be due."""
+    openers: bool = False
+    """Speak first in a chat that has gone quiet (private chats; groups too with the next)."""
+    openers_in_groups: bool = False
+    """Openers in groups as well as private chats."""
+    after_silence_s: PositiveSeconds = 28800.0
+    """Seconds without a message in the chat before an opener may come."""
+    active_within_s: PositiveSeconds = 259200.0
+    """Openers only where someone talked with the bot this many seconds before."""
+    hours: Hours = "09:00-22:00"
+    """Local time (``bot.timezone``) in which the bot may speak first, ``HH:MM-HH:MM``."""
+    max_openers_per_day: int = Field(default=1, ge=0, le=24)
+    """The most opener batches per chat and chat day."""
+
+    @property
+    def window(self) -> tuple[int, int]:
+        """``hours`` as minutes of the local day: (start, end), the end maybe past midnight."""
+        minutes = window_minutes(self.hours)
+        assert minutes is not None  # validated
+        return minutes
+
+    @model_validator(mode="after")
+    def _active_outlasts_silence(self) -> Self:
+        if self.active_within_s < self.after_silence_s:
+            msg = (
+                f"initiative.active_within_s = {self.active_within_s:g}: must be at least "
+                f"initiative.after_silence_s ({self.after_silence_s:g}), or no chat is ever "
+                "both silent and active"
+            )
+            raise ValueError(msg)
+        return self
+
+
 WEB_TOKEN_CHARS_MIN = 16
 """The shortest dashboard token accepted: it guards a page that can change memory."""
 
@@ -338,6 +408,7 @@ class Config(_Section):
     reactions: ReactionsConfig = ReactionsConfig()
     stickers: StickersConfig = StickersConfig()
     voice: VoiceConfig = VoiceConfig()
+    initiative: InitiativeConfig = InitiativeConfig()
 
     @property
     def database_path(self) -> Path:

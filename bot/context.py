@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.config import Config
+from bot.initiative.occasion import Occasion, reason_block
 from bot.memory.recall import Recalled
 from bot.memory.stack import Memory, Persona
 from bot.models import Batch, ChatKey, ChatMessage, ImageInput
@@ -92,7 +93,9 @@ class Prompter:
         return PromptInput(
             persona=persona,
             recalled=recalled,
-            contract=contract(kinds, images=images),
+            contract=contract(
+                kinds, images=images, later_days=self._config.initiative.max_days_ahead
+            ),
             bot_name=self._config.bot.name,
             chat=chat,
             chat_title=chat_title,
@@ -117,15 +120,20 @@ class Prompter:
         images: tuple[ImageInput, ...] = (),
         notes: TraceNotes | None = None,
         recalled: Recalled | None = None,
+        occasion: Occasion | None = None,
     ) -> Request:
         """Build the request for ``batch`` (noting what it holds in ``notes``).
 
-        ``recalled`` given, recall is not run again (nor embedded).
+        ``recalled`` given, recall is not run again (nor embedded). An initiative batch
+        (``occasion``) holds no messages: its reason stands in their place, its note is
+        what recall looks for, and it promises nothing further (no later item is offered).
         """
         chat = batch.chat
         persona = await self._memory.persona(chat)
         if recalled is None:
             asked = [m.text for m in batch.messages if not m.from_bot]
+            if occasion is not None and occasion.note:
+                asked = [occasion.note]
             recalled = await self._memory.recall(chat, asked, persona=persona)
         budget = self._config.memory.context_budget_tokens
         history = await self._store.recent_history(
@@ -134,6 +142,10 @@ class Prompter:
         unsaid = await self._store.unsaid_replies(chat, before_batch=batch.id)
         people = await self._memory.people.prompt_part(chat, batch.messages, history)
         kinds, stickers = await self._stickers_offered(chat)
+        reason = ""
+        if occasion is not None:
+            kinds -= {ItemKind.LATER}
+            reason = reason_block(occasion, zone=self._config.bot.zone)
         spec = replace(
             self._prompt_input(
                 chat,
@@ -149,6 +161,7 @@ class Prompter:
             images=images,
             people=people,
             stickers=stickers,
+            reason=reason,
         )
         assembled = assemble_prompt(spec)
         if notes is not None:

@@ -17,7 +17,8 @@ methods here, so they are tested without an event loop:
 - Talked over while the answer is still being thought out: only its first reply will
   go out, the rest is left to the next batch.
 - One batch at a time: a timer that fires while the chat is thinking or sending is
-  remembered, and the next batch starts once the replies are done.
+  remembered, and the next batch starts once the replies are done. An initiative batch
+  (a reminder, a follow-up, an opener) waits its turn the same way, after any messages.
 
 And the rule of a busy room, for what re-arms the quiet timer (:meth:`message_in`): in a
 group, once a waiting message addresses the bot, the wait follows the people being
@@ -85,6 +86,8 @@ class Conversation:
     context_count: int = 0  # waiting messages that only joined as context
     batch_rearmed_by: tuple[str, ...] = ()  # … of the batch to come
     batch_context: int = 0  # … of the batch to come
+    occasions: int = 0  # initiative batches waiting for the chat to be free
+    answering_occasion: bool = False  # the batch being thought out is an initiative batch
 
     @property
     def phase(self) -> Phase:
@@ -93,7 +96,7 @@ class Conversation:
             return Phase.THINKING
         if self.sending:
             return Phase.SENDING
-        if self.waiting or self.answer_again:
+        if self.waiting or self.answer_again or self.occasions:
             return Phase.WAITING
         return Phase.IDLE
 
@@ -182,7 +185,15 @@ class Conversation:
             self.answer_again = True
             return False
         self.thinking = True
+        self.answering_occasion = False
         return True
+
+    def occasion_due(self) -> bool:
+        """An initiative batch is due (a reminder, a follow-up, an opener): return whether
+        to start it now. A chat that is busy runs it once free, after any messages that
+        wait, so that it sees what was just said."""
+        self.occasions += 1
+        return self._next_answer_due()
 
     def answer_started(self, senders: frozenset[str], *, owed: bool) -> tuple[str, ...]:
         """A batch from ``senders`` is with the LLM; ``owed`` if someone must be answered.
@@ -234,8 +245,15 @@ class Conversation:
         self.owed = False
 
     def _next_answer_due(self) -> bool:
-        if self.answer_again and not self.busy:
+        if self.busy:
+            return False
+        if self.answer_again:
             self.answer_again = False
-            self.thinking = True
-            return True
-        return False
+            self.answering_occasion = False
+        elif self.occasions:
+            self.occasions -= 1
+            self.answering_occasion = True
+        else:
+            return False
+        self.thinking = True
+        return True

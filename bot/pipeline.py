@@ -1,21 +1,22 @@
 """The story of one conversation: store, debounce, answer, queue, send.
 
-``Pipeline.receive`` stores a message before anything else, cancels replies that the
-chatter has just talked over, and (re)arms the chat's debounce timer. When a chat goes
-quiet, one batch task per chat takes its waiting messages, makes one LLM call and queues
-the replies for the :class:`~bot.sender.Sender`. Commands never come here: the
-:class:`~bot.inbox.Inbox` takes them first.
+``Pipeline.receive`` stores a message before anything else (:mod:`bot.keeping`, which
+waits out a failing database), cancels replies that the chatter has just talked over, and
+(re)arms the chat's debounce timer. When a chat goes quiet, one batch task per chat takes
+its waiting messages, makes one LLM call and queues the replies for the
+:class:`~bot.sender.Sender`. An initiative batch (a reminder or a follow-up that fell due,
+an opener: :mod:`bot.initiative`) takes the chat's turn the same way, with no message in
+it. Commands never come here: the :class:`~bot.inbox.Inbox` takes them first.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-import stamina
 from loguru import logger
 
 from bot.answer import Answer, Answerer, Decision, decide
@@ -23,13 +24,14 @@ from bot.config import Config
 from bot.conversation import Conversation, Phase, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
-from bot.models import BatchOutcome, ChatKey, IncomingMessage
+from bot.initiative.schedule import Initiative
+from bot.keeping import Keeper
+from bot.models import Batch, BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.sender import ItemHooks, Sender
 from bot.stickers import Stickers
 from bot.tasks import start_task
-from bot.trace import Trace
 from bot.voice.hearing import Hearing
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
@@ -56,6 +58,7 @@ class Pipeline:
         stickers: Stickers | None = None,
         hearing: Hearing | None = None,
         item_hooks: ItemHooks | None = None,
+        draw: Callable[[], float] = random.random,
     ) -> None:
         self._config = config
         self._store = store
@@ -77,11 +80,16 @@ class Pipeline:
             retries=retries,
         )
         self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
+        self.initiative = Initiative(
+            config, store, platforms=platforms.keys(), now=now, run=self._occasion_due, draw=draw
+        )
+        self._keeper = Keeper(
+            store, mark=self._as_addressed, retries=retries, now=now, stopping=self._is_stopping
+        )
         self._conversations: dict[ChatKey, Conversation] = {}
         self._batches: set[asyncio.Task[None]] = set()
         self._collecting: set[asyncio.Task[None]] = set()
         self._stopping = False
-        self._store_failing_since: float | None = None  # loop time of the first failed write
 
     # -- conversations ----------------------------------------------------------------
 
@@ -133,12 +141,13 @@ class Pipeline:
             logger.debug("stopping; {} message(s) not taken", len(messages))
             return
         talked_over: dict[ChatKey, None] = {}  # in order, once each
-        stored = await self._keep(list(messages))
+        stored = await self._keeper.keep(list(messages))
         self._collect_stickers(stored)
         if self._hearing is not None:  # heard beside the quiet wait
             self._hearing.hear(stored)
         for kept in stored:
             chat = kept.chat
+            self.initiative.heard(chat, kept.sent_at)
             arrival = self._conversation(chat).message_in(kept)
             if arrival.cancels:
                 talked_over[chat] = None
@@ -184,84 +193,6 @@ class Pipeline:
             return False
         return await self._store.is_bot_message(message.chat, quoted)
 
-    async def _keep(self, messages: list[IncomingMessage]) -> list[IncomingMessage]:
-        """Store ``messages`` as they address the bot; return those stored now, in order.
-
-        Not stored: a message stored before, an unaddressed group message when those are
-        not kept, or any the database refused for too long. A failing database (disk full,
-        locked, I/O errors) is waited out for up to ``store_patience_s`` per outage: the
-        adapter hands over nothing more meanwhile, so later messages wait on the wire (a
-        Telegram poll confirms nothing it has not stored), and once the patience is spent
-        each hand-over gets one try until a write succeeds.
-        """
-        if not messages:
-            return []
-        received_at = self._now()
-        failure: StorageError | None = None
-        try:
-            try:
-                stored = await self._store_once(messages, received_at=received_at)
-            except StorageError as error:
-                stored = await self._store_patiently(messages, error, received_at=received_at)
-        except StorageError as error:
-            failure = error  # logged below, without a traceback: the cause says it all
-        if failure is not None:
-            for chat, ids in _ids_by_chat(messages).items():
-                logger.bind(chat=str(chat)).error(
-                    "message {} lost, it could not be stored: {}", ", ".join(ids), failure
-                )
-            return []
-        return stored
-
-    async def _store_patiently(
-        self, messages: list[IncomingMessage], failure: StorageError, *, received_at: datetime
-    ) -> list[IncomingMessage]:
-        """Retry a write the database refused, with back-off, while the outage is young.
-
-        Raise the last ``StorageError`` once the outage's patience is spent, or at a stop.
-        """
-        retries = self._retries
-        since = self._store_failing_since
-        spent_s = 0.0 if since is None else asyncio.get_running_loop().time() - since
-        patience_s = retries.store_patience_s - spent_s
-        if patience_s <= 0 or not self._store_may_recover(failure):
-            raise failure
-        async for attempt in stamina.retry_context(
-            on=self._store_may_recover,
-            attempts=None,
-            timeout=patience_s,
-            wait_initial=retries.store_wait_initial_s,
-            wait_max=retries.store_wait_max_s,
-        ):
-            with attempt:
-                stored = await self._store_once(messages, received_at=received_at)
-        return stored
-
-    async def _store_once(
-        self, messages: list[IncomingMessage], *, received_at: datetime
-    ) -> list[IncomingMessage]:
-        """Try once to store ``messages``; note when the database began failing."""
-        try:
-            kept = []
-            for message in messages:
-                addressed = await self._as_addressed(message)
-                if addressed is not None:
-                    kept.append(addressed)
-            new = await self._store.add_messages(kept, received_at=received_at)
-        except StorageError as error:
-            if self._store_failing_since is None:
-                self._store_failing_since = asyncio.get_running_loop().time()
-            for chat, ids in _ids_by_chat(messages).items():
-                logger.bind(chat=str(chat)).error(
-                    "cannot store message {} ({}); retrying", ", ".join(ids), error
-                )
-            raise
-        self._store_failing_since = None
-        stored = [message for message, is_new in zip(kept, new, strict=True) if is_new]
-        if len(stored) < len(messages):
-            logger.debug("{} message(s) already stored, or not kept", len(messages) - len(stored))
-        return stored
-
     async def _as_addressed(self, message: IncomingMessage) -> IncomingMessage | None:
         """Return ``message`` marked if it addresses the bot, or ``None`` if it is not kept."""
         if await self._addresses_bot(message):
@@ -271,9 +202,8 @@ class Pipeline:
             return None
         return message
 
-    def _store_may_recover(self, error: Exception) -> bool:
-        """Tell stamina to retry a failed write, unless pacebot is stopping."""
-        return isinstance(error, StorageError) and not self._stopping
+    def _is_stopping(self) -> bool:
+        return self._stopping
 
     def platform_ready(self, platform: str) -> None:
         """Send what waits for ``platform`` now, not after the retry back-off."""
@@ -319,6 +249,7 @@ class Pipeline:
         self._forget_if_idle(chat)
 
     def _on_replies_done(self, chat: ChatKey) -> None:
+        self.initiative.heard(chat, self._now())  # its words end a silence too
         conversation = self._conversations.get(chat)
         if conversation is None:
             return
@@ -326,8 +257,16 @@ class Pipeline:
             self._start_batch(chat)
         self._forget_if_idle(chat)
 
+    def _occasion_due(self, chat: ChatKey) -> None:
+        """Run an initiative batch in ``chat`` once it is free."""
+        if not self._stopping and self._conversation(chat).occasion_due():
+            self._start_batch(chat)
+
     async def _answer(self, chat: ChatKey) -> None:
         conversation = self._conversation(chat)
+        if conversation.answering_occasion:
+            await self._answer_occasion(chat, conversation)
+            return
         # Context that joined a busy room's wait does not count toward max_batch.
         limit = self._config.pacing.max_batch + conversation.batch_context
         batch = await self._store.open_batch(chat, limit=limit, now=self._now())
@@ -347,26 +286,79 @@ class Pipeline:
         rearmed_by = conversation.answer_started(
             answered_senders(batch.messages), owed=owed or not chat.is_group
         )
+        answering = self._answerer.answer(
+            batch,
+            text_limit=platform.text_limit,
+            chat_title=conversation.title,
+            rearmed_by=rearmed_by,
+        )
+        answer = await self._answered(batch, answering, platform, typing=owed)
+        await self._close(batch, answer, conversation)
+        # More messages than one batch holds: answer the rest next.
+        if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
+            waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
+            if waiting:
+                self._await_quiet(chat, count=waiting)
+
+    async def _answer_occasion(self, chat: ChatKey, conversation: Conversation) -> None:
+        """Run the chat's next initiative batch, if it may still run: one LLM call."""
+        occasion = await self.initiative.next_ready(chat)
+        if occasion is None:
+            return
+        platform = self._platforms[chat.platform]  # only occasions of running ones are ready
+        batch = await self._store.open_initiative_batch(
+            chat, occasion.kind, later_id=occasion.later_id, now=self._now()
+        )
+        if batch is None:
+            return
+        log = logger.bind(chat=str(chat), batch=batch.id)
+        log.info("{} batch (later item {})", occasion.kind, occasion.later_id)
+        conversation.answer_started(frozenset(), owed=not chat.is_group)
+        answering = self._answerer.answer_occasion(
+            batch, occasion, text_limit=platform.text_limit, chat_title=conversation.title
+        )
+        await self._close(batch, await self._answered(batch, answering, platform), conversation)
+
+    async def _answered(
+        self,
+        batch: Batch,
+        answering: Awaitable[Answer],
+        platform: Platform,
+        *,
+        typing: bool = False,
+    ) -> Answer:
+        """Wait for a batch's answer (showing typing if asked); a bug fails the batch
+        rather than leave it open, its messages or later item stuck."""
         try:
             # Every line logged while answering carries the chat key and batch, the LLM
             # client's and its HTTP library's too.
-            with logger.contextualize(chat=str(chat), batch=batch.id):
-                async with self.sender.typing(chat, platform, enabled=owed):
-                    answer = await self._answerer.answer(
-                        batch,
-                        text_limit=platform.text_limit,
-                        chat_title=conversation.title,
-                        rearmed_by=rearmed_by,
-                    )
-        except Exception as exc:  # a bug must not leave the chat's messages stuck in the batch
+            with logger.contextualize(chat=str(batch.chat), batch=batch.id):
+                async with self.sender.typing(batch.chat, platform, enabled=typing):
+                    return await answering
+        except Exception as exc:
+            log = logger.bind(chat=str(batch.chat), batch=batch.id)
             log.opt(exception=exc).error("answering failed")
-            answer = Answer(BatchOutcome.FAILED, error=f"internal error: {type(exc).__name__}")
+            return Answer(BatchOutcome.FAILED, error=f"internal error: {type(exc).__name__}")
+
+    async def _close(self, batch: Batch, answer: Answer, conversation: Conversation) -> None:
+        """Close a batch, queue its replies, keep its promises and its trace (a failure
+        costs only the trace, never the answer); then start sending."""
+        log = logger.bind(chat=str(batch.chat), batch=batch.id)
         items = await self._store.close_batch(
-            batch.id, answer.outcome, now=self._now(), replies=answer.replies, error=answer.error
+            batch.id,
+            answer.outcome,
+            now=self._now(),
+            replies=answer.replies,
+            error=answer.error,
+            promises=answer.promises,
         )
+        self.initiative.promised(answer.promises)
         log.info("batch {}: {} reply(ies) queued", answer.outcome, len(items))
-        if answer.trace is not None:
-            await self._keep_trace(answer.trace)
+        try:
+            if answer.trace is not None:
+                await self._traces.keep_trace(answer.trace, keep=self._config.memory.trace_keep)
+        except StorageError as exc:
+            log.warning("trace of batch {} lost: {}", batch.id, exc)
         if conversation.answer_ready(len(items)):
             # They wrote while the answer was thought out: say its first line, and leave
             # the rest to the next batch, which sees their new words and what was unsaid.
@@ -374,21 +366,7 @@ class Pipeline:
             cancelled = await self._store.cancel_replies(unsaid, now=self._now())
             log.info("{} planned replies cancelled: they wrote while it was thinking", cancelled)
         if items:
-            self.sender.wake(chat)
-        # More messages than one batch holds: answer the rest next.
-        if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
-            waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
-            if waiting:
-                self._await_quiet(chat, count=waiting)
-
-    async def _keep_trace(self, trace: Trace) -> None:
-        """Store a batch's trace; a failure costs only the trace, never the answer."""
-        try:
-            await self._traces.keep_trace(trace, keep=self._config.memory.trace_keep)
-        except StorageError as exc:
-            logger.bind(chat=str(trace.chat)).warning(
-                "trace of batch {} lost: {}", trace.batch_id, exc
-            )
+            self.sender.wake(batch.chat)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -419,6 +397,7 @@ class Pipeline:
             self._await_quiet(chat, count=count)
             if index % REARM_SLICE == 0:
                 await asyncio.sleep(0)  # let the loop breathe between slices
+        await self.initiative.recover()
 
     async def drain(self) -> None:
         """Answer everything waiting now and wait until all replies are sent."""
@@ -430,6 +409,7 @@ class Pipeline:
     async def stop(self) -> None:
         """Stop taking messages; unanswered batches wait for the next start."""
         self._stopping = True
+        self.initiative.stop()
         self.debouncer.cancel_all()
         tasks = [*self._batches, *self._collecting]
         for task in tasks:
@@ -439,11 +419,3 @@ class Pipeline:
             await self._hearing.stop()
         await self._store.abandon_open_batches(now=self._now())
         await self.sender.stop()
-
-
-def _ids_by_chat(messages: Sequence[IncomingMessage]) -> dict[ChatKey, list[str]]:
-    """Group the message ids of ``messages`` by chat, in order."""
-    grouped: dict[ChatKey, list[str]] = {}
-    for message in messages:
-        grouped.setdefault(message.chat, []).append(message.message_id)
-    return grouped

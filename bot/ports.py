@@ -2,9 +2,9 @@
 
 Adapters implement :class:`Platform` (deliver an item, show typing), :class:`PictureSource`
 (fetch a picture), :class:`LLM` (complete) and :class:`Embedder`; ``storage/``
-implements :class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with
-``close``, the :class:`Store`), :class:`MemoryStore` (with its :class:`PeopleStore`),
-:class:`TraceLog` and :class:`VectorStore`.
+implements :class:`MessageLog`, :class:`Batches`, :class:`Outbox` and
+``InitiativeStore`` (together, with ``close``, the :class:`Store`), :class:`MemoryStore`
+(with its :class:`PeopleStore`), :class:`TraceLog` and :class:`VectorStore`.
 Adapters hand what they receive to a :class:`MessageSink`, which the pipeline implements.
 """
 
@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol
 
+from bot.initiative.occasion import OccasionKind
+from bot.initiative.promises import Promise
+from bot.initiative.store import InitiativeStore
 from bot.models import (
     Batch,
     BatchOutcome,
@@ -220,6 +223,13 @@ class Batches(Protocol):
         """Take up to ``limit`` oldest waiting messages of a chat into a new open batch."""
         ...
 
+    async def open_initiative_batch(
+        self, chat: ChatKey, occasion: OccasionKind, *, later_id: int | None, now: datetime
+    ) -> Batch | None:
+        """Open a batch for ``occasion`` that takes no messages; ``None`` if its later item
+        is no longer running."""
+        ...
+
     async def close_batch(
         self,
         batch_id: int,
@@ -228,8 +238,10 @@ class Batches(Protocol):
         now: datetime,
         replies: Sequence[PlannedReply] = (),
         error: str | None = None,
+        promises: Sequence[Promise] = (),
     ) -> list[OutboxItem]:
-        """Record how a batch ended and, in the same transaction, queue its replies."""
+        """Record how a batch ended and, in the same transaction, queue its replies, keep
+        the later items it promised and mark done the later item it ran."""
         ...
 
     async def abandon_open_batches(self, *, now: datetime) -> int:
@@ -303,8 +315,9 @@ class Outbox(Protocol):
         ...
 
 
-class Store(MessageLog, Batches, Outbox, Protocol):
-    """Durable state: messages, batches and the outbox, as one object with one lifetime."""
+class Store(MessageLog, Batches, Outbox, InitiativeStore, Protocol):
+    """Durable state: messages, batches, the outbox and the promises kept, as one object
+    with one lifetime."""
 
     async def close(self) -> None:
         """Commit and close the database."""

@@ -83,6 +83,7 @@ class PromptInput:
     images: tuple[ImageInput, ...] = ()  # the batch's pictures, after the user text
     people: str = ""  # the "people here" part, already within its share of the budget
     stickers: str = ""  # the "stickers you can send" part
+    reason: str = ""  # an initiative batch: why the bot writes, in place of new messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,12 @@ def _line(message: StoredMessage, *, zone: ZoneInfo, bot_name: str, limit: int) 
     return f"[#{message.message_id} {local:%m-%d %H:%M}] {who}{quote}: {text}"
 
 
+REASON_HEADING = "Nobody wrote: you are writing first, for this reason:"
+
+
 def _batch_block(spec: PromptInput, limit: int) -> str:
+    if spec.reason:
+        return f"{REASON_HEADING}\n{clip(spec.reason, limit)}"
     lines = [_line(m, zone=spec.zone, bot_name=spec.bot_name, limit=limit) for m in spec.batch]
     return "New messages (answer these):\n" + "\n".join(lines)
 

@@ -38,6 +38,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_trace": "how the bot answered a batch (1 = the newest)",
         "help_stickers": "the stickers this chat's collection holds",
         "help_sticker": "ban a sticker: never offered or sent again",
+        "help_later": "the reminders and follow-ups pending here; cancel one by its id",
+        "help_quiet": "no openers or follow-ups here for N hours (default 24); /quiet off",
         # /status
         "status": "chat: {chat}\n"
         "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
@@ -138,6 +140,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_dropped": "not sent: a {kind} item ({reason})",
         "trace_heard": "voice note #{id} heard: {transcript}",
         "trace_unheard": "voice note #{id} not heard: its placeholder was answered",
+        "trace_note": "note: {note}",
+        "trace_promised": "kept for later: {kind} at {due} · {note}",
         "trace_raw": "raw output:",
         # /stickers, /sticker ban
         "stickers_usage": "usage: /stickers (in the chat, or naming a chat key from a private "
@@ -152,6 +156,22 @@ EN: Mapping[str, str] = MappingProxyType(
         "banned already.",
         "sticker_banned": "Banned sticker {label} ({caption}): it is never offered, sent or "
         "kept again.",
+        # /later, /quiet
+        "later_usage": "usage: /later (what is pending here) | /later cancel <id>",
+        "later_none": "Nothing is pending here: no reminder or follow-up is planned.",
+        "later_header": "pending here ({count}), the soonest first:",
+        "later_item": "#{id} · {due} · {kind} · {note}",
+        "later_footer": "/later cancel <id> cancels one (the one who asked for it, or an admin).",
+        "later_unknown": "There is no pending item #{id} here: it ran, was cancelled, or never "
+        "was here.",
+        "later_not_yours": "Only the one who asked for #{id}, or an admin, can cancel it.",
+        "later_cancelled": "Cancelled #{id} ({kind}, {due}): {note}",
+        "quiet_usage": "usage: /quiet [hours] (default 24, at most {most}) | /quiet off",
+        "quiet_refusal": "In a group, only admins can quiet the bot.",
+        "quiet_done": "Quiet until {until}: no openers or follow-ups here until then "
+        "(reminders still come). /quiet off ends it sooner.",
+        "quiet_off_done": "Quiet ended: the bot may speak first here again.",
+        "quiet_off_none": "This chat is not quiet.",
         # the console's own lines
         "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
         "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
@@ -180,6 +200,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_trace": "机器人如何回答了一批消息（1 = 最新）",
         "help_stickers": "这个聊天收集到的表情包",
         "help_sticker": "禁用一个表情包：不再提供，也不再发送",
+        "help_later": "这里待办的提醒和回访；按编号取消一个",
+        "help_quiet": "N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束",
         "status": "会话：{chat}\n"
         "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
         "每批最多 {max_batch} 条\n"
@@ -267,6 +289,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_dropped": "未发送：一个 {kind} 项（{reason}）",
         "trace_heard": "语音 #{id} 转写：{transcript}",
         "trace_unheard": "语音 #{id} 未能转写：按占位符回答",
+        "trace_note": "备注：{note}",
+        "trace_promised": "留待以后：{kind}，{due} · {note}",
         "trace_raw": "原始输出：",
         "stickers_usage": "用法：/stickers（在聊天里，或在私聊里指明一个会话）",
         "stickers_off": "表情包功能已关闭：设置 [stickers] enabled = true 才会收集和发送。",
@@ -277,6 +301,21 @@ ZH: Mapping[str, str] = MappingProxyType(
         "sticker_usage": "用法：/sticker ban <编号>，例如 /sticker ban s7（/stickers 列出的编号）",
         "sticker_unknown": "{chat} 里没有可禁用的表情包 {label}：不存在，或已经禁用。",
         "sticker_banned": "已禁用表情包 {label}（{caption}）：不会再提供、发送或收集。",
+        # /later, /quiet
+        "later_usage": "用法：/later（这里待办的事）| /later cancel <编号>",
+        "later_none": "这里没有待办：没有计划中的提醒或回访。",
+        "later_header": "这里待办（{count} 条），最近的在前：",
+        "later_item": "#{id} · {due} · {kind} · {note}",
+        "later_footer": "/later cancel <编号> 取消一条（提出的人或管理员可以）。",
+        "later_unknown": "这里没有待办 #{id}：已经执行、已被取消，或不在这里。",
+        "later_not_yours": "只有提出 #{id} 的人或管理员可以取消它。",
+        "later_cancelled": "已取消 #{id}（{kind}，{due}）：{note}",
+        "quiet_usage": "用法：/quiet [小时]（默认 24，最多 {most}）| /quiet off",
+        "quiet_refusal": "在群里，只有管理员可以让机器人安静。",
+        "quiet_done": "安静到 {until}：在那之前这里不主动开口、不回访（提醒照常）。"
+        "/quiet off 可提前结束。",
+        "quiet_off_done": "安静已结束：机器人可以在这里主动开口了。",
+        "quiet_off_none": "这个聊天没有在安静中。",
         "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",

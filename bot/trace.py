@@ -20,6 +20,8 @@ from zoneinfo import ZoneInfo
 
 from pydantic import TypeAdapter
 
+from bot.initiative.occasion import Occasion
+from bot.initiative.promises import Promise
 from bot.models import Batch, BatchOutcome, ChatKey, Completion, ToolCall
 from bot.prompt import clip
 from bot.replies.items import DroppedItem
@@ -82,14 +84,31 @@ class RecallFound:
     in_prompt: tuple[date, ...] = ()  # days whose summaries the persona already holds
 
 
+NOTE_CHARS_MAX = 200  # of a later item's note kept in a trace
+
+
+@dataclass(frozen=True, slots=True)
+class Promised:
+    """A later item a batch's plan made and the store kept."""
+
+    kind: str  # "remind" or "followup"
+    due_at: datetime
+    note: str  # trimmed to NOTE_CHARS_MAX
+
+
 @dataclass(frozen=True, slots=True)
 class Trace:
-    """How one batch was answered."""
+    """How one batch was answered.
+
+    A batch of messages says how it ended as its ``why``; an initiative batch says why it
+    ran (``remind``, ``followup`` or ``opener``), with its ``note``, and how it ended as
+    its ``outcome``.
+    """
 
     chat: ChatKey
     batch_id: int
     at: datetime
-    why: str  # "answered", "silent", "not addressed" or "failed"
+    why: str  # "answered", "silent", "not addressed", "failed"; "remind", "followup", "opener"
     message_ids: tuple[str, ...]
     prompt_tokens: tuple[tuple[str, int], ...] = ()  # by part, in PROMPT_PARTS order
     recall: RecallFound = RecallFound()
@@ -103,6 +122,9 @@ class Trace:
     # a group batch joined it as context (the busy-room rule)
     heard: tuple[tuple[str, str], ...] = ()  # (message id, transcript; "" unheard) per voice
     # note of the batch, as the model was given it
+    outcome: str = ""  # an initiative batch: "answered", "silent" or "failed"
+    note: str = ""  # an initiative batch's later item: what it was to do
+    promised: tuple[Promised, ...] = ()  # later items kept from the plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +180,8 @@ class TraceNotes:
     raw_output: str = ""
     tier: str | None = None
     dropped: list[DroppedItem] = field(default_factory=list)
+    occasion: Occasion | None = None  # what started an initiative batch
+    promised: list[Promise] = field(default_factory=list)
 
     def call(
         self,
@@ -204,11 +228,18 @@ class TraceNotes:
     def freeze(self, outcome: BatchOutcome, *, error: str | None = None) -> Trace:
         """Return the trace of the batch as it ended."""
         message_ids = tuple(m.message_id for m in self.batch.messages)
+        ended = WHY.get(outcome, str(outcome))
+        occasion = self.occasion
         return Trace(
             chat=self.batch.chat,
             batch_id=self.batch.id,
             at=self.at,
-            why=WHY.get(outcome, str(outcome)),
+            why=ended if occasion is None else occasion.kind.value,
+            outcome="" if occasion is None else ended,
+            note="" if occasion is None else clip(occasion.note, NOTE_CHARS_MAX),
+            promised=tuple(
+                Promised(p.kind, p.due_at, clip(p.note, NOTE_CHARS_MAX)) for p in self.promised
+            ),
             message_ids=message_ids,
             prompt_tokens=tuple(
                 (p, self.prompt_tokens[p]) for p in PROMPT_PARTS if p in self.prompt_tokens
@@ -278,7 +309,8 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
     """
     trace = shown.trace
     local = trace.at.astimezone(zone)
-    why = f"{trace.why} ({trace.error})" if trace.error else trace.why
+    why = f"{trace.why} → {trace.outcome}" if trace.outcome else trace.why
+    why = f"{why} ({trace.error})" if trace.error else why
     lines = [
         say(
             "trace_head",
@@ -289,6 +321,8 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
         ),
         say("trace_messages", ids=_written_by(shown, say) or say("trace_nothing")),
     ]
+    if trace.note:
+        lines.append(say("trace_note", note=trace.note))
     if trace.chat.is_group and trace.message_ids:
         context = [i for i in trace.message_ids if i not in trace.rearmed_by]
         lines.append(
@@ -337,6 +371,15 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
             content=clip(_shown_item(fate.kind, fate.content), FATE_CHARS_MAX),
         )
         for fate in shown.fates
+    )
+    lines.extend(
+        say(
+            "trace_promised",
+            kind=promised.kind,
+            due=f"{promised.due_at.astimezone(zone):%Y-%m-%d %H:%M}",
+            note=promised.note,
+        )
+        for promised in trace.promised
     )
     lines.extend(say("trace_dropped", kind=item.kind, reason=item.reason) for item in trace.dropped)
     lines.extend(

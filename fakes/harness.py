@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import itertools
 import os
+import random
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -19,7 +20,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adapters.app import Core, running_bot, running_core
+from adapters.app import Core, running_bot, running_core, utc_now
 from bot.config import Config, parse_config
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
@@ -134,6 +135,7 @@ class Harness:
     core: Core
     platform: RecordingPlatform
     llm: FakeLLMServer
+    now: Callable[[], datetime] = utc_now  # the core's clock: messages are sent on it
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -165,7 +167,7 @@ class Harness:
             sender_id=sender_id,
             sender_name=sender_name,
             text=text,
-            sent_at=datetime.now(UTC),
+            sent_at=self.now(),
             addresses_bot=(not chat.is_group) if addresses_bot is None else addresses_bot,
             chat_title=chat_title,
         )
@@ -195,9 +197,12 @@ async def harness(
     platform: RecordingPlatform | None = None,
     config: Config | None = None,
     retries: Retries = DEFAULT_RETRIES,
+    now: Callable[[], datetime] = utc_now,
+    draw: Callable[[], float] = random.random,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Harness]:
-    """Run the real core (SQLite, openai SDK, pipeline) with a recording platform."""
+    """Run the real core (SQLite, openai SDK, pipeline) with a recording platform, on the
+    clock ``now``, placing openers with ``draw``."""
     config = config or make_config(tmp_path, llm_server.base_url, **sections)
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
@@ -208,8 +213,10 @@ async def harness(
         embeddings_api_key=embeddings_key,
         voice_api_key=TEST_KEY if config.voice.enabled else None,
     )
-    async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
-        yield Harness(config, core, platform, llm_server)
+    async with running_core(
+        config, secrets, platforms, nightly=False, retries=retries, now=now, draw=draw
+    ) as core:
+        yield Harness(config, core, platform, llm_server, now)
 
 
 class RecordingSink:

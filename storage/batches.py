@@ -12,9 +12,12 @@ from datetime import datetime
 from typing import Any
 
 from bot.errors import StorageError
+from bot.initiative.occasion import OccasionKind
+from bot.initiative.promises import Promise
 from bot.models import Batch, BatchOutcome, ChatKey
 from bot.replies.items import OutboxItem, PlannedReply, to_row
 from storage.database import Database
+from storage.initiative import keep_promises, later_back_to_pending, later_done
 from storage.messages import MESSAGE_COLUMNS, stored_message
 from storage.outbox import OUTBOX_COLUMNS, outbox_item
 from storage.values import clean, unix
@@ -52,6 +55,31 @@ class SqliteBatches(Database):
         taken.sort(key=lambda row: int(row["id"]))
         return Batch(batch_id, chat, tuple(stored_message(row, chat) for row in taken))
 
+    async def open_initiative_batch(
+        self, chat: ChatKey, occasion: OccasionKind, *, later_id: int | None, now: datetime
+    ) -> Batch | None:
+        """Open a batch that no message started, for ``occasion``; it takes no messages.
+
+        A later item's batch is opened only while the item is running (``None`` if it was
+        dropped meanwhile); closing the batch marks the item done.
+        """
+        async with self._transaction() as db:
+            inserted = await db.execute_fetchall(
+                "INSERT INTO batches (chat_key, state, created_at, occasion)"
+                " VALUES (?, 'open', ?, ?) RETURNING id",
+                (str(chat), unix(now, "now"), occasion.value),
+            )
+            batch_id: int = next(iter(inserted))[0]
+            if later_id is not None:
+                cursor = await db.execute(
+                    "UPDATE later_items SET run_batch_id = ? WHERE id = ? AND state = 'running'",
+                    (batch_id, later_id),
+                )
+                if cursor.rowcount != 1:
+                    await db.rollback()
+                    return None
+        return Batch(batch_id, chat, ())
+
     async def close_batch(
         self,
         batch_id: int,
@@ -60,8 +88,10 @@ class SqliteBatches(Database):
         now: datetime,
         replies: Sequence[PlannedReply] = (),
         error: str | None = None,
+        promises: Sequence[Promise] = (),
     ) -> list[OutboxItem]:
-        """Record how a batch ended and, in the same transaction, queue its replies.
+        """Record how a batch ended and, in the same transaction, queue its replies, keep
+        the later items it promised and mark done the later item it ran, if any.
 
         Raise ``StorageError`` if the batch is not open (closing twice is a bug).
         """
@@ -82,9 +112,11 @@ class SqliteBatches(Database):
                 await db.rollback()
                 msg = f"batch {batch_id} is not open: it was closed already or never existed"
                 raise StorageError(msg)
+            chat_key: str = closed[0]["chat_key"]
+            await later_done(db, batch_id, now_s=finished_at)
+            await keep_promises(db, chat_key, batch_id, promises, now_s=finished_at)
             if not replies:
                 return []
-            chat_key: str = closed[0]["chat_key"]
             values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, 'scheduled', ?)"] * len(replies))
             params: list[Any] = []
             for seq, (reply, due_at) in enumerate(zip(replies, due, strict=True)):
@@ -113,6 +145,7 @@ class SqliteBatches(Database):
         """Mark batches left open by a crash abandoned; their messages wait again."""
         finished_at = unix(now, "now")
         async with self._transaction() as db:
+            await later_back_to_pending(db, open_batches_only=True)
             await db.execute(
                 "UPDATE messages SET batch_id = NULL WHERE from_bot = 0"
                 " AND batch_id IN (SELECT id FROM batches WHERE state = 'open')"

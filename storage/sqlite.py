@@ -9,7 +9,8 @@ of each port lives beside it, one mixin per concept over the shared connection
 (``storage/database.py``): ``messages.py``, ``batches.py``, ``outbox.py`` and
 ``summaries.py`` (the prompt stack and its knowledge index, with its word cutting in
 ``search.py``), ``people.py`` (facts about people, per chat), ``traces.py`` and
-``vectors.py`` (the vectors of semantic recall).
+``vectors.py`` (the vectors of semantic recall), ``initiative.py`` (later items, quiet
+periods, what the opener guards read).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import aiosqlite
 
 from bot.errors import StorageError
 from storage.batches import SqliteBatches
+from storage.initiative import SqliteInitiative
 from storage.messages import SqliteMessageLog
 from storage.migrate import load_migrations, migrate
 from storage.outbox import SqliteOutbox
@@ -46,6 +48,7 @@ class SqliteStore(
     SqliteStickers,
     SqliteTraces,
     SqliteVectors,
+    SqliteInitiative,
 ):
     """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog`` and ``VectorStore``
     on one SQLite file."""

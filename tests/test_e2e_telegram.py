@@ -201,4 +201,6 @@ async def test_command_menu_is_published_to_admins_only(
         "trace",
         "stickers",
         "sticker",
+        "later",
+        "quiet",
     ]

@@ -185,3 +185,30 @@ async def test_the_groups_people_are_shared_by_its_topics(
     assert "CANARY-ALICE 对花生过敏" in system
     assert "CANARY-BOB" not in system
     assert [person.user_id for person in people] == [str(ALICE)]
+
+
+async def test_a_reminder_goes_back_to_the_topic_it_was_asked_in(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """Asked in a topic for a reminder a second away: it is kept for that topic, and
+    arrives once, in that topic's thread."""
+    llm.reply_json(
+        {
+            "replies": [
+                {"content": "好，一会儿提醒你"},
+                {"later": {"in_seconds": 1, "note": "提醒报名", "kind": "remind"}},
+            ]
+        }
+    )
+    llm.reply_json(replies_json("该报名啦"))
+    async with pacebot(forum_config(tmp_path, llm, api), api) as core:
+        signups = api.open_topic(FORUM, "Sign-ups")
+        await answer(api, core, "小满 一秒后提醒我报名", topic=signups, user_id=ALICE)
+        [item] = await core.ops.initiative.pending(topic_chat(signups))
+        await api.wait_for(lambda: len(api.sent_messages(FORUM)) >= 2, timeout=5)
+        await core.inbox.drain()
+        await asyncio.sleep(0.3)
+    reminder = api.sent_messages(FORUM)[1]
+    assert (item.chat, item.asker_id) == (topic_chat(signups), str(ALICE))
+    assert (reminder["text"], reminder.get("message_thread_id")) == ("该报名啦", signups)
+    assert len(api.sent_messages(FORUM)) == 2

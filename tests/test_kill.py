@@ -489,22 +489,33 @@ port = {port}
 
 
 @contextlib.asynccontextmanager
-async def world(tmp_path: Path) -> AsyncIterator[World]:
+async def world(
+    tmp_path: Path,
+    *,
+    model: Callable[[], ScriptedLLMServer] = ScriptedLLMServer,
+    chats: list[Chat] | None = None,
+    seed: int = SEED,
+    extra_config: str = "",
+) -> AsyncIterator[World]:
+    """The fakes and a config for ``pacebot run``: the scripted ``model``, the kill
+    suite's chats (or ``chats``), and ``extra_config`` added to the config file."""
     port = free_port()
-    async with ScriptedLLMServer() as llm, FakeBotAPI(token=BOT_TOKEN) as api:
+    async with model() as llm, FakeBotAPI(token=BOT_TOKEN) as api:
         onebot = FakeOneBot(
             f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=QQ_SELF_ID, access_token=ONEBOT_TOKEN
         )
+        config = write_config(tmp_path, llm, api, port)
+        config.write_text(config.read_text("utf-8") + extra_config, encoding="utf-8")
         here = World(
             tmp=tmp_path,
-            config=write_config(tmp_path, llm, api, port),
+            config=config,
             database=tmp_path / "data" / "pacebot.sqlite3",
             stderr=tmp_path / "stderr.log",
             api=api,
             llm=llm,
             onebot=onebot,
-            rng=random.Random(SEED),
-            chats=make_chats(),
+            rng=random.Random(seed),
+            chats=make_chats() if chats is None else chats,
         )
         try:
             yield here

@@ -192,9 +192,16 @@ def test_a_reaction_lands_only_on_a_message_the_prompt_showed() -> None:
 def test_the_kinds_offered_are_on_and_delivered(
     tmp_path: Path, enabled: bool, delivered: frozenset[ItemKind], expected: frozenset[ItemKind]
 ) -> None:
-    """A kind is offered when it is on in the config and the chat's platform delivers it."""
-    config = make_config(tmp_path, "http://127.0.0.1:9/v1", reactions={"enabled": enabled})
-    assert offered_kinds(config, delivered) == expected
+    """A kind is offered when it is on in the config and the chat's platform delivers it; a
+    later item, kept rather than delivered, whenever ``initiative.later`` is on."""
+    config = make_config(
+        tmp_path,
+        "http://127.0.0.1:9/v1",
+        reactions={"enabled": enabled},
+        initiative={"later": enabled},
+    )
+    later = {ItemKind.LATER} if enabled else set()
+    assert offered_kinds(config, delivered) == expected | later
 
 
 def test_the_contract_offers_reactions_only_where_they_are_delivered() -> None:

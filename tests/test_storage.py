@@ -50,10 +50,12 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
         ("forgotten_people",),
         ("knowledge_fts",),
         ("knowledge_index",),
+        ("later_items",),
         ("messages",),
         ("outbox",),
         ("person_facts",),
         ("prompt_history",),
+        ("quiet_periods",),
         ("stickers",),
         ("traces",),
     ]

@@ -47,13 +47,15 @@ def test_the_language_is_checked_with_the_config() -> None:
         parse_config({"bot": {"language": "fr"}}, base_dir=Path())
 
 
-def test_the_admin_menu_holds_every_command_and_the_open_one_only_help_and_forgetme() -> None:
-    """A platform's menu lists every command for admins; everyone else sees the two open ones."""
+def test_the_admin_menu_holds_every_command_and_the_open_menu_only_open_ones() -> None:
+    """A platform's menu lists every command for admins; everyone else sees the open ones."""
     texts = Texts("zh")
     assert [name for name, _ in menu(texts, admin=True)] == [c.name for c in MENU]
     assert menu(texts, admin=False) == (
         ("help", "列出你可以用的命令"),
         ("forgetme", "忘掉这个聊天里关于你的所有事实"),
+        ("later", "这里待办的提醒和回访；按编号取消一个"),
+        ("quiet", "N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束"),
     )
 
 
@@ -78,11 +80,15 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/trace [N] — how the bot answered a batch (1 = the newest)",
         "/stickers — the stickers this chat's collection holds",
         "/sticker ban <id> — ban a sticker: never offered or sent again",
+        "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
+        "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
     ]
     assert member.splitlines() == [
         "Commands you can use here:",
         "/help — the commands you can use",
         "/forgetme — forget every fact about you in this chat",
+        "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
+        "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
     ]
     assert llm.requests == []
 
@@ -99,6 +105,8 @@ async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: Fak
         "你在这里可以用的命令：",
         "/help — 列出你可以用的命令",
         "/forgetme — 忘掉这个聊天里关于你的所有事实",
+        "/later [cancel <id>] — 这里待办的提醒和回访；按编号取消一个",
+        "/quiet [hours | off] — N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束",
     ]
 
 

@@ -928,3 +928,41 @@ def test_check_refuses_the_dashboard_without_a_long_enough_token(
     assert (short, "use at least 16" in said_short, "short" in said_short) == (1, True, False)
     assert good == 0
     assert TOKEN in secrets.every  # so the log scrubber hides it
+
+
+async def test_later_items_openers_and_quiet_over_the_api_with_cancel(web: Web) -> None:
+    """GET …/later lists a chat's pending items and quiet periods; POST …/cancel cancels
+    one as ``web`` (then 404), and the form on the page does the same with a notice."""
+    web.bot.llm.reply_json(
+        {
+            "replies": [
+                {"content": "好"},
+                {"later": {"in_seconds": 3600, "note": "提醒交作业", "kind": "remind"}},
+                {"later": {"in_seconds": 7200, "note": "问问考试", "kind": "followup"}},
+            ]
+        }
+    )
+    await web.bot.say("一小时后提醒我交作业")
+    await web.bot.settle()
+    await web.bot.ops.initiative.quiet(ALICE, hours=2, by="test:7")
+    listed = (await web.client.get(f"{ALICE_PATH}/later", headers=BEARER)).json()
+    cancelled = await web.client.post(f"{ALICE_PATH}/later/1/cancel", headers=BEARER)
+    again = await web.client.post(f"{ALICE_PATH}/later/1/cancel", headers=BEARER)
+    bad = await web.client.post(f"{ALICE_PATH}/later/abc/cancel", headers=BEARER)
+    csrf = await web.login()
+    form = await web.client.post("/chats/test:private:42/later/2/cancel", data={"csrf": csrf})
+    page = await web.client.get(form.headers["location"])
+    items = await web.store.later_items(ALICE, pending_only=False, limit=9)
+
+    assert [(i["id"], i["kind"], i["note"], i["asker_id"]) for i in listed["pending"]] == [
+        (1, "remind", "提醒交作业", "7"),
+        (2, "followup", "问问考试", "7"),
+    ]
+    assert ([q["set_by"] for q in listed["quiet"]], listed["quiet_until"] is not None) == (
+        ["test:7"],
+        True,
+    )
+    assert (cancelled.status_code, cancelled.json()["cancelled"]["cancelled_by"]) == (200, "web")
+    assert (again.status_code, bad.status_code, set(again.json())) == (404, 400, {"error"})
+    assert (form.status_code, "Cancelled it (audited as web)" in page.text) == (303, True)
+    assert [(i.state, i.cancelled_by) for i in items] == [("cancelled", "web")] * 2

@@ -432,3 +432,35 @@ async def test_at_1280_px_the_header_and_the_content_start_at_one_edge(
         path: content for path, (_, content) in edges.items()
     }
     assert edges["/"][1] == (1280 - 1100) / 2 + 16  # the page's column is centred
+
+
+async def test_a_pending_reminder_is_cancelled_from_the_chat_page(
+    running: Running, browser: Browser
+) -> None:
+    """A reminder Alice asked for shows on her chat's page; pressing its Cancel removes it,
+    the notice says so, and the API no longer lists it."""
+    running.llm.reply_json(
+        {
+            "replies": [
+                {"content": "好，一小时后提醒你"},
+                {"later": {"in_seconds": 3600, "note": "提醒喝水", "kind": "remind"}},
+            ]
+        }
+    )
+    running.api.push_message(ALICE, "一小时后提醒我喝水")
+    await wait_until(lambda: "好，一小时后提醒你" in bot_texts(running.api), within_s=10)
+    page = await browser.new_page()
+    await log_in(page, running.url)
+    await page.goto(f"{running.url}/chats/{ALICE_KEY}")
+    shown = await page.inner_text('li[data-later="1"]')
+    await page.click('li[data-later="1"] button')
+    await page.locator(".notice").wait_for()
+    notice = await page.inner_text(".notice")
+    left = await page.locator("li[data-later]").count()
+    bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
+    async with httpx.AsyncClient(base_url=running.url, headers=bearer) as client:
+        listed = (await client.get(f"/api/chats/{ALICE_KEY}/later")).json()
+
+    assert ("提醒喝水" in shown, "remind" in shown) == (True, True)
+    assert notice.startswith("Cancelled it (audited as web)")
+    assert (left, listed["pending"]) == (0, [])

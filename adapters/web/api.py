@@ -1,10 +1,10 @@
 """The dashboard's JSON API: the pages' live parts use it, and scripts may.
 
 Times are ISO 8601 in UTC. Errors are ``{"error": "..."}`` with a fitting status: 400 for
-a malformed chat key, fact id, person id, sticker id or ``n``, 401 without the token, 403
-without the CSRF token, 404 for a chat pacebot never heard of, a fact or sticker that is
-not live there, or a person never seen there, 409 when there is nothing to pop or
-restore.
+a malformed chat key, fact id, person id, sticker id, later item id or ``n``, 401 without
+the token, 403 without the CSRF token, 404 for a chat pacebot never heard of, a fact or
+sticker that is not live there, a later item not pending there, or a person never seen
+there, 409 when there is nothing to pop or restore.
 """
 
 from __future__ import annotations
@@ -16,8 +16,18 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic_core import to_jsonable_python
 
 from adapters.web.dashboard import WHO, thumbnail_url
-from adapters.web.depends import FactId, KnownChat, Operations, StickerLabel, UserId, access
+from adapters.web.depends import (
+    FactId,
+    KnownChat,
+    LaterId,
+    Operations,
+    StickerLabel,
+    UserId,
+    access,
+)
+from bot.initiative.promises import LaterItem
 from bot.models import ChatKey, Fact, StickerRecord, SummaryRecord
+from bot.ops.initiative import Cancelled, InitiativeView
 from bot.ops.memory import PersonFacts, StackEntry
 from bot.ops.status import ChatState, Status
 from bot.trace import ShownTrace
@@ -114,6 +124,43 @@ def sticker_json(chat: ChatKey, sticker: StickerRecord) -> dict[str, Any]:
     }
 
 
+def later_json(item: LaterItem) -> dict[str, Any]:
+    """Return a later item as JSON."""
+    return {
+        "id": item.id,
+        "kind": item.kind,
+        "note": item.note,
+        "due_at": _time(item.due_at),
+        "state": item.state,
+        "asker_id": item.asker_id,
+        "asker_name": item.asker_name,
+        "created_at": _time(item.created_at),
+        "cancelled_by": item.cancelled_by,
+    }
+
+
+def initiative_json(chat: ChatKey, view: InitiativeView) -> dict[str, Any]:
+    """Return a chat's pending later items, openers sent and quiet periods as JSON."""
+    return {
+        "chat": str(chat),
+        "pending": [later_json(item) for item in view.pending],
+        "openers": [
+            {"batch_id": o.batch_id, "at": _time(o.at), "outcome": o.outcome} for o in view.openers
+        ],
+        "quiet": [
+            {
+                "starts_at": _time(q.starts_at),
+                "ends_at": _time(q.ends_at),
+                "set_by": q.set_by,
+                "ended_at": _time(q.ended_at),
+                "ended_by": q.ended_by,
+            }
+            for q in view.quiet
+        ],
+        "quiet_until": _time(view.quiet_until),
+    }
+
+
 def trace_json(shown: ShownTrace) -> dict[str, Any]:
     """Return a batch's trace with its replies' fates as JSON."""
     trace = shown.trace
@@ -130,6 +177,9 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "llm_calls": to_jsonable_python(trace.llm_calls),
         "tool_steps": to_jsonable_python(trace.tool_steps),
         "tier": trace.tier,
+        "outcome": trace.outcome or trace.why,
+        "note": trace.note,
+        "promised": to_jsonable_python(trace.promised),
         "raw_output": trace.raw_output,
         "replies": to_jsonable_python(shown.fates),
         "dropped": to_jsonable_python(trace.dropped),
@@ -250,3 +300,19 @@ async def traces(
     """The chat's ``n`` newest batch traces, newest first, with each reply's fate."""
     found = await ops.traces.recent(chat, count=n)
     return {"chat": str(chat), "traces": [trace_json(shown) for shown in found]}
+
+
+@router.get("/chats/{chat}/later")
+async def later(ops: Operations, chat: KnownChat) -> dict[str, Any]:
+    """The chat's later items not yet run (soonest first), its openers sent (newest first)
+    and its quiet periods (newest first), with ``quiet_until`` while it is quiet."""
+    return initiative_json(chat, await ops.initiative.view(chat))
+
+
+@router.post("/chats/{chat}/later/{item_id}/cancel")
+async def cancel_later(ops: Operations, chat: KnownChat, item_id: LaterId) -> dict[str, Any]:
+    """Cancel a pending later item (audited as ``web``); 404 if it is not pending here."""
+    outcome, item = await ops.initiative.cancel(chat, item_id, by=WHO)
+    if outcome is not Cancelled.DONE or item is None:
+        raise HTTPException(404, f"no pending later item {item_id} in {chat}")
+    return {"chat": str(chat), "cancelled": later_json(item)}

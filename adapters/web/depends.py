@@ -69,6 +69,7 @@ async def known_chat(
 
 Operations = Annotated[Ops, Depends(operations)]
 FactId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /facts shows it
+LaterId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /later shows it
 UserId = Annotated[str, PathPart(pattern=f"^{_PLATFORM_ID}$")]  # a person's platform id
 StickerLabel = Annotated[str, PathPart(pattern=r"^[sS]?[0-9]{1,18}$")]  # as /stickers shows it
 Granted = Annotated[Access, Depends(access)]

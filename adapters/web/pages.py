@@ -24,12 +24,14 @@ from adapters.web.depends import (
     FactId,
     Granted,
     KnownChat,
+    LaterId,
     Operations,
     StickerLabel,
     UserId,
     access,
     gate,
 )
+from bot.ops.initiative import Cancelled
 from bot.ops.status import OVERVIEW_CHATS
 
 CHAT_MESSAGES = 50  # the newest messages one chat's page shows
@@ -51,6 +53,8 @@ NOTICES = {
     "banned-sticker": f"Banned the sticker (audited as {WHO}): it is never offered, sent or "
     "collected again.",
     "nothing-to-ban": "Nothing to ban: that sticker is banned already or left the collection.",
+    "cancelled-later": f"Cancelled it (audited as {WHO}): it will not run.",
+    "nothing-to-cancel": "Nothing to cancel: it ran already, or was cancelled.",
 }
 
 public = APIRouter()
@@ -173,8 +177,8 @@ async def chats(request: Request, ops: Operations, granted: Granted, q: str = ""
 async def chat_page(
     request: Request, ops: Operations, granted: Granted, chat: KnownChat, notice: str = ""
 ) -> HTMLResponse:
-    """One chat: its phase, prompt stack, people's facts, stickers, latest traces and
-    messages."""
+    """One chat: its phase, prompt stack, people's facts, stickers, what it has pending
+    (later items, openers, quiet periods), latest traces and messages."""
     return render(
         request,
         "chat.html",
@@ -188,6 +192,7 @@ async def chat_page(
         stickers_on=ops.stickers.enabled,
         stickers=await ops.stickers.collection(chat),
         traces=await ops.traces.recent(chat, count=CHAT_TRACES),
+        initiative=await ops.initiative.view(chat),
         notice=NOTICES.get(notice),
     )
 
@@ -237,6 +242,14 @@ async def ban_sticker(ops: Operations, chat: KnownChat, sticker: StickerLabel) -
     """Ban a sticker of the chat's collection, then show the chat again."""
     banned = await ops.stickers.ban(chat, sticker, by=WHO)
     notice = "nothing-to-ban" if banned is None else "banned-sticker"
+    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+
+
+@router.post("/chats/{chat}/later/{item_id}/cancel")
+async def cancel_later(ops: Operations, chat: KnownChat, item_id: LaterId) -> Response:
+    """Cancel a pending later item, then show the chat again."""
+    outcome, _ = await ops.initiative.cancel(chat, item_id, by=WHO)
+    notice = "cancelled-later" if outcome is Cancelled.DONE else "nothing-to-cancel"
     return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
 
 

@@ -7,7 +7,7 @@ those anyone may use, which act only on their sender in the chat they are sent i
 
 from __future__ import annotations
 
-from bot.commands import people, recall, status, stickers, summary, trace
+from bot.commands import initiative, people, recall, status, stickers, summary, trace
 from bot.commands.call import Call, Command
 from bot.texts import Texts
 
@@ -36,6 +36,8 @@ MENU: tuple[Command, ...] = (
     Command("trace", trace.trace, "[N]"),
     Command("stickers", stickers.stickers),
     Command("sticker", stickers.sticker, "ban <id>"),
+    Command("later", initiative.later, "[cancel <id>]", anyone=True),
+    Command("quiet", initiative.quiet, "[hours | off]", anyone=True),
 )
 _BY_NAME = {command.name: command for command in MENU}
 

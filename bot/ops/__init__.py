@@ -6,7 +6,8 @@ model and the actions behind them live here. :class:`StatusOps` reads what the r
 bot is doing (what waits, what is queued, what failed, each chat's phase, the prompt),
 :class:`MemoryOps` reads and changes what it remembers (the prompt stack, recall, people
 and their facts), :class:`TraceOps` reads how batches were answered and
-:class:`StickerOps` the chats' sticker collections. :class:`Ops` holds them for a running
+:class:`StickerOps` the chats' sticker collections, :class:`InitiativeOps` their later
+items, openers and quiet periods. :class:`Ops` holds them for a running
 bot.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps
 from bot.ops.stickers import StickerOps
@@ -28,3 +30,4 @@ class Ops:
     memory: MemoryOps
     traces: TraceOps
     stickers: StickerOps
+    initiative: InitiativeOps

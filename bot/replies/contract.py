@@ -59,10 +59,21 @@ feeling): one or two plain spoken sentences, no emoji, links or lists. Most answ
 """
 """Added to the contract when ``voice.speak`` is on and the chat's platform sends voice."""
 
+LATER_CONTRACT = """\
+- {"later": {"at": "YYYY-MM-DD HH:MM", "note": "…", "kind": "remind"}}: come back to this \
+chat later. "kind": "remind" when someone asks you to remind them of something (always \
+delivered), "followup" to ask later how something went, e.g. the day after an exam they \
+mentioned (you may still stay silent then). "at" is a local time like the one under Now \
+above; "in_seconds": N instead counts from now. The note says, in a few words, what to do \
+then; it is not sent by itself, so also tell them in a text that you will. At most a few, \
+only when asked or clearly welcome, within {days} days.
+"""
+"""Added to the contract when ``initiative.later`` is on and the batch answers people."""
 
-def contract(kinds: frozenset[ItemKind], *, images: bool) -> str:
+
+def contract(kinds: frozenset[ItemKind], *, images: bool, later_days: int = 30) -> str:
     """Return the output contract offering ``kinds`` (a text always), and image notes when
-    the request holds pictures."""
+    the request holds pictures; a later item may be due within ``later_days``."""
     parts = [REPLY_CONTRACT]
     if ItemKind.REACT in kinds:
         parts.append(REACT_CONTRACT)
@@ -70,14 +81,17 @@ def contract(kinds: frozenset[ItemKind], *, images: bool) -> str:
         parts.append(STICKER_CONTRACT)
     if ItemKind.VOICE in kinds:
         parts.append(VOICE_CONTRACT)
+    if ItemKind.LATER in kinds:
+        parts.append(LATER_CONTRACT.replace("{days}", str(later_days)))
     if images:
         parts.append(IMAGE_NOTES_CONTRACT)
     return "".join(parts)
 
 
 def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[ItemKind]:
-    """Return the kinds of item a chat's answer may hold: a text always, and each other
-    kind that is on in the config and that the chat's platform delivers there.
+    """Return the kinds of item a chat's answer may hold: a text always, each other kind
+    that is on in the config and that the chat's platform delivers there, and a later item
+    (kept, never delivered) when ``initiative.later`` is on.
 
     Any other kind the model writes is dropped (a voice note is said as text).
     """
@@ -88,4 +102,5 @@ def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[I
         on.add(ItemKind.STICKER)
     if config.voice.speak:
         on.add(ItemKind.VOICE)
-    return frozenset(on & delivered) | {ItemKind.CONTENT}
+    kept = {ItemKind.LATER} if config.initiative.later else set()
+    return frozenset(on & delivered) | {ItemKind.CONTENT} | kept
