@@ -43,9 +43,11 @@ from adapters.platforms import (
     GivesUp,
     PlatformAdapter,
     build_platforms,
+    history_sources,
     load_platform_modules,
 )
 from bot.answer import Answerer
+from bot.backfill import Backfill
 from bot.commands.runner import CommandRunner
 from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
 from bot.context import Prompter
@@ -205,7 +207,8 @@ async def running_core(
             memory=MemoryOps(config, parts.memory, parts.store),
             traces=TraceOps(parts.store, keep=config.memory.trace_keep),
         )
-        inbox = Inbox(pipeline, CommandRunner(config, ops), platforms)
+        backfill = Backfill(parts.store, pipeline, history_sources(config, platforms), now=utc_now)
+        inbox = Inbox(pipeline, CommandRunner(config, ops), platforms, backfill=backfill)
         stack.push_async_callback(inbox.stop)
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()

@@ -12,7 +12,8 @@ PacebotError
     ├── MessageRefused     the platform refused this message for good: drop it, go on
     ├── RateLimited        the platform asked us to wait ``retry_after_s`` seconds
     ├── ChatUnavailable    the bot was removed or blocked; stop sending to that chat
-    └── PictureUnavailable a picture cannot be fetched, is too big or does not decode
+    ├── PictureUnavailable a picture cannot be fetched, is too big or does not decode
+    └── HistoryUnavailable the platform cannot fetch a chat's history (no such action)
 """
 
 from __future__ import annotations
@@ -88,3 +89,7 @@ class ChatUnavailable(PlatformError):
 
 class PictureUnavailable(PlatformError):
     """A picture could not be fetched, is too big or does not decode: a placeholder stays."""
+
+
+class HistoryUnavailable(PlatformError):
+    """The platform cannot fetch a chat's history: it has no such action."""

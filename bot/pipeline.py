@@ -13,7 +13,7 @@ import asyncio
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import stamina
 from loguru import logger
@@ -120,11 +120,30 @@ class Pipeline:
         OneBot events that came in meanwhile): one commit for all of them, and only then
         is any timer armed.
         """
+        await self._receive(messages)
+
+    async def receive_history(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+        """Take messages fetched back from a platform's history; return those stored now.
+
+        One stored before is left alone. One younger than ``pacing.stale_after_s`` is
+        taken as if it had just arrived (debounced, answered if it is meant for the bot);
+        an older one is kept as context only, since an answer now would come too late.
+        """
+        if self._stopping:
+            return []
+        stale_before = self._now() - timedelta(seconds=self._config.pacing.stale_after_s)
+        old = [message for message in messages if message.sent_at < stale_before]
+        fresh = [message for message in messages if message.sent_at >= stale_before]
+        return await self._keep_as_context(old) + await self._receive(fresh)
+
+    async def _receive(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+        """Store ``messages``, then move their chats on; return those stored now."""
         if self._stopping:
             logger.debug("stopping; {} message(s) not taken", len(messages))
-            return
+            return []
         talked_over: dict[ChatKey, None] = {}  # in order, once each
-        for kept in await self._keep(list(messages)):
+        kept_now = await self._keep(list(messages))
+        for kept in kept_now:
             chat = kept.chat
             arrival = self._conversation(chat).message_in(kept)
             if arrival.cancels:
@@ -137,6 +156,27 @@ class Pipeline:
             )
         for chat in talked_over:
             await self._cancel_unsent(chat)
+        return kept_now
+
+    async def _keep_as_context(self, messages: list[IncomingMessage]) -> list[IncomingMessage]:
+        """Store ``messages`` as context, never to be answered; return those stored now.
+
+        One try: a platform's history is asked again at its next connect.
+        """
+        if not messages:
+            return []
+        try:
+            kept = [m for m in [await self._as_addressed(m) for m in messages] if m is not None]
+            new = await self._store.add_context(kept, received_at=self._now())
+        except StorageError as error:
+            logger.warning("{} message(s) from history not stored: {}", len(messages), error)
+            return []
+        stored = [message for message, is_new in zip(kept, new, strict=True) if is_new]
+        for chat, ids in _ids_by_chat(stored).items():
+            logger.bind(chat=str(chat)).info(
+                "message {} fetched back too late to answer: kept as context", ", ".join(ids)
+            )
+        return stored
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
         """Keep the edited text; an edit never starts a second answer."""

@@ -1,10 +1,11 @@
 """The small interfaces the core owns and the outside implements.
 
-Adapters implement :class:`Platform` (deliver an item, show typing), :class:`PictureSource`
-(fetch a picture), :class:`LLM` (complete) and :class:`Embedder`; ``storage/``
-implements :class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with
-``close``, the :class:`Store`), :class:`MemoryStore` (with its :class:`PeopleStore`),
-:class:`TraceLog` and :class:`VectorStore`.
+Adapters implement :class:`Platform` (deliver an item, show typing), :class:`History`
+(fetch a chat's newest messages back), :class:`PictureSource` (fetch a picture),
+:class:`LLM` (complete) and :class:`Embedder`; ``storage/`` implements
+:class:`MessageLog`, :class:`Batches` and :class:`Outbox` (together, with ``close``, the
+:class:`Store`), :class:`MemoryStore` (with its :class:`PeopleStore`), :class:`TraceLog`
+and :class:`VectorStore`.
 Adapters hand what they receive to a :class:`MessageSink`, which the pipeline implements.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bot.models import (
     Batch,
@@ -85,6 +86,29 @@ class Platform(Protocol):
 
     async def show_typing(self, chat: ChatKey) -> None:
         """Show the typing indicator once; failures are swallowed, it is cosmetic."""
+        ...
+
+
+@runtime_checkable
+class History(Protocol):
+    """A platform that can fetch a chat's newest messages back (QQ's OneBot history).
+
+    Messages a platform cannot deliver again (OneBot has no redelivery) are fetched back
+    after a restart or a reconnect, and stored if they were missed.
+    """
+
+    @property
+    def name(self) -> str:
+        """The platform part of chat keys."""
+        ...
+
+    async def latest_messages(self, chat: ChatKey, *, count: int) -> list[IncomingMessage]:
+        """Return up to ``count`` newest messages of ``chat``, oldest first, read as if
+        they had just been received; the bot's own are left out.
+
+        Raise ``HistoryUnavailable`` when the platform cannot fetch history at all, and
+        ``PlatformError`` when this fetch failed (e.g. the connection dropped).
+        """
         ...
 
 
@@ -169,6 +193,15 @@ class MessageLog(Protocol):
         """Store messages all or none; say for each whether it is new (not stored before)."""
         ...
 
+    async def add_context(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store messages as context only, all or none; say for each whether it is new.
+
+        A new one never waits for an answer: it is in the chat's history at once.
+        """
+        ...
+
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""
         ...
@@ -196,6 +229,13 @@ class MessageLog(Protocol):
 
     async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
         """Return the cancelled replies of the chat's last answered batch before this one."""
+        ...
+
+    async def chats_active_since(
+        self, platform: str, since: datetime, *, limit: int
+    ) -> list[ChatKey]:
+        """Return up to ``limit`` chats of ``platform`` where a chatter wrote at or after
+        ``since``, the most recently active first."""
         ...
 
     async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
