@@ -3,10 +3,11 @@
 Importing the SDK builds its thousand-odd pydantic types: about 21 MiB and 0.5–1.2 s on
 the development machine, more than everything else ``pacebot run`` loads before the
 platforms are up. A bot that has not been asked anything yet needs none of it, so the
-platforms start without it and the first use imports the client's module in a worker
-thread, where the event loop keeps turning meanwhile. :class:`Deferred` does that once
-for any client; :class:`DeferredLLM` (the chat model, the splitter) and
-:class:`DeferredEmbedder` (``[memory.embeddings]``) are the ports built on it.
+platforms start without it and the first use imports the client's module and builds the
+client in a worker thread, where the event loop keeps turning meanwhile.
+:class:`Deferred` does that once for any client; :class:`DeferredLLM` (the chat model,
+the splitter) and :class:`DeferredEmbedder` (``[memory.embeddings]``) are the ports
+built on it.
 
 The SDK imports ``aiohttp`` whenever it is installed, for an optional transport pacebot
 never uses (it talks through the SDK's default ``httpx2`` client): another 11 MiB and
@@ -53,6 +54,9 @@ def load(module: str) -> None:
 class Closable(Protocol):
     """A client holding HTTP connections until it is closed."""
 
+    def warm_up(self) -> None:
+        """Load now what its first request would load (the SDK imports each API lazily)."""
+
     async def aclose(self) -> None: ...
 
 
@@ -80,9 +84,17 @@ class Deferred(Generic[ClientT]):
             return self._client
         async with self._building:
             if self._client is None:
-                await asyncio.to_thread(load, self._module)
-                self._client = self._build()
+                self._client = await asyncio.to_thread(self._load_and_build)
         return self._client
+
+    def _load_and_build(self) -> ClientT:
+        """Import the module, build the client and warm it up, off the event loop: on the
+        loop, building it (its HTTP transport: an SSL context, more imports) took
+        70-125 ms, and the SDK's import of the chat API at the first request 150 ms."""
+        load(self._module)
+        client = self._build()
+        client.warm_up()
+        return client
 
     async def aclose(self) -> None:
         """Close the client's HTTP connections, if it was ever built."""
