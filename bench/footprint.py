@@ -73,6 +73,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             "footprint.run.rss_idle",
             memory["Rss"] / _MIB,
             "MiB",
+            target=at_most(RSS_TARGET_MIB),
             note="Telegram + QQ on, before any message; /proc/<pid>/smaps_rollup",
         ),
         Figure("footprint.run.pss_idle", memory["Pss"] / _MIB, "MiB", note="shared pages split"),

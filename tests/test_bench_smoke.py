@@ -16,6 +16,11 @@ import pytest
 from bench.report import Report
 from bench.runner import BENCHMARKS, run_in_process
 
+# The first test sets up the module's report: every quick benchmark, a few real processes
+# among them (the footprint answers on two platforms and recalls), beyond 60 s on a busy
+# machine.
+pytestmark = pytest.mark.timeout(120)
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
@@ -48,6 +53,7 @@ def test_spec_targets_are_attached_and_limits_resolve(report: Report) -> None:
         "footprint.help.seconds",
         "footprint.run.ready",
         "footprint.run.rss_idle",
+        "footprint.run.rss_after_answer",
     }
     unresolved = [r.name for r in report.results if r.limit and report.to_limit(r) is None]
     assert (expected - with_targets, unresolved) == (set(), [])
