@@ -54,9 +54,6 @@ def load(module: str) -> None:
 class Closable(Protocol):
     """A client holding HTTP connections until it is closed."""
 
-    def warm_up(self) -> None:
-        """Load now what its first request would load (the SDK imports each API lazily)."""
-
     async def aclose(self) -> None: ...
 
 
@@ -88,13 +85,10 @@ class Deferred(Generic[ClientT]):
         return self._client
 
     def _load_and_build(self) -> ClientT:
-        """Import the module, build the client and warm it up, off the event loop: on the
-        loop, building it (its HTTP transport: an SSL context, more imports) took
-        70-125 ms, and the SDK's import of the chat API at the first request 150 ms."""
+        """Import the module and build the client, off the event loop: on the loop,
+        building it (its HTTP transport: an SSL context, more imports) took 70-125 ms."""
         load(self._module)
-        client = self._build()
-        client.warm_up()
-        return client
+        return self._build()
 
     async def aclose(self) -> None:
         """Close the client's HTTP connections, if it was ever built."""

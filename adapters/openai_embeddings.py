@@ -53,10 +53,6 @@ class OpenAIEmbedder(SdkClient):
         self._model = model
         self._where = f"embeddings {model} at {endpoint_name(base_url)}"
 
-    def warm_up(self) -> None:
-        """Load the embeddings API: the SDK imports it on first use."""
-        _ = self._client.embeddings
-
     @classmethod
     def from_config(cls, config: Config, *, api_key: str) -> Self:
         """Build it from ``[memory.embeddings]``, an empty base URL taken from ``[llm]``."""

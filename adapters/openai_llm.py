@@ -68,9 +68,6 @@ class SdkClient:
         """Close the HTTP connections."""
         await self._client.close()
 
-    def warm_up(self) -> None:
-        """Load what the first request would load on the event loop; nothing by default."""
-
     async def __aenter__(self) -> Self:
         return self
 
@@ -118,10 +115,6 @@ class OpenAILLM(SdkClient):
         # from then on they are never offered to it (and that is logged once).
         self._tools_refused = False
         self._endpoint = endpoint_name(base_url)
-
-    def warm_up(self) -> None:
-        """Load the chat completions API: the SDK imports it on first use (0.15 s)."""
-        _ = self._client.chat.completions
 
     @classmethod
     def from_config(cls, llm: LLMConfig, *, api_key: str) -> Self:
