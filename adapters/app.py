@@ -44,6 +44,7 @@ from adapters.platforms import (
     GivesUp,
     PlatformAdapter,
     build_platforms,
+    history_sources,
     load_platform_modules,
 )
 from adapters.voice_sources import opened_voice
@@ -177,6 +178,7 @@ async def running_core(
             now=now,
             retries=retries,
             voice=await stack.enter_async_context(voice),
+            history=history_sources(config, platforms),
             draw=draw,
         )
         pipeline = core.pipeline

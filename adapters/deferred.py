@@ -3,19 +3,29 @@
 Importing the SDK builds its thousand-odd pydantic types: about 21 MiB and 0.5–1.2 s on
 the development machine, more than everything else ``pacebot run`` loads before the
 platforms are up. A bot that has not been asked anything yet needs none of it, so the
-platforms start without it and the first use imports the client's module in a worker
-thread, where the event loop keeps turning meanwhile. :class:`Deferred` does that once
-for any client; :class:`DeferredLLM` (the chat model, the splitter),
-:class:`DeferredEmbedder` (``[memory.embeddings]``) and :class:`DeferredSpeech`
-(``[voice]``) are the ports built on it.
+platforms start without it and the first use imports the client's module and builds the
+client in a worker thread, where the event loop keeps turning meanwhile.
+:class:`Deferred` does that once for any client; :class:`DeferredLLM` (the chat model,
+the splitter), :class:`DeferredEmbedder` (``[memory.embeddings]``) and
+:class:`DeferredSpeech` (``[voice]``) are the ports built on it.
+
+The SDK imports ``aiohttp`` whenever it is installed, for an optional transport pacebot
+never uses (it talks through the SDK's default ``httpx2`` client): another 11 MiB and
+0.1 s, in a development install or wherever aiohttp is present for other reasons.
+:func:`load` imports the client's module with aiohttp reading as absent, then makes it
+importable again, and freezes what the import made (as start-up does, see
+``adapters.app.freeze_startup_heap``): the SDK's many thousand objects live as long as
+the process, and left to the collector every full collection would walk them again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
+import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, Protocol, TypeVar
 
 from bot.models import ChatMessage, Completion, ToolSpec
 from bot.voice.ports import Audio
@@ -24,6 +34,23 @@ if TYPE_CHECKING:
     from adapters.openai_audio import OpenAIAudio
     from adapters.openai_embeddings import OpenAIEmbedder
     from adapters.openai_llm import OpenAILLM
+
+
+_UNUSED_TRANSPORT: Final = "aiohttp"
+
+
+def load(module: str) -> None:
+    """Import ``module`` without the SDK's aiohttp transport; keep what it made out of
+    later full collections."""
+    hide = _UNUSED_TRANSPORT not in sys.modules
+    if hide:  # None in sys.modules reads as "not installed" to an import
+        sys.modules[_UNUSED_TRANSPORT] = None  # type: ignore[assignment]
+    try:
+        importlib.import_module(module)
+    finally:
+        if hide and sys.modules.get(_UNUSED_TRANSPORT, sys) is None:
+            del sys.modules[_UNUSED_TRANSPORT]
+    gc.freeze()
 
 
 class Closable(Protocol):
@@ -56,9 +83,14 @@ class Deferred(Generic[ClientT]):
             return self._client
         async with self._building:
             if self._client is None:
-                await asyncio.to_thread(importlib.import_module, self._module)
-                self._client = self._build()
+                self._client = await asyncio.to_thread(self._load_and_build)
         return self._client
+
+    def _load_and_build(self) -> ClientT:
+        """Import the module and build the client, off the event loop: on the loop,
+        building it (its HTTP transport: an SSL context, more imports) took 70-125 ms."""
+        load(self._module)
+        return self._build()
 
     async def aclose(self) -> None:
         """Close the client's HTTP connections, if it was ever built."""

@@ -1,4 +1,5 @@
-"""Which platforms a config enables, and building them, importing only their libraries.
+"""Which platforms a config enables, building them (importing only their libraries), and
+which of them missed messages are fetched back from.
 
 A platform's library (python-telegram-bot; nonebot, FastAPI and uvicorn) is imported
 inside the function that builds it, so a command loads only what its config enables.
@@ -8,11 +9,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
+from bot.backfill import BackfillSettings
 from bot.commands.menu import menu
 from bot.config import Config, enabled_platforms
-from bot.ports import MessageSink, Platform
+from bot.ports import History, MessageSink, Platform
 from bot.secrets import Secrets
 from bot.texts import Texts
 
@@ -92,3 +95,18 @@ def build_platforms(
     if config.qq.enabled:
         platforms["qq"] = _build_qq(config, secrets.onebot_access_token)
     return platforms
+
+
+def history_sources(
+    config: Config, platforms: Mapping[str, Platform]
+) -> dict[str, tuple[History, BackfillSettings]]:
+    """Return the platforms to fetch missed messages back from on each connect: QQ's."""
+    qq: object = platforms.get("qq")  # checked below for what it can do
+    if not config.qq.backfill or not isinstance(qq, History):
+        return {}
+    settings = BackfillSettings(
+        active_within=timedelta(days=config.qq.backfill_days),
+        chats=config.qq.backfill_chats,
+        count=config.qq.backfill_count,
+    )
+    return {"qq": (qq, settings)}

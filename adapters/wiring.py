@@ -3,7 +3,9 @@
 :func:`build_core` makes the objects of one running bot and hands them to each other:
 the prompter, the answerer, the pipeline, the operations every face uses, the inbox the
 platforms deliver to, (with ``[stickers] enabled``) the sticker collections, and (with
-``[voice]`` on) the hearing of voice notes and the speaking of voice items. It starts
+``[voice]`` on) the hearing of voice notes and the speaking of voice items, and (with
+``qq.backfill``) the fetching back of what a platform's history holds and the store
+misses. It starts
 nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
 """
 
@@ -16,6 +18,7 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.answer import Answerer
+from bot.backfill import Backfill, BackfillSettings
 from bot.commands.runner import CommandRunner
 from bot.config import Config
 from bot.context import Prompter
@@ -28,7 +31,7 @@ from bot.ops.status import StatusOps, StatusStore
 from bot.ops.stickers import StickerOps
 from bot.ops.traces import TraceOps
 from bot.pipeline import Pipeline
-from bot.ports import LLM, PictureSource, Platform, Store, TraceLog
+from bot.ports import LLM, History, PictureSource, Platform, Store, TraceLog
 from bot.replies.items import ItemKind
 from bot.retries import Retries
 from bot.sender import HooksByKind, ItemHooks
@@ -75,9 +78,11 @@ def build_core(
     now: Callable[[], datetime],
     retries: Retries,
     voice: VoiceParts | None = None,
+    history: Mapping[str, tuple[History, BackfillSettings]] | None = None,
     draw: Callable[[], float] = random.random,
 ) -> Core:
-    """Make the core's objects and hand them to each other; ``draw`` places openers."""
+    """Make the core's objects and hand them to each other; ``history`` names the
+    platforms missed messages are fetched back from, ``draw`` places openers."""
     stickers = (
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
@@ -126,4 +131,6 @@ def build_core(
         stickers=StickerOps(stickers),
         initiative=InitiativeOps(store, now=now),
     )
-    return Core(pipeline, Inbox(pipeline, CommandRunner(config, ops), platforms), ops)
+    backfill = Backfill(store, pipeline, history, now=now) if history else None
+    inbox = Inbox(pipeline, CommandRunner(config, ops), platforms, backfill=backfill)
+    return Core(pipeline, inbox, ops)

@@ -251,6 +251,14 @@ class QQConfig(_Section):
     """Environment variable with the OneBot access token; required off loopback."""
     allow_private_image_hosts: bool = False
     """Fetch picture URLs on loopback/private addresses (a OneBot implementation nearby)."""
+    backfill: bool = True
+    """On each OneBot connect, fetch back recent messages of active chats that were missed."""
+    backfill_days: float = Field(default=2.0, gt=0, le=365)
+    """Chats with a message in this many days (the newest first) are asked, in days."""
+    backfill_chats: int = Field(default=50, ge=1, le=1000)
+    """At most this many chats are asked on one connect."""
+    backfill_count: int = Field(default=30, ge=1, le=500)
+    """Each chat is asked for this many of its newest messages."""
 
     @property
     def is_loopback(self) -> bool:

@@ -12,6 +12,7 @@ PacebotError
     ├── MessageRefused     the platform refused this message for good: drop it, go on
     ├── RateLimited        the platform asked us to wait ``retry_after_s`` seconds
     ├── ChatUnavailable    the bot was removed or blocked; stop sending to that chat
+    ├── HistoryUnavailable the platform cannot fetch a chat's history (no such action)
     └── MediaUnavailable   a file a message carries cannot be had: a placeholder stays
         ├── PictureUnavailable  a picture cannot be fetched, is too big or does not decode
         └── VoiceUnavailable    a voice note cannot be fetched, is too big, too long or
@@ -100,3 +101,7 @@ class PictureUnavailable(MediaUnavailable):
 class VoiceUnavailable(MediaUnavailable):
     """A voice note could not be fetched, is too big or too long, or is no audio the
     transcription endpoint takes: its placeholder stays."""
+
+
+class HistoryUnavailable(PlatformError):
+    """The platform cannot fetch a chat's history: it has no such action."""

@@ -3,7 +3,9 @@
 A command is never stored, never sent to the LLM and never resets a debounce timer: it
 runs in a task of its own (``/summary run`` waits for the LLM, and the adapter must go on
 storing messages meanwhile) and its answer goes straight to the platform, quoting the
-command. Everything else goes to the :class:`~bot.pipeline.Pipeline`.
+command. Everything else goes to the :class:`~bot.pipeline.Pipeline`. When a platform
+connects, what it holds in its history and the store misses is fetched back
+(:class:`~bot.backfill.Backfill`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from loguru import logger
 
+from bot.backfill import Backfill
 from bot.commands.call import Command
 from bot.commands.menu import parse_command
 from bot.commands.runner import CommandRunner
@@ -27,11 +30,17 @@ class Inbox:
     """Take what the platforms deliver (the ``MessageSink`` adapters talk to)."""
 
     def __init__(
-        self, pipeline: Pipeline, commands: CommandRunner, platforms: Mapping[str, Platform]
+        self,
+        pipeline: Pipeline,
+        commands: CommandRunner,
+        platforms: Mapping[str, Platform],
+        *,
+        backfill: Backfill | None = None,
     ) -> None:
         self._pipeline = pipeline
         self._commands = commands
         self._platforms = platforms
+        self._backfill = backfill
         self._running: set[asyncio.Task[None]] = set()
         self._stopping = False
 
@@ -61,8 +70,11 @@ class Inbox:
         await self._pipeline.receive_edit(chat, message_id, text)
 
     def platform_ready(self, platform: str) -> None:
-        """Send what waits for ``platform`` now, not after the retry back-off."""
+        """Send what waits for ``platform`` now, not after the retry back-off; fetch back
+        what it holds that was missed meanwhile, if it keeps a history."""
         self._pipeline.platform_ready(platform)
+        if self._backfill is not None and not self._stopping:
+            self._backfill.connected(platform)
 
     async def _answer(self, message: IncomingMessage, command: Command, args: list[str]) -> None:
         """Run a command and post its answer (best-effort: a lost answer loses nothing)."""
@@ -88,6 +100,8 @@ class Inbox:
     async def stop(self) -> None:
         """Stop taking commands and messages; unanswered batches wait for the next start."""
         self._stopping = True
+        if self._backfill is not None:
+            await self._backfill.stop()
         running = list(self._running)
         for task in running:
             task.cancel()

@@ -69,6 +69,26 @@ class Keeper:
             return []
         return stored
 
+    async def keep_as_context(self, messages: list[IncomingMessage]) -> list[IncomingMessage]:
+        """Store ``messages`` as context, never to be answered; return those stored now.
+
+        One try: a platform's history is asked again at its next connect.
+        """
+        if not messages:
+            return []
+        try:
+            kept = [m for m in [await self._mark(m) for m in messages] if m is not None]
+            new = await self._store.add_context(kept, received_at=self._now())
+        except StorageError as error:
+            logger.warning("{} message(s) from history not stored: {}", len(messages), error)
+            return []
+        stored = [message for message, is_new in zip(kept, new, strict=True) if is_new]
+        for chat, ids in _ids_by_chat(stored).items():
+            logger.bind(chat=str(chat)).info(
+                "message {} fetched back too late to answer: kept as context", ", ".join(ids)
+            )
+        return stored
+
     async def _store_patiently(
         self, messages: list[IncomingMessage], failure: StorageError, *, received_at: datetime
     ) -> list[IncomingMessage]:

@@ -15,7 +15,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from loguru import logger
 
@@ -137,9 +137,27 @@ class Pipeline:
         OneBot events that came in meanwhile): one commit for all of them, and only then
         is any timer armed.
         """
+        await self._receive(messages)
+
+    async def receive_history(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+        """Take messages fetched back from a platform's history; return those stored now.
+
+        One stored before is left alone. One younger than ``pacing.stale_after_s`` is
+        taken as if it had just arrived (debounced, answered if it is meant for the bot);
+        an older one is kept as context only, since an answer now would come too late.
+        """
+        if self._stopping:
+            return []
+        stale_before = self._now() - timedelta(seconds=self._config.pacing.stale_after_s)
+        old = [message for message in messages if message.sent_at < stale_before]
+        fresh = [message for message in messages if message.sent_at >= stale_before]
+        return await self._keeper.keep_as_context(old) + await self._receive(fresh)
+
+    async def _receive(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+        """Store ``messages``, then move their chats on; return those stored now."""
         if self._stopping:
             logger.debug("stopping; {} message(s) not taken", len(messages))
-            return
+            return []
         talked_over: dict[ChatKey, None] = {}  # in order, once each
         stored = await self._keeper.keep(list(messages))
         self._collect_stickers(stored)
@@ -159,6 +177,7 @@ class Pipeline:
             )
         for chat in talked_over:
             await self._cancel_unsent(chat)
+        return stored
 
     def _collect_stickers(self, stored: Sequence[IncomingMessage]) -> None:
         """Keep the stickers of stored messages, beside the answers (a QQ one downloads)."""

@@ -1,10 +1,11 @@
 """The small interfaces the core owns and the outside implements.
 
-Adapters implement :class:`Platform` (deliver an item, show typing), :class:`PictureSource`
-(fetch a picture), :class:`LLM` (complete) and :class:`Embedder`; ``storage/``
-implements :class:`MessageLog`, :class:`Batches`, :class:`Outbox` and
-``InitiativeStore`` (together, with ``close``, the :class:`Store`), :class:`MemoryStore`
-(with its :class:`PeopleStore`), :class:`TraceLog` and :class:`VectorStore`.
+Adapters implement :class:`Platform` (deliver an item, show typing), :class:`History`
+(fetch a chat's newest messages back), :class:`PictureSource` (fetch a picture),
+:class:`LLM` (complete) and :class:`Embedder`; ``storage/`` implements
+:class:`MessageLog`, :class:`Batches`, :class:`Outbox` and ``InitiativeStore``
+(together, with ``close``, the :class:`Store`) and :class:`TraceLog`; the memory's
+stores are in :mod:`bot.memory.ports`.
 Adapters hand what they receive to a :class:`MessageSink`, which the pipeline implements.
 """
 
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
-from typing import Protocol
+from datetime import datetime
+from typing import Protocol, runtime_checkable
 
 from bot.initiative.occasion import OccasionKind
 from bot.initiative.promises import Promise
@@ -25,16 +26,10 @@ from bot.models import (
     ChatKey,
     ChatMessage,
     Completion,
-    DaySummary,
-    EmbeddingSource,
-    Fact,
     IncomingMessage,
     Jpeg,
-    KnownPerson,
-    PersonNote,
     Picture,
     StoredMessage,
-    SummaryRecord,
     ToolSpec,
 )
 from bot.replies.items import ItemKind, OutboxItem, Outgoing, PlannedReply
@@ -89,6 +84,29 @@ class Platform(Protocol):
     async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
         """Show once that an item of ``kind`` is being made ready: typing, or recording
         for a voice note where the platform shows that. Failures are swallowed."""
+        ...
+
+
+@runtime_checkable
+class History(Protocol):
+    """A platform that can fetch a chat's newest messages back (QQ's OneBot history).
+
+    Messages a platform cannot deliver again (OneBot has no redelivery) are fetched back
+    after a restart or a reconnect, and stored if they were missed.
+    """
+
+    @property
+    def name(self) -> str:
+        """The platform part of chat keys."""
+        ...
+
+    async def latest_messages(self, chat: ChatKey, *, count: int) -> list[IncomingMessage]:
+        """Return up to ``count`` newest messages of ``chat``, oldest first, read as if
+        they had just been received; the bot's own are left out.
+
+        Raise ``HistoryUnavailable`` when the platform cannot fetch history at all, and
+        ``PlatformError`` when this fetch failed (e.g. the connection dropped).
+        """
         ...
 
 
@@ -173,6 +191,15 @@ class MessageLog(Protocol):
         """Store messages all or none; say for each whether it is new (not stored before)."""
         ...
 
+    async def add_context(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store messages as context only, all or none; say for each whether it is new.
+
+        A new one never waits for an answer: it is in the chat's history at once.
+        """
+        ...
+
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""
         ...
@@ -200,6 +227,13 @@ class MessageLog(Protocol):
 
     async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
         """Return the cancelled replies of the chat's last answered batch before this one."""
+        ...
+
+    async def chats_active_since(
+        self, platform: str, since: datetime, *, limit: int
+    ) -> list[ChatKey]:
+        """Return up to ``limit`` chats of ``platform`` where a chatter wrote at or after
+        ``since``, the most recently active first."""
         ...
 
     async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
@@ -334,151 +368,4 @@ class TraceLog(Protocol):
     async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
         """Return up to ``count`` newest traces of ``chat``, newest first, with reply fates
         and the names their messages were written under."""
-        ...
-
-
-class PeopleStore(Protocol):
-    """Durable facts about people, per (chat, person), soft-deleted and audited.
-
-    Facts never cross chats: every method takes the chat it acts on.
-    """
-
-    async def add_facts(
-        self, chat: ChatKey, day: date, notes: Sequence[PersonNote], *, keep: int, now: datetime
-    ) -> list[Fact]:
-        """Store new facts (a live duplicate is skipped); keep each person's ``keep`` newest.
-
-        Return the facts stored; older ones crowded out are soft-deleted, not lost.
-        """
-        ...
-
-    async def live_facts(self, chat: ChatKey, user_ids: Sequence[str]) -> dict[str, list[Fact]]:
-        """Return the live facts of those people in ``chat``, newest first, by user id."""
-        ...
-
-    async def known_people(self, chat: ChatKey) -> list[KnownPerson]:
-        """Return the people of ``chat`` with live facts, most facts first."""
-        ...
-
-    async def forget_fact(
-        self, chat: ChatKey, fact_id: int, *, by: str, now: datetime
-    ) -> Fact | None:
-        """Soft-delete one live fact of ``chat``; ``None`` if it has no such live fact."""
-        ...
-
-    async def forget_person(
-        self, chat: ChatKey, user_id: str, *, by: str, now: datetime, through: date
-    ) -> int:
-        """Soft-delete every live fact about a person in ``chat``; return how many.
-
-        Nothing about them is learned in ``chat`` from chat days up to ``through`` after,
-        and a fact forgotten on request is not learned again in the same words.
-        """
-        ...
-
-    async def person_seen(self, chat: ChatKey, user_id: str) -> bool:
-        """Whether a person ever wrote in ``chat``, or a fact about them was kept or
-        forgotten there."""
-        ...
-
-
-class MemoryStore(PeopleStore, Protocol):
-    """Durable memory: each chat's prompt stack of day summaries and their search index.
-
-    Summaries never cross chats: every method takes the chat it acts on.
-    """
-
-    async def chats_active_between(self, start: datetime, end: datetime) -> list[ChatKey]:
-        """Return the chats with chatter messages sent in ``[start, end)``."""
-        ...
-
-    async def messages_between(
-        self, chat: ChatKey, start: datetime, end: datetime, *, limit: int
-    ) -> list[StoredMessage]:
-        """Return up to ``limit`` messages (chatters' and the bot's) sent in ``[start, end)``."""
-        ...
-
-    async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
-        """Tell whether ``day`` has a live summary (or any, popped ones included)."""
-        ...
-
-    async def push_summary(
-        self,
-        chat: ChatKey,
-        day: date,
-        content: DaySummary,
-        *,
-        added_prompt: str,
-        full_prompt_before: str,
-        full_prompt_after: str,
-        message_count: int,
-        now: datetime,
-    ) -> SummaryRecord:
-        """Push a day's summary and index it, atomically; ``SummaryExists`` if one is live."""
-        ...
-
-    async def live_summaries(self, chat: ChatKey) -> list[SummaryRecord]:
-        """Return the chat's live summaries in push order (oldest first)."""
-        ...
-
-    async def pop_summary(self, chat: ChatKey, *, by: str, now: datetime) -> SummaryRecord | None:
-        """Soft-delete the newest live summary (and hide its index row); ``None`` if none."""
-        ...
-
-    async def restore_summary(self, chat: ChatKey, *, now: datetime) -> SummaryRecord | None:
-        """Undo the last pop if nothing was pushed since; return what came back, or ``None``."""
-        ...
-
-    async def restorable_summary(self, chat: ChatKey) -> SummaryRecord | None:
-        """Return the summary ``restore_summary`` would bring back now; ``None`` if none."""
-        ...
-
-    async def summaries_on(self, chat: ChatKey, days: Sequence[date]) -> list[SummaryRecord]:
-        """Return the live summaries of those chat days, oldest first."""
-        ...
-
-    async def search_summaries(
-        self, chat: ChatKey, query: str, *, limit: int
-    ) -> list[SummaryRecord]:
-        """Return the live summaries that best match ``query``'s keywords, best first."""
-        ...
-
-
-class VectorStore(Protocol):
-    """Durable vectors of memory rows, searched within one chat.
-
-    A row to embed is an :class:`EmbeddingSource`: (kind, row id, chat, text). Vectors are
-    kept per embeddings model; a row without a vector of the current model is pending.
-    """
-
-    async def unembedded(
-        self, *, model: str, after: tuple[str, int] | None
-    ) -> tuple[list[EmbeddingSource], tuple[str, int] | None]:
-        """Return live rows with no ``model`` vector from a bounded stretch after ``after``.
-
-        ``after`` is the position a previous call returned (``None``: from the start); the
-        position returned is ``None`` once every kind of row has been read to its end.
-        """
-        ...
-
-    async def add_vectors(
-        self,
-        model: str,
-        rows: Sequence[tuple[EmbeddingSource, Sequence[float]]],
-        *,
-        now: datetime,
-    ) -> None:
-        """Store one vector per row (replacing an older one of the same model)."""
-        ...
-
-    async def similar_summaries(
-        self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
-    ) -> list[SummaryRecord]:
-        """Return the chat's live summaries nearest ``vector`` (cosine), nearest first."""
-        ...
-
-    async def similar_facts(
-        self, chat: ChatKey, vector: Sequence[float], *, model: str, limit: int
-    ) -> list[Fact]:
-        """Return the chat's live facts about people nearest ``vector``, nearest first."""
         ...

@@ -6,6 +6,12 @@ heartbeats, sends message events shaped like NapCat's, and answers every API cal
 (``{"action", "params", "echo"}``) with ``{"status", "retcode", "data", "echo"}``. Every
 call is recorded in :attr:`FakeOneBot.calls`; failures and silences can be scripted.
 
+Like QQ itself it keeps each chat's history: every message event it was told to send
+(also one it could not deliver: sent while the bot was down, ``deliver=False``) and every
+message the bot posted, which it serves as NapCat does through ``get_group_msg_history``
+and ``get_friend_msg_history`` (the newest ``count``, oldest first; the bot's own as
+``post_type = "message_sent"``; an empty history is an error).
+
     async with FakeOneBot(platform.ws_url, self_id=10001) as onebot:
         await onebot.send_group_message(500, 42, [at(10001), text(" hi")], card="小明")
         [call] = await onebot.wait_for_call("send_group_msg")
@@ -36,6 +42,8 @@ _QUIET_LOGGER = logging.getLogger("fakes.onebot")
 _QUIET_LOGGER.setLevel(logging.INFO)
 
 _SEND_ACTIONS = frozenset({"send_group_msg", "send_private_msg", "send_msg"})
+_HISTORY_ACTIONS = {"get_group_msg_history": "group", "get_friend_msg_history": "private"}
+_HISTORY_TARGETS = {"group": "group_id", "private": "user_id"}
 
 
 # --- message segments, as OneBot v11 (and NapCat) writes them -----------------------------
@@ -183,6 +191,8 @@ class FakeOneBot:
         self.calls: list[ApiCall] = []
         self.posted: dict[int, ApiCall] = {}  # message id → the send call that made it
         self.records: dict[str, bytes] = {}  # what get_record answers, as MP3, by file
+        # (message type, group or user id) → the chat's message events, oldest first
+        self.history: defaultdict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
         self._scripts: defaultdict[str, deque[object]] = defaultdict(deque)
         self._event_ids = itertools.count(1001)
         self._post_ids = itertools.count(50001)
@@ -290,9 +300,14 @@ class FakeOneBot:
         role: str = "member",
         sub_type: str = "normal",
         group_name: str | None = "测试群",
+        deliver: bool = True,
         **sender_extra: Any,
     ) -> int:
-        """Send a group message event from ``user_id``; return its message id."""
+        """Send a group message event from ``user_id``; return its message id.
+
+        The message joins the group's history first, so it is there even when the bot
+        could not be told (``deliver=False``, or ``RuntimeError`` when not connected).
+        """
         sender = {"user_id": user_id, "nickname": nickname, "card": card or "", "role": role}
         event = self._message_event(
             "group",
@@ -306,7 +321,9 @@ class FakeOneBot:
         event["group_id"] = group_id
         if group_name is not None:
             event["group_name"] = group_name
-        await self.send_event(event)
+        self.history["group", group_id].append(event)
+        if deliver:
+            await self.send_event(event)
         return int(event["message_id"])
 
     async def send_private_message(
@@ -318,8 +335,12 @@ class FakeOneBot:
         message_id: int | None = None,
         time: int | None = None,
         sub_type: str = "friend",
+        deliver: bool = True,
     ) -> int:
-        """Send a private message event from ``user_id``; return its message id."""
+        """Send a private message event from ``user_id``; return its message id.
+
+        It joins the chat's history first, as :meth:`send_group_message` says.
+        """
         sender = {"user_id": user_id, "nickname": nickname, "card": ""}
         event = self._message_event(
             "private",
@@ -331,7 +352,9 @@ class FakeOneBot:
             time=time,
         )
         event["target_id"] = user_id
-        await self.send_event(event)
+        self.history["private", user_id].append(event)
+        if deliver:
+            await self.send_event(event)
         return int(event["message_id"])
 
     def _message_event(
@@ -438,7 +461,48 @@ class FakeOneBot:
             return self._failed(call, 1404, f"不支持的Api {call.action}")
         if call.action == "get_record" and str(call.params.get("file")) not in self.records:
             return self._failed(call, 200, "语音文件不存在")
+        if call.action in _HISTORY_ACTIONS:
+            return self._history_answer(call, _HISTORY_ACTIONS[call.action])
         return {"status": "ok", "retcode": 0, "data": self._data(call), "echo": call.echo}
+
+    def _remember_sent(self, message_id: int, params: dict[str, Any]) -> None:
+        """Keep a message the bot posted in its chat's history, as NapCat reports it."""
+        group_id = params.get("group_id")
+        kind = "group" if group_id is not None else "private"
+        message = params.get("message")
+        segments = [text(message)] if isinstance(message, str) else list(message or [])
+        sender = {"user_id": self.self_id, "nickname": self.nickname, "card": ""}
+        event = self._message_event(
+            kind,
+            self.self_id,
+            segments,
+            sender=sender,
+            sub_type="normal" if kind == "group" else "friend",
+            message_id=message_id,
+            time=None,
+        )
+        event.update(post_type="message_sent", message_sent_type="self")
+        peer = int(group_id if kind == "group" else params.get("user_id", 0))
+        if kind == "group":
+            event["group_id"] = peer
+        else:
+            event["target_id"] = peer
+        self.history[kind, peer].append(event)
+
+    def _history_answer(self, call: ApiCall, kind: str) -> dict[str, Any]:
+        """Answer a history call as NapCat does without ``message_seq``: the newest
+        ``count`` messages, oldest first; none at all is an error."""
+        params = call.params
+        try:
+            peer = int(params[_HISTORY_TARGETS[kind]])
+            count = int(params.get("count", 20))
+        except (KeyError, TypeError, ValueError):
+            return self._failed(call, 1400, f"Key: {_HISTORY_TARGETS[kind]}, Message: Required")
+        events = self.history.get((kind, peer), [])[-count:] if count > 0 else []
+        if not events:
+            anchor = params.get("message_seq", "undefined")
+            return self._failed(call, 1200, f"消息{anchor}不存在")
+        return {"status": "ok", "retcode": 0, "data": {"messages": events}, "echo": call.echo}
 
     def _failed(self, call: ApiCall, retcode: int, wording: str) -> dict[str, Any]:
         return {
@@ -454,6 +518,7 @@ class FakeOneBot:
         if call.action in _SEND_ACTIONS:
             message_id = next(self._post_ids)
             self.posted[message_id] = call
+            self._remember_sent(message_id, call.params)
             return {"message_id": message_id}
         if call.action == "get_login_info":
             return {"user_id": self.self_id, "nickname": self.nickname}

@@ -10,8 +10,8 @@ from loguru import logger
 
 from bot.config import Config
 from bot.memory.nightly import NightlyReport, days_to_summarise, pending_work, summarise_days
+from bot.memory.ports import MemoryStore
 from bot.memory.stack import Memory
-from bot.ports import MemoryStore
 
 
 async def run_nightly(memory: Memory, store: MemoryStore, config: Config) -> NightlyReport:

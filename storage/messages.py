@@ -160,6 +160,40 @@ def _newest_titles(messages: Sequence[IncomingMessage]) -> dict[str, tuple[str, 
     return newest
 
 
+async def _insert_all(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> list[bool]:
+    """Insert ``rows`` in statements of :data:`_INSERT_ROWS`; say for each whether it is new.
+
+    A row stored before, or repeated in ``rows``, is ``False``.
+    """
+    new: set[tuple[str, str]] = set()
+    for start in range(0, len(rows), _INSERT_ROWS):
+        new |= await _insert(db, rows[start : start + _INSERT_ROWS])
+    stored = []
+    for chat_key, message_id, *_ in rows:
+        stored.append((chat_key, message_id) in new)
+        new.discard((chat_key, message_id))  # a repeat in the same page is not new
+    return stored
+
+
+async def _close_as_context(
+    db: aiosqlite.Connection, chat_key: str, message_ids: list[str], *, at_s: float
+) -> None:
+    """Put a chat's waiting ``message_ids`` in a new batch that is ``skipped`` already."""
+    inserted = await db.execute_fetchall(
+        "INSERT INTO batches (chat_key, state, created_at, finished_at)"
+        " VALUES (?, 'skipped', ?, ?) RETURNING id",
+        (chat_key, at_s, at_s),
+    )
+    batch_id = next(iter(inserted))[0]
+    for start in range(0, len(message_ids), _INSERT_ROWS):
+        chunk = message_ids[start : start + _INSERT_ROWS]
+        await db.execute(
+            "UPDATE messages SET batch_id = ? WHERE chat_key = ? AND batch_id IS NULL"
+            f" AND message_id IN ({', '.join('?' * len(chunk))})",
+            (batch_id, chat_key, *chunk),
+        )
+
+
 class SqliteMessageLog(Database):
     """The :class:`bot.ports.MessageLog` (and the log reads of the memory) in SQLite."""
 
@@ -194,18 +228,35 @@ class SqliteMessageLog(Database):
             if len(rows) <= _INSERT_ROWS
             else self._transaction(urgent=True)
         )
-        new: set[tuple[str, str]] = set()
         async with writing as db:
             # Before the messages: were it to fail after them, a retry would find them
             # stored and take them for repeats.
             await _keep_titles(db, changed)
-            for start in range(0, len(rows), _INSERT_ROWS):
-                new |= await _insert(db, rows[start : start + _INSERT_ROWS])
+            stored = await _insert_all(db, rows)
         self._note_titles(titles)
-        stored = []
-        for chat_key, message_id, *_ in rows:
-            stored.append((chat_key, message_id) in new)
-            new.discard((chat_key, message_id))  # a repeat in the same page is not new
+        return stored
+
+    async def add_context(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store messages as context only, all or none; say for each whether it is new.
+
+        The new ones of each chat are closed at once in a ``skipped`` batch of their own,
+        in the same transaction: they show in the chat's history and summaries, and never
+        wait for an answer.
+        """
+        received_at_s = unix(received_at, "received_at")
+        rows = [_row(message, received_at_s) for message in messages]
+        if not rows:
+            return []
+        async with self._transaction() as db:
+            stored = await _insert_all(db, rows)
+            new_by_chat: dict[str, list[str]] = {}
+            for message, is_new in zip(messages, stored, strict=True):
+                if is_new:
+                    new_by_chat.setdefault(str(message.chat), []).append(message.message_id)
+            for chat_key, message_ids in new_by_chat.items():
+                await _close_as_context(db, chat_key, message_ids, at_s=received_at_s)
         return stored
 
     def _changes_title(self, key: str, given: tuple[str, float]) -> bool:
@@ -341,6 +392,25 @@ class SqliteMessageLog(Database):
             ChatActivity(ChatKey.parse(chat_key), count, aware(last_at))
             for chat_key, count, last_at in rows
         ]
+
+    async def chats_active_since(
+        self, platform: str, since: datetime, *, limit: int
+    ) -> list[ChatKey]:
+        """Return up to ``limit`` chats of ``platform`` where a chatter wrote at or after
+        ``since``, the most recently active first.
+
+        Only the index entries from ``since`` on are read: left to itself, the planner
+        would rather scan every message of the platform's chats by key.
+        """
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT chat_key FROM messages INDEXED BY messages_chatter_by_time"
+                " WHERE from_bot = 0 AND sent_at >= ? AND chat_key >= ? AND chat_key < ?"
+                " GROUP BY chat_key ORDER BY max(sent_at) DESC, chat_key LIMIT ?",
+                # The keys "<platform>:…" sort between "<platform>:" and "<platform>;".
+                (unix(since, "since"), f"{platform}:", f"{platform};", limit),
+            )
+        return [ChatKey.parse(chat_key) for (chat_key,) in rows]
 
     async def chats_active_between(self, start: datetime, end: datetime) -> list[ChatKey]:
         """Return the chats with chatter messages sent in ``[start, end)``, by chat key."""

@@ -121,7 +121,7 @@ async def _crowd_out(
 
 
 class SqlitePeople(Database):
-    """The facts of :class:`bot.ports.PeopleStore` in SQLite."""
+    """The facts of :class:`bot.memory.ports.PeopleStore` in SQLite."""
 
     async def add_facts(
         self, chat: ChatKey, day: date, notes: Sequence[PersonNote], *, keep: int, now: datetime

@@ -290,7 +290,7 @@ def _tuple(json_list: str) -> tuple[str, ...]:
 
 
 class SqliteSummaries(Database):
-    """The summaries of :class:`bot.ports.MemoryStore` in SQLite (log reads: ``messages``)."""
+    """The summaries of :class:`bot.memory.ports.MemoryStore` in SQLite (log reads: ``messages``)."""
 
     async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
         """Tell whether ``day`` has a live summary (or any, popped ones included)."""
@@ -373,10 +373,23 @@ class SqliteSummaries(Database):
     ) -> list[SummaryRecord]:
         """Return the live summaries that best match ``query``'s keywords, best first.
 
-        Any text is a valid query: one with no searchable words finds nothing.
+        Any text is a valid query: one with no searchable words finds nothing. A chat
+        without live summaries is not searched at all, so its questions are not cut
+        either: a bot whose chats have none yet never loads the segmenter's dictionary.
         """
+        if limit < 1 or not await self._has_live_summaries(chat):
+            return []
         terms = await asyncio.to_thread(search.query_terms, query)
-        if not terms or limit < 1:
+        if not terms:
             return []
         async with self._connection() as db:
             return await _search_summaries(db, chat, terms, limit=limit)
+
+    async def _has_live_summaries(self, chat: ChatKey) -> bool:
+        """Tell whether ``chat`` has a live summary to search."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT 1 FROM knowledge_index WHERE chat_key = ? AND is_deleted = 0 LIMIT 1",
+                (str(chat),),
+            )
+        return bool(rows)

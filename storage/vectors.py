@@ -108,7 +108,7 @@ async def _unembedded(
 
 
 class SqliteVectors(Database):
-    """The :class:`bot.ports.VectorStore` in SQLite."""
+    """The :class:`bot.memory.ports.VectorStore` in SQLite."""
 
     async def unembedded(
         self, *, model: str, after: tuple[str, int] | None

@@ -252,15 +252,18 @@ def test_a_qq_only_config_loads_no_telegram_library() -> None:
 
 def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) -> None:
     """Opening the store and the LLMs and recovering the core (embeddings off, the default)
-    loads neither the ``openai`` SDK, the segmenter, numpy nor the JSON mender; the first
-    keyword search loads the segmenter only."""
+    loads neither the ``openai`` SDK, the segmenter, numpy nor the JSON mender; a question
+    in a chat without summaries loads nothing either; the first keyword search of one with
+    a summary loads the segmenter only."""
     loaded = loaded_after(
         "import asyncio, sys\n"
+        "from datetime import date\n"
         "from pathlib import Path\n"
         "from adapters.app import opened_parts, running_core\n"
         "from bot.config import parse_config\n"
         "from bot.secrets import Secrets\n"
         "from bot.models import ChatKey\n"
+        "from fakes.harness import push_day_summary\n"
         f"config = parse_config({{'bot': {{'data_dir': {str(tmp_path)!r}}}}}, base_dir=Path('.'))\n"
         "secrets = Secrets('k', 'k')\n"
         "async def start() -> None:\n"
@@ -272,10 +275,27 @@ def test_the_sdk_and_the_dictionary_wait_for_the_first_answer(tmp_path: Path) ->
         "        assert early == [], early\n"
         "        chat = ChatKey.parse('telegram:private:1')\n"
         "        await parts.store.search_summaries(chat, '杭州旅游', limit=3)\n"
+        "        assert 'rjieba' not in sys.modules\n"
+        "        await push_day_summary(parts.store, chat, date(2026, 3, 5), '去杭州旅游')\n"
+        "        await parts.store.search_summaries(chat, '杭州旅游', limit=3)\n"
         "asyncio.run(start())\n"
     )
     assert ("rjieba" in loaded, "openai" in loaded, "numpy" in loaded) == (True, False, False)
     assert "json_repair" not in loaded
+
+
+def test_the_sdk_loads_without_its_aiohttp_transport() -> None:
+    """The deferred clients import the ``openai`` SDK with aiohttp (installed here for the
+    tests) left out, which can still be imported afterwards, and freeze what they made."""
+    loaded = loaded_after(
+        "import gc\n"
+        "from adapters.deferred import load\n"
+        "frozen = gc.get_freeze_count()\n"
+        "load('adapters.openai_llm')\n"
+        "assert ('aiohttp' in sys.modules, gc.get_freeze_count() > frozen) == (False, True)\n"
+        "import aiohttp\n"
+    )
+    assert ("openai" in loaded, "aiohttp" in loaded) == (True, True)
 
 
 async def test_the_embeddings_client_waits_for_its_first_request(

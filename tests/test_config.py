@@ -103,6 +103,14 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
             "[pacing]\ndebounce_min_s = 20.0\n",
             "pacing.debounce_min_s = 20.0: must not exceed pacing.debounce_max_s (15.0)",
         ),
+        ("[qq]\nbackfill = 'maybe'\n", 'qq.backfill = "maybe": must be true or false'),
+        ("[qq]\nbackfill_days = 0\n", "qq.backfill_days = 0: must be more than 0.0"),
+        ("[qq]\nbackfill_chats = 0\n", "qq.backfill_chats = 0: must be at least 1"),
+        ("[qq]\nbackfill_count = 501\n", "qq.backfill_count = 501: must be at most 500"),
+        (
+            "[qq]\nbackfill_count = 2.5\n",
+            "qq.backfill_count = 2.5: must be a whole number, e.g. 30",
+        ),
     ],
 )
 def test_bad_values_name_key_value_and_form(tmp_path: Path, text: str, expected: str) -> None:

@@ -621,8 +621,9 @@ async def test_messages_handed_over_together_are_stored_and_armed_together(
 
 async def test_a_page_is_stored_all_or_none(tmp_path: Path, llm: FakeLLMServer) -> None:
     """While the database refuses one message of a page, none of it is stored; then all is."""
+    quiet = {"debounce_min_s": 60, "debounce_max_s": 60}  # read before any batch can form
     with captured_logs() as logs:
-        async with harness(tmp_path, llm) as bot:
+        async with harness(tmp_path, llm, pacing=quiet) as bot:
             path = bot.config.database_path
             with contextlib.closing(sqlite3.connect(path)) as db:
                 db.execute(

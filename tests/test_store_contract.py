@@ -563,6 +563,52 @@ async def test_history_is_limited_to_newest_by_sent_time(store: Store) -> None:
     assert [m.message_id for m in history] == ["9", "2", "3"]
 
 
+async def test_chats_active_since_lists_a_platforms_recent_chats_newest_first(
+    store: Store,
+) -> None:
+    """Only chats of that platform where a chatter wrote since then, the latest first,
+    each once, up to the limit; the bot's own messages do not count as activity."""
+    quiet = ChatKey("qq", ChatKind.PRIVATE, "7")
+    friend = ChatKey("qq", ChatKind.PRIVATE, "8")
+    quick = ChatKey("qqx", ChatKind.GROUP, "9")  # another platform whose name starts alike
+    await add(store, incoming(quiet, "1"), incoming(GROUP, "10"), incoming(GROUP, "12"))
+    await add(store, incoming(friend, "11"), incoming(ALICE, "13"), incoming(quick, "14"))
+    _, items = await answered_batch(store, quiet, ["hi"], now=at(20))
+    assert await store.claim_for_sending(items[0].id, now=at(20))
+    await store.mark_sent(
+        items[0].id, platform_message_id="900", said="hi", sender_name="小满", now=at(21)
+    )
+
+    found = {
+        (since, limit): await store.chats_active_since("qq", at(since), limit=limit)
+        for since, limit in ((0, 10), (0, 1), (10, 10), (11.5, 10), (13, 10))
+    }
+
+    assert found == {
+        (0, 10): [GROUP, friend, quiet],
+        (0, 1): [GROUP],
+        (10, 10): [GROUP, friend],
+        (11.5, 10): [GROUP],
+        (13, 10): [],
+    }
+
+
+async def test_context_is_stored_once_and_never_waits(store: Store, tables: Tables) -> None:
+    """Messages kept as context are new only once, wait for no batch, are in the history at
+    once (closed in a skipped batch per chat), and leave waiting messages alone."""
+    await add(store, incoming(ALICE, "1"), incoming(ALICE, "2"))
+    context = [incoming(ALICE, "2"), incoming(ALICE, "3"), incoming(GROUP, "4")]
+
+    first = await store.add_context(context, received_at=at(10))
+    again = await store.add_context(context, received_at=at(11))
+    history = await store.recent_history(ALICE, exclude_batch=0, limit=10)
+
+    assert (first, again) == ([False, True, True], [False, False, False])
+    assert await store.waiting_counts() == {ALICE: 2}
+    assert [m.message_id for m in history] == ["3"]
+    assert tables.batch_states() == ["skipped", "skipped"]
+
+
 # -- outbox -------------------------------------------------------------------------------
 
 

@@ -12,6 +12,8 @@ task (so a message could overtake an earlier one) and call ``get_msg`` for every
 :class:`~bot.models.IncomingMessage`. Outbound, ``send`` of a text calls
 ``send_group_msg``/``send_private_msg`` with a segment array, and
 :mod:`adapters.qq.errors` translates nonebot's errors into the :mod:`bot.errors` tree.
+After each connect the core asks for the newest messages of recent chats
+(:mod:`adapters.qq.history`), to store the events it missed.
 
 nonebot is set up the first time a platform is built. At most one ``QQPlatform`` runs at
 a time; it may be started and stopped again in the same process (tests do).
@@ -37,12 +39,12 @@ from nonebot.adapters.onebot.v11 import (
 from adapters import asgi
 from adapters.handover import hand_over
 from adapters.inflight import InFlight
-from adapters.qq import errors, wire
+from adapters.qq import errors, history, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
 from adapters.qq.outbound import Outbound, as_int
 from bot.addressing import BotNames
 from bot.config import is_loopback
-from bot.errors import ConfigError, SendFailed
+from bot.errors import ConfigError, PlatformError, SendFailed
 from bot.log import redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import MessageSink, PacingLimits
@@ -50,7 +52,7 @@ from bot.replies.items import ItemKind, Outgoing
 from bot.tasks import start_task
 
 if TYPE_CHECKING:
-    from bot.ports import Platform
+    from bot.ports import History, Platform
 
 _HANDOVER_MAX: Final = 500  # events stored in one transaction at most
 
@@ -329,6 +331,16 @@ class QQPlatform:
                 messages.append(message)
         return messages
 
+    async def latest_messages(self, chat: ChatKey, *, count: int) -> list[IncomingMessage]:
+        """Return ``chat``'s newest ``count`` messages from OneBot's history, oldest first."""
+        bot = self._bot()
+        if bot is None or self._stopped:
+            msg = f"OneBot not connected; no history of {chat} fetched"
+            raise PlatformError(msg)
+        return await history.latest_messages(
+            bot, chat, count=count, names=self._names, timeout_s=self._api_timeout_s
+        )
+
     # --- outbound ----------------------------------------------------------------------
 
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
@@ -395,5 +407,5 @@ class QQPlatform:
 
 if TYPE_CHECKING:
 
-    def _conforms(platform: QQPlatform) -> tuple[Platform, wire.Listener]:
-        return platform, platform
+    def _conforms(platform: QQPlatform) -> tuple[Platform, History, wire.Listener]:
+        return platform, platform, platform

@@ -142,6 +142,11 @@ class OneBotAdapter(Adapter):
             self.running.bot_disconnected(bot)
 
 
+def read_event(data: dict[str, Any]) -> Event | None:
+    """Read an event that came another way than the wire (a history item), as the wire's."""
+    return OneBotAdapter._parse_event(data)
+
+
 def onebot_config(access_token: str | None) -> OneBotConfig:
     """Return the adapter's config: just the token that guards the WebSocket."""
     return OneBotConfig.model_validate({"onebot_access_token": access_token})

@@ -19,9 +19,9 @@ from loguru import logger
 from bot.config import Config
 from bot.errors import LLMError, StorageError
 from bot.memory.dates import chat_day_bounds
+from bot.memory.ports import MemoryStore
 from bot.memory.stack import FIRST_CHAT_DAY, Memory, SummaryResult
 from bot.models import ChatKey
-from bot.ports import MemoryStore
 
 
 @dataclass

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.config import Config
 from bot.errors import BadLLMReply
+from bot.memory.ports import PeopleStore
 from bot.models import ChatKey, Fact, KnownPerson, PersonNote, StoredMessage
-from bot.ports import PeopleStore
 from bot.prompt import estimate_tokens
 from bot.replies.parse import find_json_object, json_body
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from datetime import date
 
 from bot.memory.dates import referred_days
+from bot.memory.ports import MemoryStore
 from bot.memory.semantic import SemanticMemory
 from bot.models import ChatKey, Fact, SummaryRecord
-from bot.ports import MemoryStore
 from bot.prompt import clip, estimate_tokens
 
 RECALL_DAYS_MAX = 31  # a question about "the last 3 months" recalls its newest month

@@ -18,8 +18,9 @@ from datetime import datetime
 from loguru import logger
 
 from bot.errors import LLMError, StorageError
+from bot.memory.ports import VectorStore
 from bot.models import ChatKey, EmbeddingSource, Fact, SummaryRecord
-from bot.ports import Embedder, VectorStore
+from bot.ports import Embedder
 from bot.prompt import clip
 
 EMBED_BATCH = 64  # texts per embeddings request when back-filling

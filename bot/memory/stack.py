@@ -20,6 +20,7 @@ from bot.config import Config
 from bot.errors import BadLLMReply, StorageError, SummaryExists
 from bot.memory.dates import chat_day, chat_day_bounds
 from bot.memory.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
+from bot.memory.ports import MemoryStore
 from bot.memory.recall import Recalled, recall
 from bot.memory.semantic import SemanticMemory
 from bot.models import (
@@ -29,7 +30,7 @@ from bot.models import (
     StoredMessage,
     SummaryRecord,
 )
-from bot.ports import LLM, MemoryStore
+from bot.ports import LLM
 from bot.prompt import clip, estimate_tokens
 from bot.replies.parse import find_json_object, json_body
 

@@ -20,10 +20,10 @@ from loguru import logger
 
 from bot.config import Config
 from bot.memory.nightly import NightlyReport, days_to_summarise, pending_work, summarise_days
+from bot.memory.ports import MemoryStore
 from bot.memory.recall import Recalled
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, Fact, SummaryRecord
-from bot.ports import MemoryStore
 from bot.prompt import estimate_tokens
 
 Progress = Callable[[ChatKey, date, SummaryResult | None], None]

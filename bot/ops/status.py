@@ -19,8 +19,9 @@ from typing import Protocol, runtime_checkable
 from bot.config import Config
 from bot.conversation import Phase
 from bot.memory.dates import chat_day, chat_day_bounds
+from bot.memory.ports import MemoryStore
 from bot.models import ChatKey, StoredMessage
-from bot.ports import Batches, MemoryStore, MessageLog, Outbox, Platform
+from bot.ports import Batches, MessageLog, Outbox, Platform
 
 OVERVIEW_CHATS = 20  # the most recently active chats the overview shows
 ERROR_WINDOW = timedelta(hours=1)  # "LLM errors in the last hour"
