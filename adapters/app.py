@@ -22,6 +22,7 @@ import contextlib
 import functools
 import gc
 import os
+import random
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
@@ -47,7 +48,9 @@ from adapters.platforms import (
 )
 from adapters.sticker_sources import opened_sticker_sources
 from adapters.wiring import Core, build_core
-from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
+from bot.budget import Spending
+from bot.config import Config, enabled_platforms, load_config, read_persona
+from bot.config_values import LogLevel
 from bot.errors import ConfigError, PacebotError
 from bot.log import setup_logging
 from bot.memory.semantic import SemanticMemory
@@ -64,6 +67,7 @@ from bot.texts import Texts
 from scheduler.jobs import start_scheduler
 from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
+from storage.words import RecallWords
 
 if TYPE_CHECKING:
     from adapters.openai_embeddings import OpenAIEmbedder
@@ -92,11 +96,14 @@ def freeze_startup_heap() -> None:
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """The store, the main LLM and the memory built on them."""
+    """The store, the main LLM, the memory built on them, what the calls cost, and the
+    clock they all read."""
 
     store: SqliteStore
     llm: DeferredLLM
     memory: Memory
+    spending: Spending
+    now: Callable[[], datetime]
 
 
 def _main_llm(config: Config, secrets: Secrets) -> OpenAILLM:
@@ -118,9 +125,11 @@ def _embedder(config: Config, api_key: str) -> OpenAIEmbedder:
 
 
 @contextlib.asynccontextmanager
-async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]:
+async def opened_parts(
+    config: Config, secrets: Secrets, *, now: Callable[[], datetime] = utc_now
+) -> AsyncIterator[Parts]:
     """Open the store, the LLM client and, if on, the embeddings client (each built on its
-    first call); close them on exit."""
+    first call); close them on exit. ``now`` is the wall clock (tests pass their own)."""
     persona = read_persona(config)
     async with contextlib.AsyncExitStack() as stack:
         store = await SqliteStore.open(config.database_path)
@@ -134,9 +143,18 @@ async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]
                 functools.partial(_embedder, config, secrets.embeddings_api_key),
             )
             stack.push_async_callback(embedder.aclose)
-            semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=utc_now)
-        memory = Memory(config, store, llm, initial_persona=persona, now=utc_now, semantic=semantic)
-        yield Parts(store, llm, memory)
+            semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=now)
+        spending = Spending(config, store, now=now)
+        memory = Memory(
+            config,
+            store,
+            llm,
+            initial_persona=persona,
+            now=now,
+            semantic=semantic,
+            spending=spending,
+        )
+        yield Parts(store, llm, memory, spending, now)
 
 
 @contextlib.asynccontextmanager
@@ -148,14 +166,18 @@ async def running_core(
     nightly: bool = True,
     retries: Retries = DEFAULT_RETRIES,
     parts: Parts | None = None,
+    now: Callable[[], datetime] = utc_now,
+    draw: Callable[[], float] = random.random,
 ) -> AsyncIterator[Core]:
     """Recover and run the pipeline (and the nightly job); stop both on exit.
 
-    The store and LLM are opened here, unless the caller opened them (``parts``) to share.
+    The store and LLM are opened here, unless the caller opened them (``parts``) to share;
+    ``now`` (the wall clock, when the parts are opened here) and ``draw`` (the gate's
+    random draw) are for tests to set.
     """
     async with contextlib.AsyncExitStack() as stack:
         if parts is None:
-            parts = await stack.enter_async_context(opened_parts(config, secrets))
+            parts = await stack.enter_async_context(opened_parts(config, secrets, now=now))
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
@@ -169,7 +191,10 @@ async def running_core(
             splitter=splitter,
             pictures=await stack.enter_async_context(sources),
             sticker_sources=await stack.enter_async_context(stickers),
-            now=utc_now,
+            spending=parts.spending,
+            words=RecallWords(),
+            now=parts.now,
+            draw=draw,
             retries=retries,
         )
         pipeline = core.pipeline

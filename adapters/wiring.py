@@ -1,9 +1,10 @@
 """Put the core together from the parts the composition root opened.
 
 :func:`build_core` makes the objects of one running bot and hands them to each other:
-the prompter, the answerer, the pipeline, the operations every face uses, the inbox the
-platforms deliver to, and (with ``[stickers] enabled``) the sticker collections. It
-starts nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
+the gate and the loop watch, the prompter, the answerer, the pipeline, the operations
+every face uses, the inbox the platforms deliver to, and (with ``[stickers] enabled``) the
+sticker collections. It starts nothing: ``adapters/app.py`` opens the parts and runs the
+lifecycles.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ from datetime import datetime
 from typing import Protocol
 
 from bot.answer import Answerer
+from bot.budget import Spending, UsageLog
 from bot.commands.runner import CommandRunner
 from bot.config import Config
 from bot.context import Prompter
+from bot.gate import Gate, RoomLog, WordCutter
 from bot.inbox import Inbox
+from bot.loops import LoopWatch
 from bot.memory.stack import Memory
 from bot.ops import Ops
+from bot.ops.cost import CostOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps, StatusStore
 from bot.ops.stickers import StickerOps
@@ -30,7 +35,7 @@ from bot.retries import Retries
 from bot.stickers import Stickers, StickerSource, StickerStore
 
 
-class CoreStore(Store, StatusStore, TraceLog, StickerStore, Protocol):
+class CoreStore(Store, StatusStore, TraceLog, StickerStore, UsageLog, RoomLog, Protocol):
     """Every port the core reads and writes, as one store."""
 
 
@@ -54,13 +59,22 @@ def build_core(
     splitter: LLM,
     pictures: Mapping[str, PictureSource],
     sticker_sources: Mapping[str, StickerSource],
+    spending: Spending,
+    words: WordCutter,
     now: Callable[[], datetime],
+    draw: Callable[[], float],
     retries: Retries,
 ) -> Core:
-    """Make the core's objects and hand them to each other."""
+    """Make the core's objects and hand them to each other.
+
+    ``now`` is the wall clock and ``draw`` the gate's random draw against ``talk_value``;
+    tests pass their own.
+    """
     stickers = (
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
+    loops = LoopWatch(now=now, zone=config.bot.zone)
+    gate = Gate(config, store, words, spending=spending, loops=loops, now=now, draw=draw)
     prompter = Prompter(config, store, memory, platforms, now=now, stickers=stickers)
     answerer = Answerer(
         config,
@@ -69,6 +83,8 @@ def build_core(
         splitter=splitter,
         memory=memory,
         prompter=prompter,
+        gate=gate,
+        spending=spending,
         now=now,
         pictures=pictures,
         stickers=stickers,
@@ -80,15 +96,26 @@ def build_core(
         answerer,
         traces=store,
         now=now,
+        loops=loops,
         retries=retries,
         stickers=stickers,
     )
+    cost = CostOps(config.budget, store, spending)
     ops = Ops(
         status=StatusOps(
-            config, store, chats=pipeline, prompts=prompter, platforms=platforms, now=now
+            config,
+            store,
+            chats=pipeline,
+            prompts=prompter,
+            platforms=platforms,
+            cost=cost,
+            gate=gate,
+            loops=loops,
+            now=now,
         ),
         memory=MemoryOps(config, memory, store),
         traces=TraceOps(store, keep=config.memory.trace_keep),
         stickers=StickerOps(stickers),
+        cost=cost,
     )
     return Core(pipeline, Inbox(pipeline, CommandRunner(config, ops), platforms), ops)

@@ -6,102 +6,37 @@ Every error names the key, the bad value and the form that was expected.
 
 from __future__ import annotations
 
-import ipaddress
-import re
+import functools
 import tomllib
 from collections.abc import Mapping
 from datetime import time
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bot.config_errors import describe, toml_value
+from bot.config_values import (
+    AdminIds,
+    ClockTime,
+    EnvName,
+    EnvNameOrEmpty,
+    GroupChatKey,
+    IanaZone,
+    Interests,
+    LogLevel,
+    NonNegativeSeconds,
+    PositiveSeconds,
+    Price,
+    QuietHours,
+    Tokens,
+    http_url,
+    is_loopback,
+)
 from bot.errors import ConfigError
+from bot.models import ChatKey
 from bot.texts import Language
-
-_ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def is_loopback(host: str) -> bool:
-    """Tell whether ``host`` names a loopback address (only this machine can connect)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _env_name(value: str) -> str:
-    if not _ENV_NAME_RE.match(value):
-        msg = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
-        raise ValueError(msg)
-    return value
-
-
-def _env_name_or_empty(value: str) -> str:
-    return value and _env_name(value)
-
-
-def _http_url(example: str) -> AfterValidator:
-    """Accept an http(s) URL or "", naming ``example`` as the expected form."""
-
-    def check(value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            msg = f"must be an http(s) URL such as {example}, or empty"
-            raise ValueError(msg)
-        return value
-
-    return AfterValidator(check)
-
-
-def _iana_zone(value: str) -> str:
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        msg = "must be an IANA time zone such as Asia/Shanghai or Europe/Berlin"
-        raise ValueError(msg) from None
-    return value
-
-
-def _admin_ids(value: tuple[str, ...]) -> tuple[str, ...]:
-    for admin in value:
-        if not _ADMIN_RE.match(admin):
-            msg = (
-                f"{toml_value(admin)} is not an admin id; use platform:numeric-id, "
-                'e.g. "telegram:123456789" or "qq:10001"'
-            )
-            raise ValueError(msg)
-    return value
-
-
-def _clock_time(value: str) -> str:
-    try:
-        time.fromisoformat(value)
-    except ValueError:
-        valid = False
-    else:
-        valid = re.fullmatch(r"\d{2}:\d{2}", value) is not None
-    if not valid:
-        msg = "must be a time of day HH:MM, e.g. 04:00"
-        raise ValueError(msg)
-    return value
-
-
-LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"]
-PositiveSeconds = Annotated[float, Field(gt=0)]
-NonNegativeSeconds = Annotated[float, Field(ge=0)]
-EnvName = Annotated[str, AfterValidator(_env_name)]
-"""The name of the environment variable that holds a secret."""
-EnvNameOrEmpty = Annotated[str, AfterValidator(_env_name_or_empty)]
-"""As :data:`EnvName`, or "" to fall back to another setting."""
-IanaZone = Annotated[str, AfterValidator(_iana_zone)]
-AdminIds = Annotated[tuple[str, ...], AfterValidator(_admin_ids)]
-ClockTime = Annotated[str, AfterValidator(_clock_time)]
-"""A time of day, ``HH:MM``."""
 
 
 class _Section(BaseModel):
@@ -161,11 +96,92 @@ class PacingConfig(_Section):
         return self
 
 
-class GroupsConfig(_Section):
-    reply_mode: Literal["mention", "always", "smart"] = "mention"
-    """When a group batch is answered: addressed only, always, or as the LLM decides."""
+ReplyMode = Literal["mention", "always", "smart"]
+OVERRIDE_KEY = "groups.override"
+
+
+class GroupSettings(_Section):
+    """What a group's batches are answered by: the keys an override may set per group."""
+
+    reply_mode: ReplyMode = "mention"
+    """When a group batch is answered: addressed only, always, or when the gate lets it."""
+    interests: Interests = ()
+    """Words and phrases the bot cares about: one in a message is a reason to speak."""
+    talk_value: float = Field(default=0.3, ge=0, le=1)
+    """The chance (0..1) that a batch with a reason to speak goes to the LLM."""
+    unaddressed_calls_per_hour: int = Field(default=6, ge=0)
+    """The most LLM calls per group in any hour for batches nobody addressed."""
+    max_share: float = Field(default=0.25, ge=0, le=1)
+    """Stay out while the bot wrote more than this share of the chat's last 40 messages."""
+    quiet_hours: QuietHours = ""
+    """Local times ``HH:MM-HH:MM`` (``bot.timezone``) without unaddressed replies; "" = none."""
+
+    @property
+    def quiet_span(self) -> tuple[time, time] | None:
+        """Return ``quiet_hours`` as (start, end) times of day; ``None`` when there are none."""
+        if not self.quiet_hours:
+            return None
+        start, _, end = self.quiet_hours.partition("-")
+        return time.fromisoformat(start), time.fromisoformat(end)
+
+
+class GroupOverride(GroupSettings):
+    """One ``[[groups.override]]``: the settings of one group, each key it leaves out
+    taken from ``[groups]``."""
+
+    chat: GroupChatKey
+
+
+class GroupsConfig(GroupSettings):
     store_unaddressed: bool = True
     """Keep unaddressed group messages as context."""
+    override: tuple[GroupOverride, ...] = ()
+    """Per-group settings, by the group's chat key; they cover every topic of a forum."""
+
+    @model_validator(mode="after")
+    def _one_override_per_group(self) -> Self:
+        seen: set[str] = set()
+        for number, override in enumerate(self.override, start=1):
+            if override.chat in seen:
+                msg = (
+                    f"{OVERRIDE_KEY} (item {number}): chat = {toml_value(override.chat)}"
+                    " has an override already; merge the two into one"
+                )
+                raise ValueError(msg)
+            seen.add(override.chat)
+        return self
+
+    @functools.cached_property
+    def _by_room(self) -> dict[str, GroupSettings]:
+        shared = set(GroupSettings.model_fields)
+        merged: dict[str, GroupSettings] = {}
+        for override in self.override:
+            given = {key: getattr(override, key) for key in override.model_fields_set & shared}
+            base = GroupSettings.model_validate(self.model_dump(include=shared))
+            merged[override.chat] = base.model_copy(update=given)
+        return merged
+
+    def for_chat(self, chat: ChatKey) -> GroupSettings:
+        """Return the settings of ``chat``'s group: ``[groups]`` with its override applied.
+
+        A forum topic takes its group's override: overrides match the whole group.
+        """
+        return self._by_room.get(str(chat.room), self)
+
+
+class BudgetConfig(_Section):
+    daily_tokens: Tokens = 0
+    """Soft cap: tokens the whole bot may spend per chat day before optional calls stop."""
+    hard_daily_tokens: Tokens = 0
+    """Hard cap: tokens per chat day after which no call is made until the next chat day."""
+    chat_daily_tokens: Tokens = 0
+    """Soft cap per chat and chat day."""
+    price_in_per_million: Price = 0.0
+    """What a million input (prompt) tokens cost, in ``currency``."""
+    price_out_per_million: Price = 0.0
+    """What a million output (completion) tokens cost, in ``currency``."""
+    currency: str = Field(default="USD", min_length=1, max_length=12)
+    """The label the cost figures carry, e.g. USD or CNY."""
 
 
 class SplitterConfig(_Section):
@@ -178,7 +194,7 @@ class SplitterConfig(_Section):
 
 
 class LLMConfig(_Section):
-    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+    base_url: Annotated[str, http_url("https://api.openai.com/v1")] = ""
     """OpenAI-compatible endpoint; "" = the SDK default."""
     api_key_env: EnvName = "PACEBOT_LLM_API_KEY"
     """Environment variable that holds the API key."""
@@ -201,7 +217,7 @@ class LLMConfig(_Section):
 
 
 class MemoryEmbeddingsConfig(_Section):
-    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+    base_url: Annotated[str, http_url("https://api.openai.com/v1")] = ""
     """OpenAI-compatible endpoint serving ``/embeddings``; "" = ``[llm] base_url``."""
     api_key_env: EnvNameOrEmpty = ""
     """Environment variable with its key; "" = ``[llm] api_key_env``."""
@@ -238,7 +254,7 @@ class TelegramConfig(_Section):
     enabled: bool = False
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     """Environment variable that holds the BotFather token."""
-    api_base_url: Annotated[str, _http_url("http://127.0.0.1:8081/bot")] = ""
+    api_base_url: Annotated[str, http_url("http://127.0.0.1:8081/bot")] = ""
     """A self-hosted Bot API server, e.g. http://127.0.0.1:8081/bot; "" = official."""
 
 
@@ -251,6 +267,8 @@ class QQConfig(_Section):
     """Environment variable with the OneBot access token; required off loopback."""
     allow_private_image_hosts: bool = False
     """Fetch picture URLs on loopback/private addresses (a OneBot implementation nearby)."""
+    strip_urls: bool = False
+    """Replace links in the bot's QQ texts with ``[link]`` (links draw Tencent's risk control)."""
 
     @property
     def is_loopback(self) -> bool:
@@ -310,6 +328,7 @@ class Config(_Section):
     web: WebConfig = WebConfig()
     reactions: ReactionsConfig = ReactionsConfig()
     stickers: StickersConfig = StickersConfig()
+    budget: BudgetConfig = BudgetConfig()
 
     @property
     def database_path(self) -> Path:
@@ -330,7 +349,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        problems = "\n".join(f"  - {describe(e, model=Config)}" for e in exc.errors())
+        problems = "\n".join(f"  - {_problem(e, data)}" for e in exc.errors())
         msg = f"invalid configuration:\n{problems}"
         raise ConfigError(msg) from None
     bot = config.bot
@@ -341,6 +360,36 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
     return config.model_copy(
         update={"bot": bot.model_copy(update={"data_dir": data_dir, "persona_file": persona_file})}
     )
+
+
+def _problem(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    """Describe one validation error; one in an override names its item and its chat."""
+    loc = tuple(error["loc"])
+    if loc == ("groups", "override") and error["type"] in {"tuple_type", "list_type"}:
+        return (
+            f"{OVERRIDE_KEY}: write each group's settings as [[{OVERRIDE_KEY}]]"
+            ' (double brackets), with chat = "platform:group:id" in it'
+        )
+    if loc[:2] != ("groups", "override") or len(loc) < 4 or not isinstance(loc[2], int):
+        return describe(error, model=Config)
+    key = loc[3]
+    where = f"{OVERRIDE_KEY} (item {loc[2] + 1}"
+    chat = _override_chat(data, loc[2])
+    if key != "chat" and chat is not None:
+        where += f", chat {toml_value(chat)}"
+    if key == "store_unaddressed" and error["type"] == "extra_forbidden":
+        return f"{where}): store_unaddressed is set for every group under [groups], not per group"
+    return f"{where}): {describe({**error, 'loc': loc[3:]}, model=GroupOverride)}"
+
+
+def _override_chat(data: Mapping[str, Any], index: int) -> object:
+    """Return the ``chat`` an override of the raw document names, if it names one."""
+    groups = data.get("groups")
+    overrides = groups.get("override") if isinstance(groups, Mapping) else None
+    if isinstance(overrides, list) and index < len(overrides):
+        item = overrides[index]
+        return item.get("chat") if isinstance(item, Mapping) else None
+    return None
 
 
 def load_config(path: Path) -> Config:

@@ -9,7 +9,8 @@ of each port lives beside it, one mixin per concept over the shared connection
 (``storage/database.py``): ``messages.py``, ``batches.py``, ``outbox.py`` and
 ``summaries.py`` (the prompt stack and its knowledge index, with its word cutting in
 ``search.py``), ``people.py`` (facts about people, per chat), ``traces.py`` and
-``vectors.py`` (the vectors of semantic recall).
+``vectors.py`` (the vectors of semantic recall), ``usage.py`` (what the LLM calls cost) and
+``rooms.py`` (what the group gate reads of a room).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from storage.messages import SqliteMessageLog
 from storage.migrate import load_migrations, migrate
 from storage.outbox import SqliteOutbox
 from storage.people import SqlitePeople
+from storage.rooms import SqliteRooms
 from storage.stickers import SqliteStickers
 from storage.summaries import SqliteSummaries
 from storage.traces import SqliteTraces
+from storage.usage import SqliteUsage
 from storage.vectors import SqliteVectors
 
 _BUSY_TIMEOUT_MS = 5000  # another process holding the write lock: wait, then fail
@@ -46,9 +49,11 @@ class SqliteStore(
     SqliteStickers,
     SqliteTraces,
     SqliteVectors,
+    SqliteUsage,
+    SqliteRooms,
 ):
-    """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog`` and ``VectorStore``
-    on one SQLite file."""
+    """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog``, ``VectorStore``,
+    ``UsageLog`` and ``RoomLog`` on one SQLite file."""
 
     @classmethod
     async def open(cls, path: Path) -> SqliteStore:

@@ -5,15 +5,16 @@ composition root) and the dashboard (``adapters/web/``) only parse and render: t
 model and the actions behind them live here. :class:`StatusOps` reads what the running
 bot is doing (what waits, what is queued, what failed, each chat's phase, the prompt),
 :class:`MemoryOps` reads and changes what it remembers (the prompt stack, recall, people
-and their facts), :class:`TraceOps` reads how batches were answered and
-:class:`StickerOps` the chats' sticker collections. :class:`Ops` holds them for a running
-bot.
+and their facts), :class:`TraceOps` reads how batches were answered,
+:class:`StickerOps` the chats' sticker collections and :class:`CostOps` what the LLM
+calls cost. :class:`Ops` holds them for a running bot.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.ops.cost import CostOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps
 from bot.ops.stickers import StickerOps
@@ -28,3 +29,4 @@ class Ops:
     memory: MemoryOps
     traces: TraceOps
     stickers: StickerOps
+    cost: CostOps

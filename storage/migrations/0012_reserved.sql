@@ -1,0 +1,2 @@
+-- Kept free: the schema step numbered 12 comes with another change. This file changes
+-- nothing; it only keeps the numbering without gaps until that step takes its place.

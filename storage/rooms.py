@@ -1,0 +1,48 @@
+"""What the group gate reads of a room: its hourly budget of unaddressed calls, and the
+bot's share of a chat's latest messages (SPEC §24)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.models import ChatKey
+from storage.database import Database
+from storage.values import unix
+
+_KEEP = timedelta(days=1)  # unaddressed calls older than this are read by nothing
+
+
+class SqliteRooms(Database):
+    """The :class:`bot.ports.RoomLog` in SQLite."""
+
+    async def add_unaddressed_call(self, room: ChatKey, *, at: datetime) -> None:
+        """Note a call for an unaddressed batch of ``room``; forget the room's old ones."""
+        at_s = unix(at, "at")
+        async with self._transaction() as db:
+            await db.execute(
+                "DELETE FROM unaddressed_calls WHERE room_key = ? AND at < ?",
+                (str(room), at_s - _KEEP.total_seconds()),
+            )
+            await db.execute(
+                "INSERT INTO unaddressed_calls (room_key, at) VALUES (?, ?)", (str(room), at_s)
+            )
+
+    async def unaddressed_calls_since(self, room: ChatKey, since: datetime) -> int:
+        """Count the calls for unaddressed batches of ``room`` since ``since``."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT count(*) FROM unaddressed_calls WHERE room_key = ? AND at >= ?",
+                (str(room), unix(since, "since")),
+            )
+        return int(next(iter(rows))[0])
+
+    async def bot_share(self, chat: ChatKey, *, last: int) -> float:
+        """Return the share of ``chat``'s ``last`` newest messages that the bot wrote
+        (0.0 for a chat without messages)."""
+        async with self._connection() as db:
+            rows = await db.execute_fetchall(
+                "SELECT coalesce(avg(from_bot), 0.0) FROM (SELECT from_bot FROM messages"
+                " WHERE chat_key = ? ORDER BY sent_at DESC, id DESC LIMIT ?)",
+                (str(chat), last),
+            )
+        return float(next(iter(rows))[0])
