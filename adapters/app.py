@@ -58,7 +58,6 @@ from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey
 from bot.ops import Ops
 from bot.ops.memory import MemoryOps
-from bot.ops.traces import TraceOps
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
@@ -463,20 +462,32 @@ def recall(path: Path, *, chat: ChatKey, query: str) -> int:
     )
 
 
-async def _trace(config: Config, *, chat: ChatKey, count: int) -> int:
-    async with await SqliteStore.open(config.database_path) as store:
-        traces = TraceOps(store, keep=config.memory.trace_keep)
-        return await shell.print_traces(
-            traces, chat=chat, count=count, zone=config.bot.zone, say=Texts(config.bot.language)
-        )
-
-
 def trace(path: Path, *, chat: ChatKey, count: int) -> int:
     """Print ``chat``'s ``count`` newest batch traces; needs no secret, only the database."""
+    return _run_store_command(path, functools.partial(shell.show_traces, chat=chat, count=count))
+
+
+def cost(path: Path, *, days: int, chat: ChatKey | None, as_json: bool) -> int:
+    """Print what the LLM calls of the last ``days`` chat days cost; needs no secret."""
+    show = functools.partial(shell.show_cost, days=days, chat=chat, as_json=as_json, now=utc_now)
+    return _run_store_command(path, show)
+
+
+async def _with_store(
+    config: Config, command: Callable[[Config, SqliteStore], Coroutine[Any, Any, int]]
+) -> int:
+    async with await SqliteStore.open(config.database_path) as store:
+        return await command(config, store)
+
+
+def _run_store_command(
+    path: Path, command: Callable[[Config, SqliteStore], Coroutine[Any, Any, int]]
+) -> int:
+    """Run a command that reads only the database (no secret, no LLM) from ``path``'s config."""
     try:
         config = load_config(path)
         prepare_data_dir(config)
-        return asyncio.run(_trace(config, chat=chat, count=count))
+        return asyncio.run(_with_store(config, command))
     except (PacebotError, OSError) as exc:
         return _failed(exc)
 

@@ -19,7 +19,7 @@ from bot.budget import Spending, UsageLog
 from bot.commands.runner import CommandRunner
 from bot.config import Config
 from bot.context import Prompter
-from bot.gate import Gate, RoomLog, WordCutter
+from bot.gate import CallGate, RoomLog, WordCutter
 from bot.inbox import Inbox
 from bot.loops import LoopWatch
 from bot.memory.stack import Memory
@@ -74,7 +74,7 @@ def build_core(
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
     loops = LoopWatch(now=now, zone=config.bot.zone)
-    gate = Gate(config, store, words, spending=spending, loops=loops, now=now, draw=draw)
+    gate = CallGate(config, store, words, spending=spending, loops=loops, now=now, draw=draw)
     prompter = Prompter(config, store, memory, platforms, now=now, stickers=stickers)
     answerer = Answerer(
         config,

@@ -29,7 +29,7 @@ from bot.config import Config
 from bot.context import Prompter, Request
 from bot.conversation import answered_senders
 from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
-from bot.gate import Decision, Gate, decide
+from bot.gate import CallGate, Decision, decide
 from bot.memory.stack import Memory
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
 from bot.models import Batch, BatchOutcome, ChatMessage, Completion, ImageInput, ToolSpec
@@ -80,7 +80,7 @@ class Answerer:
         splitter: LLM,
         memory: Memory,
         prompter: Prompter,
-        gate: Gate,
+        gate: CallGate,
         spending: Spending,
         now: Callable[[], datetime],
         pictures: Mapping[str, PictureSource] | None = None,

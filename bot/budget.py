@@ -53,8 +53,11 @@ class UsageLog(Protocol):
         """Return the tokens of ``day``: the whole bot's, and ``chat``'s (none without one)."""
         ...
 
-    async def daily_tokens(self, first: date, last: date) -> dict[date, TokenCount]:
-        """Return the whole bot's tokens of each day from ``first`` to ``last`` that has any."""
+    async def daily_tokens(
+        self, first: date, last: date, *, chat: ChatKey | None = None
+    ) -> dict[date, TokenCount]:
+        """Return the tokens of each day from ``first`` to ``last`` that has any, of ``chat``
+        or of the whole bot."""
         ...
 
     async def usage_rows(

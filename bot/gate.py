@@ -110,7 +110,7 @@ def draw_line(drawn: float, talk_value: float) -> str:
     return f"talk_value draw {drawn:.2f} {sign} {talk_value:.2f}"
 
 
-class Gate:
+class CallGate:
     """Admit batches to their LLM call, or say why not; remember whom the bot talked with."""
 
     def __init__(

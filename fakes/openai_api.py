@@ -20,6 +20,10 @@ parts (``reply_parts``); ``refuse_tools`` makes every request that offers tools 
 ``before_answer``, if set, is awaited with each chat request's body before it is
 answered: a test can hold one request until another arrives, or answer them out of order.
 
+Each completion reports ``usage`` as OpenAI does (``prompt_tokens``, ``completion_tokens``,
+``total_tokens``), counted from the request and the answer; ``report_usage = False`` plays
+a provider that leaves it out, and :meth:`reported_tokens` adds up what was reported.
+
 ``POST /v1/embeddings`` has a script of its own (``embeddings_fail``,
 ``embeddings_hang``) and records its bodies in ``embedding_requests``. Unscripted, it
 embeds each text deterministically: every word (a run of Latin letters, or one Han
@@ -97,6 +101,8 @@ class FakeLLMServer:
         self.embedding_requests: list[dict[str, Any]] = []
         self.tools_refused = False
         """Answer 400 to every chat request that offers tools."""
+        self.report_usage = True
+        """Put ``usage`` in each completion, as OpenAI does; some providers leave it out."""
         self.before_answer: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         """Awaited with each chat request's body before it takes its scripted step."""
         self._axes: dict[str, int] = {}
@@ -210,6 +216,14 @@ class FakeLLMServer:
             axis = self._axes.get(word, zlib.crc32(word.encode()) % self.embedding_dims)
             vector[axis] += 1.0
         return vector
+
+    def reported_tokens(self) -> tuple[int, int]:
+        """Return the prompt and completion tokens of every completion's ``usage``, summed."""
+        usages = [c["usage"] for c in self.completions if "usage" in c]
+        return (
+            sum(u["prompt_tokens"] for u in usages),
+            sum(u["completion_tokens"] for u in usages),
+        )
 
     @property
     def pending(self) -> int:
@@ -360,6 +374,11 @@ class FakeLLMServer:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
         prompt_tokens = max(1, prompt_chars // 4)
         completion_tokens = len(content if isinstance(content, str) else str(content or "")) // 4
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         return {
             "id": f"chatcmpl-fake{next(self._ids)}",
             "object": "chat.completion",
@@ -379,9 +398,5 @@ class FakeLLMServer:
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            **({"usage": usage} if self.report_usage else {}),
         }

@@ -62,14 +62,17 @@ class SqliteUsage(Database):
             )
         return _count(rows[0]), _count(rows[0], 4)
 
-    async def daily_tokens(self, first: date, last: date) -> dict[date, TokenCount]:
-        """Return the whole bot's tokens of each chat day from ``first`` to ``last`` that
-        has any."""
+    async def daily_tokens(
+        self, first: date, last: date, *, chat: ChatKey | None = None
+    ) -> dict[date, TokenCount]:
+        """Return the tokens of each chat day from ``first`` to ``last`` that has any, of
+        ``chat`` or of the whole bot."""
+        only = "" if chat is None else " AND chat_key = :chat"
         async with self._connection() as db:
             rows = await db.execute_fetchall(
-                f"SELECT day, {_SUMS} FROM llm_usage WHERE day BETWEEN ? AND ?"
+                f"SELECT day, {_SUMS} FROM llm_usage WHERE day BETWEEN :first AND :last{only}"
                 " GROUP BY day ORDER BY day",
-                (first.isoformat(), last.isoformat()),
+                {"first": first.isoformat(), "last": last.isoformat(), "chat": str(chat)},
             )
         return {date.fromisoformat(row[0]): _count(row, 1) for row in rows}
 

@@ -1,7 +1,7 @@
 """The dashboard's JSON API: the pages' live parts use it, and scripts may.
 
 Times are ISO 8601 in UTC. Errors are ``{"error": "..."}`` with a fitting status: 400 for
-a malformed chat key, fact id, person id or ``n``, 401 without the token, 403 without the
+a malformed chat key, fact id, person id, ``n`` or ``days``, 401 without the token, 403 without the
 CSRF token, 404 for a chat pacebot never heard of, a fact that is not live there, or a
 person never seen there, 409 when there is nothing to pop or restore.
 """
@@ -14,9 +14,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic_core import to_jsonable_python
 
+from adapters.costs import report_json, today_json
 from adapters.web.dashboard import WHO
 from adapters.web.depends import FactId, KnownChat, Operations, UserId, access
-from bot.models import Fact, SummaryRecord
+from bot.errors import ConfigError
+from bot.models import ChatKey, Fact, SummaryRecord
 from bot.ops.memory import PersonFacts, StackEntry
 from bot.ops.status import ChatState, Status
 from bot.trace import ShownTrace
@@ -24,6 +26,8 @@ from bot.trace import ShownTrace
 CHATS_LIMIT_MAX = 500
 TRACES_DEFAULT = 10
 TRACES_MAX = 200
+COST_DAYS_DEFAULT = 7
+COST_DAYS_MAX = 366
 NOTHING_TO_POP = "nothing to pop: only the initial persona is left"
 NOTHING_TO_RESTORE = "nothing to restore: nothing was popped, or a newer summary was pushed since"
 
@@ -53,6 +57,7 @@ def status_json(status: Status) -> dict[str, Any]:
         "queued_replies": status.queued_replies,
         "llm_errors_last_hour": status.llm_errors_last_hour,
         "sent_today": dict(status.sent_today),
+        "llm_today": today_json(status.today),
         "chats": [chat_json(chat) for chat in status.chats],
     }
 
@@ -213,3 +218,21 @@ async def traces(
     """The chat's ``n`` newest batch traces, newest first, with each reply's fate."""
     found = await ops.traces.recent(chat, count=n)
     return {"chat": str(chat), "traces": [trace_json(shown) for shown in found]}
+
+
+@router.get("/cost")
+async def cost(
+    ops: Operations,
+    days: Annotated[int, Query(ge=1, le=COST_DAYS_MAX)] = COST_DAYS_DEFAULT,
+    chat: str = "",
+) -> dict[str, Any]:
+    """Tokens and cost per chat day, chat and kind over the last ``days`` chat days (today
+    included), of one ``chat`` or of all, with each day's sum and the total."""
+    only = None
+    if chat:
+        try:
+            only = ChatKey.parse(chat)
+        except ConfigError as exc:
+            raise HTTPException(400, str(exc)) from None
+    report = await ops.cost.report(days=days, chat=only)
+    return report_json(report, await ops.cost.daily(days=days, chat=only))

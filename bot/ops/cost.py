@@ -6,8 +6,8 @@ One definition of each figure, all read from the kept usage (``bot/budget.py``):
   at ``[budget]``'s prices, and where they stand against the caps;
 - **the report**: tokens and cost per chat day, chat and kind of call over the last days,
   with their total (``pacebot cost``, ``GET /api/cost``);
-- **the days**: the whole bot's tokens and cost on each of the last days, days without a
-  call included (the dashboard's chart).
+- **the days**: the tokens and cost on each of the last days, of one chat or of the whole
+  bot, days without a call included (the dashboard's chart, ``GET /api/cost``).
 """
 
 from __future__ import annotations
@@ -107,10 +107,10 @@ class CostOps:
         total = sum((row.spent.tokens for row in rows), TokenCount())
         return CostReport(first, last, chat, rows, self._spent(total), self._budget.currency)
 
-    async def daily(self, *, days: int) -> list[DayCost]:
-        """Return the whole bot's spending on each of the last ``days`` chat days, oldest
-        first, a day without calls as nothing spent."""
+    async def daily(self, *, days: int, chat: ChatKey | None = None) -> list[DayCost]:
+        """Return the spending on each of the last ``days`` chat days, oldest first, of
+        ``chat`` or of the whole bot; a day without calls is nothing spent."""
         first, last = self._days(days)
-        spent = await self._store.daily_tokens(first, last)
+        spent = await self._store.daily_tokens(first, last, chat=chat)
         span = (first + timedelta(days=offset) for offset in range(days))
         return [DayCost(day, self._spent(spent.get(day, TokenCount()))) for day in span]

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from bot.config import Config
 from bot.conversation import Phase
-from bot.gate import Gate
+from bot.gate import CallGate
 from bot.loops import LoopWatch
 from bot.memory.dates import chat_day, chat_day_bounds
 from bot.models import ChatKey, StoredMessage
@@ -132,7 +132,7 @@ class StatusOps:
         prompts: PromptSource,
         platforms: Mapping[str, Platform],
         cost: CostOps,
-        gate: Gate,
+        gate: CallGate,
         loops: LoopWatch,
         now: Callable[[], datetime],
     ) -> None:
