@@ -86,6 +86,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "restore_done": "Restored the summary of {day}.",
         "run_usage": "usage: /summary run [YYYY-MM-DD] (default: yesterday)",
         "run_future": "{day} has not happened yet.",
+        "run_over_budget": "The summary of {day} waits: today's hard cap of [budget] is "
+        "reached, so no LLM call is made until the next chat day.",
         "run_failed": "The summary of {day} failed (the LLM did not answer usably); "
         "try again later.",
         "run_already": "{day} already has a summary; /pop it first to write it again.",
@@ -234,6 +236,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "restore_done": "已恢复 {day} 的摘要。",
         "run_usage": "用法：/summary run [YYYY-MM-DD]（默认：昨天）",
         "run_future": "{day} 还没到。",
+        "run_over_budget": "{day} 的摘要先等等：今天已达到 [budget] 的硬上限，"
+        "下一个聊天日之前不再调用 LLM。",
         "run_failed": "{day} 的摘要失败了（LLM 没有给出可用的回答），请稍后再试。",
         "run_already": "{day} 已经有摘要了；要重写请先 /pop。",
         "run_nothing": "{day} 没有人在 {chat} 说话：没有可总结的。",

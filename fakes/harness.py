@@ -11,11 +11,12 @@ import asyncio
 import contextlib
 import itertools
 import os
+import random
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -119,12 +120,41 @@ def make_config(tmp_path: Path, llm_url: str, **sections: dict[str, Any]) -> Con
     return parse_config(data, base_dir=tmp_path)
 
 
+class Clock:
+    """A wall clock a test moves by hand (aware UTC): the hour and the chat day turn
+    without anyone waiting for them."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.at = start or datetime.now(UTC)
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, **delta: float) -> None:
+        """Move the clock forward, e.g. ``advance(minutes=61)``."""
+        self.at += timedelta(**delta)
+
+
+class Draws:
+    """The gate's random draws, given in advance: each call takes the next one (the last
+    one repeats)."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+        self.taken = 0
+
+    def __call__(self) -> float:
+        self.taken += 1
+        return self.values.pop(0) if len(self.values) > 1 else self.values[0]
+
+
 @dataclass
 class Harness:
     config: Config
     core: Core
     platform: RecordingPlatform
     llm: FakeLLMServer
+    now: Callable[[], datetime] = lambda: datetime.now(UTC)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -156,7 +186,7 @@ class Harness:
             sender_id=sender_id,
             sender_name=sender_name,
             text=text,
-            sent_at=datetime.now(UTC),
+            sent_at=self.now(),
             addresses_bot=(not chat.is_group) if addresses_bot is None else addresses_bot,
             chat_title=chat_title,
         )
@@ -186,9 +216,15 @@ async def harness(
     platform: RecordingPlatform | None = None,
     config: Config | None = None,
     retries: Retries = DEFAULT_RETRIES,
+    clock: Clock | None = None,
+    draw: Callable[[], float] | None = None,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Harness]:
-    """Run the real core (SQLite, openai SDK, pipeline) with a recording platform."""
+    """Run the real core (SQLite, openai SDK, pipeline) with a recording platform.
+
+    ``clock`` is the wall clock the bot and the test's messages read (the real one if
+    ``None``); ``draw`` the gate's random draw (e.g. :class:`Draws`).
+    """
     config = config or make_config(tmp_path, llm_server.base_url, **sections)
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
@@ -196,8 +232,17 @@ async def harness(
     secrets = Secrets(
         llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, embeddings_api_key=embeddings_key
     )
-    async with running_core(config, secrets, platforms, nightly=False, retries=retries) as core:
-        yield Harness(config, core, platform, llm_server)
+    now = clock.now if clock is not None else (lambda: datetime.now(UTC))
+    async with running_core(
+        config,
+        secrets,
+        platforms,
+        nightly=False,
+        retries=retries,
+        now=now,
+        draw=draw or random.random,
+    ) as core:
+        yield Harness(config, core, platform, llm_server, now)
 
 
 class RecordingSink:
