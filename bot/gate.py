@@ -69,12 +69,9 @@ class RoomLog(Protocol):
         """Note a call made for an unaddressed batch of the group ``room``."""
         ...
 
-    async def unaddressed_calls_since(self, room: ChatKey, since: datetime) -> int:
-        """Count the calls made for unaddressed batches of ``room`` since ``since``."""
-        ...
-
-    async def bot_share(self, chat: ChatKey, *, last: int) -> float:
-        """Return the share of ``chat``'s ``last`` newest messages the bot wrote."""
+    async def room_reading(self, chat: ChatKey, *, since: datetime, last: int) -> tuple[int, float]:
+        """Return, in one read, the calls for unaddressed batches of ``chat``'s group since
+        ``since`` and the share of ``chat``'s ``last`` newest messages the bot wrote."""
         ...
 
 
@@ -217,10 +214,9 @@ class CallGate:
         now = self._now()
         if in_quiet_hours(now.astimezone(self._config.bot.zone).time(), settings.quiet_span):
             refusals.append("quiet hours")
-        spent = await self._rooms.unaddressed_calls_since(chat.room, now - HOUR)
+        spent, share = await self._rooms.room_reading(chat, since=now - HOUR, last=SHARE_OF_LAST)
         if spent >= settings.unaddressed_calls_per_hour:
             refusals.append("budget spent")
-        share = await self._rooms.bot_share(chat, last=SHARE_OF_LAST)
         if share > settings.max_share:
             refusals.append(f"share {share:.2f} > {settings.max_share:.2f}")
         soft = await self._spending.refusal(chat, optional=True)
@@ -243,4 +239,6 @@ class CallGate:
 
     async def calls_this_hour(self, chat: ChatKey) -> int:
         """Count the calls for unaddressed batches of ``chat``'s group in the last hour."""
-        return await self._rooms.unaddressed_calls_since(chat.room, self._now() - HOUR)
+        since = self._now() - HOUR
+        calls, _ = await self._rooms.room_reading(chat, since=since, last=SHARE_OF_LAST)
+        return calls

@@ -27,22 +27,16 @@ class SqliteRooms(Database):
                 "INSERT INTO unaddressed_calls (room_key, at) VALUES (?, ?)", (str(room), at_s)
             )
 
-    async def unaddressed_calls_since(self, room: ChatKey, since: datetime) -> int:
-        """Count the calls for unaddressed batches of ``room`` since ``since``."""
+    async def room_reading(self, chat: ChatKey, *, since: datetime, last: int) -> tuple[int, float]:
+        """Return, in one read, the calls for unaddressed batches of ``chat``'s group since
+        ``since`` and the share of ``chat``'s ``last`` newest messages the bot wrote (0.0
+        for a chat without messages)."""
         async with self._connection() as db:
             rows = await db.execute_fetchall(
-                "SELECT count(*) FROM unaddressed_calls WHERE room_key = ? AND at >= ?",
-                (str(room), unix(since, "since")),
+                "SELECT (SELECT count(*) FROM unaddressed_calls WHERE room_key = ? AND at >= ?),"
+                " (SELECT coalesce(avg(from_bot), 0.0) FROM (SELECT from_bot FROM messages"
+                "  WHERE chat_key = ? ORDER BY sent_at DESC, id DESC LIMIT ?))",
+                (str(chat.room), unix(since, "since"), str(chat), last),
             )
-        return int(next(iter(rows))[0])
-
-    async def bot_share(self, chat: ChatKey, *, last: int) -> float:
-        """Return the share of ``chat``'s ``last`` newest messages that the bot wrote
-        (0.0 for a chat without messages)."""
-        async with self._connection() as db:
-            rows = await db.execute_fetchall(
-                "SELECT coalesce(avg(from_bot), 0.0) FROM (SELECT from_bot FROM messages"
-                " WHERE chat_key = ? ORDER BY sent_at DESC, id DESC LIMIT ?)",
-                (str(chat), last),
-            )
-        return float(next(iter(rows))[0])
+        calls, share = next(iter(rows))
+        return int(calls), float(share)

@@ -50,12 +50,14 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
         ("forgotten_people",),
         ("knowledge_fts",),
         ("knowledge_index",),
+        ("llm_usage",),
         ("messages",),
         ("outbox",),
         ("person_facts",),
         ("prompt_history",),
         ("stickers",),
         ("traces",),
+        ("unaddressed_calls",),
     ]
     assert version == [(LATEST_VERSION,)]
 
