@@ -201,16 +201,15 @@ class Answerer:
     def _guarded(
         self, batch: Batch, replies: list[Reply], notes: TraceNotes, offer: Request
     ) -> list[Reply]:
-        """Drop a repeat of the bot's last words; on QQ with ``strip_urls``, drop links."""
-        log = logger.bind(chat=str(batch.chat), batch=batch.id)
+        """Drop a repeat of the bot's last words; on QQ with ``strip_urls``, replace links."""
         replies, repeats = without_repeats(replies, offer.bot_said)
-        for item in repeats:
-            log.info("{} item dropped: {}", item.kind, item.reason)
-            notes.dropped.append(item)
+        _note_dropped(notes, repeats)
         if batch.chat.platform == "qq" and self._config.qq.strip_urls:
             replies, replaced = without_links(replies)
             if replaced:
-                log.info("{} link(s) replaced with [link] (qq.strip_urls)", replaced)
+                logger.bind(chat=str(batch.chat), batch=batch.id).info(
+                    "{} link(s) replaced with [link] (qq.strip_urls)", replaced
+                )
                 notes.guards.append(f"{replaced} link(s) replaced with [link]")
         return replies
 
@@ -350,8 +349,13 @@ class Answerer:
         kept, refused = deliverable(
             without_reply_json(replies), kinds=offer.kinds, shown_ids=offer.message_ids
         )
-        log = logger.bind(chat=str(notes.batch.chat), batch=notes.batch.id)
-        for item in [*dropped, *refused]:
-            log.info("{} item dropped: {}", item.kind, item.reason)
-            notes.dropped.append(item)
+        _note_dropped(notes, [*dropped, *refused])
         return kept
+
+
+def _note_dropped(notes: TraceNotes, items: Sequence[DroppedItem]) -> None:
+    """Log each item of a plan that will not be sent, and list it in the trace."""
+    log = logger.bind(chat=str(notes.batch.chat), batch=notes.batch.id)
+    for item in items:
+        log.info("{} item dropped: {}", item.kind, item.reason)
+        notes.dropped.append(item)

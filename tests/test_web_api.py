@@ -21,6 +21,7 @@ from adapters.app import opened_parts, running_core, serving_dashboard
 from adapters.checks import check
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
+from bot.budget import format_cost
 from bot.config import Config, load_config
 from bot.models import ChatKey, ChatKind, PersonNote
 from bot.ports import Platform
@@ -87,6 +88,7 @@ async def web(
         llm=sections.get("llm", {}),
         bot=sections.get("bot", {}),
         budget=sections.get("budget", {}),
+        groups=sections.get("groups", {}),
     )
     secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
     platform = RecordingPlatform()
@@ -707,6 +709,31 @@ async def test_the_chat_page_shows_people_and_traces_escaped(web: Web) -> None:
     assert "&lt;b&gt;好的&lt;/b&gt;" in page
     assert '<span class="message-id">m1 <span class="who">&lt;i&gt;小明&lt;/i&gt;</span>' in page
     assert TEST_KEY not in page
+
+
+@pytest.mark.parametrize(
+    "web", [{"groups": {"reply_mode": "smart", "talk_value": 1.0}, "budget": PRICES}], indirect=True
+)
+async def test_the_chat_page_shows_the_gate_and_the_cost_of_each_batch(web: Web) -> None:
+    """A group's page says why a batch stayed out, and what an answered one cost: the
+    fake's tokens at the prices."""
+    web.bot.llm.reply_json(replies_json("你好"))
+    web.bot.llm.reply_json(replies_json("知道"))
+    await web.bot.say("你好")  # the login opens Alice's page
+    await web.bot.settle()
+    await web.bot.say("今天好热", chat=GROUP, sender_id="1", addresses_bot=False)
+    await web.bot.settle()
+    await web.bot.say("有人知道吗？", chat=GROUP, sender_id="2", addresses_bot=False)
+    await web.bot.settle()
+    await web.login()
+    page = (await web.client.get("/chats/test:group:-100")).text
+    prompt, completion = fake_tokens(web, 1)
+    cost = (prompt * 0.15 + completion * 0.6) / 1_000_000
+    gates = re.findall(r'<dd class="gate">([^<]*)</dd>', page)
+    costs = re.findall(r'<dd class="cost">([^<]*)</dd>', page)
+    assert (len(gates), gates[1]) == (2, "no reason")
+    assert gates[0].startswith("question; talk_value draw ")
+    assert costs == [f"{prompt + completion:,} tokens · {format_cost(cost, 'CNY')}"]
 
 
 # -- who gets in ---------------------------------------------------------------------------

@@ -203,6 +203,7 @@ async def chat_page(
         people=await ops.memory.people(chat),
         traces=await ops.traces.recent(chat, count=CHAT_TRACES),
         notice=NOTICES.get(notice),
+        format_cost=format_cost,
     )
 
 
