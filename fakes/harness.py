@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from adapters.app import Core, running_core
+from adapters.app import Core, running_bot, running_core
 from bot.config import Config, parse_config
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
@@ -33,6 +33,7 @@ from bot.replies.items import ItemKind, Outgoing, Reaction, Text
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
+from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -330,6 +331,45 @@ async def start_run(
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **env},
     )
+
+
+async def run_pacebot(*args: str, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+    """Run one ``pacebot`` command as a real process (``env`` added to ours); return its exit
+    code, standard output and standard error."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def dashboard_up(url: str) -> None:
+    """Wait until the dashboard of a ``pacebot run`` answers (it starts beside the platforms)."""
+    import httpx
+
+    async with httpx.AsyncClient(base_url=url) as client, asyncio.timeout(10):
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if (await client.get("/login")).status_code == 200:
+                    return
+            await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def qq_bot(config: Config, *, self_id: int = 10001) -> AsyncIterator[tuple[Core, FakeOneBot]]:
+    """Run the bot with QQ on (nonebot's reverse WebSocket) and a OneBot client connected to
+    it as NapCat would be."""
+    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
+        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
+        async with FakeOneBot(url, self_id=self_id) as onebot:
+            yield core, onebot
 
 
 async def wait_until(condition: Callable[[], object], *, within_s: float = 5.0) -> None:

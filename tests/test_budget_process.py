@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import free_port, replies_json, start_run
+from fakes.harness import dashboard_up, free_port, replies_json, run_pacebot, start_run
 from fakes.openai_api import FakeLLMServer
 
 LLM_KEY = "sk-budget-process-key-0123456789"
@@ -81,14 +79,8 @@ ENV = {"PACEBOT_LLM_API_KEY": LLM_KEY, "PACEBOT_WEB_TOKEN": WEB_TOKEN}
 async def start(config: Path, api: FakeBotAPI, url: str) -> asyncio.subprocess.Process:
     process = await start_run(config, {**ENV, "TELEGRAM_BOT_TOKEN": api.token})
     await api.wait_for("getUpdates", timeout=20)
-    async with httpx.AsyncClient(base_url=url) as client, asyncio.timeout(10):
-        while True:
-            try:
-                if (await client.get("/login")).status_code == 200:
-                    return process
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.05)
+    await dashboard_up(url)
+    return process
 
 
 async def stop(process: asyncio.subprocess.Process) -> str:
@@ -135,20 +127,8 @@ async def status_in_group(api: FakeBotAPI) -> str:
 
 
 async def pacebot_cost(config: Path) -> dict[str, Any]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "cost",
-        "-c",
-        str(config),
-        "--json",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ},
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 30)
-    assert process.returncode == 0, err.decode()
+    code, out, err = await run_pacebot("cost", "-c", str(config), "--json")
+    assert code == 0, err
     return dict(json.loads(out))
 
 

@@ -7,36 +7,19 @@ call, print a table whose total is nothing, and say so.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.models import ChatKey, ChatKind
-from fakes.harness import GROUP, Clock, harness, make_config, replies_json
+from fakes.harness import GROUP, Clock, harness, make_config, replies_json, run_pacebot
 from fakes.openai_api import FakeLLMServer
 
 BUDGET = {"price_in_per_million": 2.0, "price_out_per_million": 8.0, "currency": "CNY"}
 
 
 async def pacebot_cost(config: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "cost",
-        "-c",
-        str(config),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "COLUMNS": "160"},
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 30)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    return await run_pacebot("cost", "-c", str(config), *args, env={"COLUMNS": "160"})
 
 
 def write_config(tmp_path: Path) -> Path:

@@ -4,21 +4,17 @@ WebSocket, and PTB polling the fake Bot API in a forum whose override covers its
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.app import Core, running_bot
-from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from bot.secrets import Secrets
 from bot.trace import Trace
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import TEST_KEY, free_port, make_config, replies_json, telegram_config
-from fakes.onebot import FakeOneBot
+from fakes.harness import TEST_KEY, free_port, make_config, qq_bot, replies_json, telegram_config
 from fakes.openai_api import FakeLLMServer
 
 SELF_ID, QQ_GROUP, ALICE, BOB = 10001, 500, 42, 43
@@ -35,14 +31,6 @@ async def trace_of(core: Core, chat: ChatKey, message_id: str) -> Trace:
             await asyncio.sleep(0.02)
 
 
-@contextlib.asynccontextmanager
-async def qq_pacebot(config: Config) -> AsyncIterator[tuple[Core, FakeOneBot]]:
-    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
-        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
-        async with FakeOneBot(url, self_id=SELF_ID) as onebot:
-            yield core, onebot
-
-
 async def test_on_qq_only_a_batch_with_a_reason_costs_a_call(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
@@ -53,7 +41,7 @@ async def test_on_qq_only_a_batch_with_a_reason_costs_a_call(
     config = make_config(tmp_path, llm.base_url, qq=qq, groups=groups)
     chat = ChatKey("qq", ChatKind.GROUP, str(QQ_GROUP))
     llm.reply_json(replies_json("我也在玩"))
-    async with qq_pacebot(config) as (core, onebot):
+    async with qq_bot(config, self_id=SELF_ID) as (core, onebot):
         chatter = await onebot.send_group_message(QQ_GROUP, BOB, "今天好热", card="阿强")
         stayed_out = await trace_of(core, chat, str(chatter))
         calls_after_chatter = len(llm.requests)

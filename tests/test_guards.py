@@ -7,8 +7,6 @@ sender answers the bot within two seconds five rounds in a row is paused for an 
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -16,25 +14,22 @@ from zoneinfo import ZoneInfo
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import pytest
 
-from adapters.app import Core, running_bot
-from bot.config import Config
 from bot.loops import LoopWatch
 from bot.models import ChatKey, ChatKind
 from bot.replies.guards import without_links
 from bot.replies.items import Reply, Text
-from bot.secrets import Secrets
 from fakes.harness import (
     GROUP,
     PRIVATE,
-    TEST_KEY,
     Clock,
     free_port,
     harness,
     make_config,
+    qq_bot,
     replies_json,
     wait_until,
 )
-from fakes.onebot import FakeOneBot, at, text
+from fakes.onebot import at, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -120,14 +115,6 @@ def test_a_slow_or_another_answer_starts_the_count_anew(answers: list[tuple[str,
     assert (rounds, watch.paused_until(GROUP)) == ([False] * len(answers), None)
 
 
-@contextlib.asynccontextmanager
-async def qq_pacebot(config: Config) -> AsyncIterator[tuple[Core, FakeOneBot]]:
-    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
-        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
-        async with FakeOneBot(url, self_id=SELF_ID) as onebot:
-            yield core, onebot
-
-
 @pytest.mark.parametrize("strip", [True, False])
 async def test_links_in_qq_texts_become_link_marks(
     tmp_path: Path, llm: FakeLLMServer, strip: bool
@@ -139,7 +126,7 @@ async def test_links_in_qq_texts_become_link_marks(
     config = make_config(tmp_path, llm.base_url, qq=qq)
     chat = ChatKey("qq", ChatKind.GROUP, str(QQ_GROUP))
     with captured_logs() as logs:
-        async with qq_pacebot(config) as (core, onebot):
+        async with qq_bot(config, self_id=SELF_ID) as (core, onebot):
             await onebot.send_group_message(QQ_GROUP, ALICE, [at(SELF_ID), text(" 有啥好玩的")])
             [call] = await onebot.wait_for_call("send_group_msg", within_s=5)
             await wait_until(lambda: not core.pipeline.live_chats())

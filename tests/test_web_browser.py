@@ -13,7 +13,6 @@ Debian's ``fonts-wqy-microhei``, or the Chinese text shows as boxes).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
@@ -29,7 +28,14 @@ import pytest
 
 from bot.models import PersonNote
 from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI
-from fakes.harness import free_port, push_day_summary, replies_json, start_run, wait_until
+from fakes.harness import (
+    dashboard_up,
+    free_port,
+    push_day_summary,
+    replies_json,
+    start_run,
+    wait_until,
+)
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -118,16 +124,6 @@ port = {web_port}
         encoding="utf-8",
     )
     return path
-
-
-async def dashboard_up(url: str) -> None:
-    """Wait until the dashboard answers (it starts beside Telegram's polling)."""
-    async with httpx.AsyncClient(base_url=url) as client, asyncio.timeout(10):
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if (await client.get("/login")).status_code == 200:
-                    return
-            await asyncio.sleep(0.05)
 
 
 @pytest.fixture
