@@ -23,7 +23,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.dataset import CHAT_LINES, TOPICS
+from bench.dataset import CHAT_LINES, GROUP_CHATTER, TOPICS
 from bench.report import Figure, at_most
 from bench.rig import fresh_path
 from bench.stats import percentile
@@ -40,20 +40,6 @@ from storage.words import RecallWords
 GROUP = ChatKey("test", ChatKind.GROUP, "-700")
 INTERESTS = list(TOPICS[:6])
 GATE_TARGET_MS = 0.2
-_CHATTER = (
-    "哈哈哈哈",
-    "真的假的",
-    "我也觉得",
-    "笑死",
-    "今天好热",
-    "刚吃完饭",
-    "好困啊",
-    "收到",
-    "+1",
-    "晚点再说",
-    "ok",
-    "这个可以",
-)
 _REPLY = json.dumps({"replies": [{"content": "在的", "send_delay_seconds": 0}]})
 
 
@@ -66,7 +52,7 @@ def _batches(count: int, rng: random.Random) -> list[Batch]:
         messages = []
         for _ in range(rng.randint(1, 4)):
             number += 1
-            pool = CHAT_LINES if rng.random() < 0.2 else _CHATTER
+            pool = CHAT_LINES if rng.random() < 0.2 else GROUP_CHATTER
             messages.append(
                 StoredMessage(
                     GROUP,

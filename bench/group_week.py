@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bench.dataset import GROUP_CHATTER
 from bench.report import Figure, at_most
 from bench.rig import fresh_path
 from bot.models import ChatKey, ChatKind, IncomingMessage
@@ -46,22 +47,6 @@ _QUESTIONS = (
 )
 _INTERESTS = ("原神", "猫")
 _WORDS = ("火锅", "那家店", "新出的耳机", "考试", "电影", "地铁")
-_CHATTER = (
-    "哈哈哈哈",
-    "真的假的",
-    "我也觉得",
-    "笑死",
-    "今天好热",
-    "刚吃完饭",
-    "好困啊",
-    "收到",
-    "+1",
-    "晚点再说",
-    "老板又让加班",
-    "下雨了，忘带伞",
-    "刚跑完五公里",
-    "这个周末搬家",
-)
 # A plan that sounds like a person; its words change with every call (before_answer).
 _SPEAK = "好像是这样"
 
@@ -84,7 +69,7 @@ def _text(rng: random.Random) -> tuple[str, bool]:
         return rng.choice(_QUESTIONS).format(rng.choice(_WORDS)), False
     if roll < 0.14:
         return f"今天{rng.choice(_INTERESTS)}{rng.choice(('好可爱', '更新了', '又来了'))}", False
-    return rng.choice(_CHATTER), False
+    return rng.choice(GROUP_CHATTER), False
 
 
 def week(days: int, per_day: int, rng: random.Random) -> list[Line]:
