@@ -18,6 +18,7 @@ that every face shows the same figure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -35,6 +36,7 @@ HARD_CAP = "hard cap reached"
 SOFT_CAP = "soft cap reached"
 CHAT_SOFT_CAP = "chat soft cap reached"
 PER_MILLION = 1_000_000
+COST_DECIMALS_MAX = 10  # a smaller cost shows as 0.0000000000
 _EFFECTS = {
     "hard": "no LLM call at all",
     "soft": "no unaddressed group batch and no splitter",
@@ -94,9 +96,11 @@ def cost_of(tokens: TokenCount | Usage, budget: BudgetConfig) -> float:
 
 def format_cost(amount: float, currency: str) -> str:
     """Write a cost the same way on every face: two decimals from 1 up, else two
-    significant digits (``0.00013 USD``)."""
-    shown = f"{amount:,.2f}" if amount >= 1 or amount == 0 else f"{amount:.2g}"
-    return f"{shown} {currency}"
+    significant digits, never in exponent form (``0.000056 USD``)."""
+    if amount >= 1 or amount <= 0:
+        return f"{amount:,.2f} {currency}"
+    decimals = min(COST_DECIMALS_MAX, 1 - math.floor(math.log10(amount)))
+    return f"{amount:.{decimals}f} {currency}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.budget import format_cost
 from bot.models import ChatKey, ChatKind, ChatMessage
 from bot.prompt import estimate_prompt_tokens, estimate_tokens
@@ -249,3 +251,21 @@ async def test_the_soft_cap_lifts_at_the_chat_day_boundary(
     assert morning.why == "answered"
     assert today.standing.day == (BEFORE_DAWN + timedelta(hours=8, minutes=40)).date()
     assert today.bot.tokens.total == sum(reported(llm, 1))
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [
+        (0.0, "0.00 USD"),
+        (0.000056, "0.000056 USD"),
+        (0.00021, "0.00021 USD"),
+        (0.12, "0.12 USD"),
+        (12.345, "12.35 USD"),
+        (1234.5, "1,234.50 USD"),
+    ],
+)
+def test_a_cost_is_written_with_two_significant_digits_and_no_exponent(
+    amount: float, shown: str
+) -> None:
+    """Small costs keep two significant digits in plain decimals; from 1 up, two decimals."""
+    assert format_cost(amount, "USD") == shown
