@@ -216,6 +216,8 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     await page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase.idle').wait_for(timeout=10_000)
     name_drawn_live = await row.locator(".name").inner_text()
     if os.environ.get("PACEBOT_SCREENSHOT") == "1":
+        await page.reload()  # the chart is drawn by the server: show today's bar
+        await row.wait_for(timeout=10_000)
         await page.screenshot(path=str(SCREENSHOT), full_page=True)
 
     async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
