@@ -150,16 +150,19 @@ class CallGate:
         if decision is Decision.SKIP:
             return Verdict(False, (NOT_ADDRESSED,), NOT_ADDRESSED)
         if settings.reply_mode == "always":
-            soft = await self._spending.refusal(chat, optional=True)
-            return (
-                Verdict(True, ("always",))
-                if soft is None
-                else Verdict(False, ("always", soft), OVER_BUDGET)
-            )
+            return await self._always(chat)
         return await self._smart(batch, settings)
 
+    async def _always(self, chat: ChatKey) -> Verdict:
+        """``always``: every batch goes, unless a soft cap stops the optional calls."""
+        soft = await self._spending.refusal(chat, optional=True)
+        if soft is not None:
+            return Verdict(False, ("always", soft), OVER_BUDGET)
+        return Verdict(True, ("always",))
+
     async def _smart(self, batch: Batch, settings: GroupSettings) -> Verdict:
-        reasons = await self.reasons(batch, settings)
+        """``smart``: a batch goes for a reason, within the budgets, by the draw."""
+        reasons = await self._reasons(batch, settings)
         if not reasons:
             return Verdict(False, ("no reason",), STAYED_OUT)
         refusals = await self._refusals(batch.chat, settings)
@@ -172,7 +175,7 @@ class CallGate:
         await self._rooms.add_unaddressed_call(batch.chat.room, at=self._now())
         return Verdict(True, (*reasons, drew))
 
-    async def reasons(self, batch: Batch, settings: GroupSettings) -> tuple[str, ...]:
+    async def _reasons(self, batch: Batch, settings: GroupSettings) -> tuple[str, ...]:
         """Return the gate's reasons for the bot to speak in an unaddressed group batch."""
         found = [f"interest: {interest}" for interest in await self._interests(batch, settings)]
         if any(asks_the_room(message.text) for message in batch.messages):

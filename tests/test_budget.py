@@ -166,6 +166,32 @@ async def test_over_the_soft_cap_the_optional_calls_stop(
     assert len([line for line in logs if "budget: the soft cap of 1 tokens" in line]) == 1
 
 
+async def test_over_the_soft_cap_always_mode_answers_only_the_addressed(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """In ``always`` mode too, an unaddressed batch is optional: past the soft cap it makes
+    no call, while an @ is answered."""
+    llm.reply_json(replies_json("第一句"))
+    llm.reply_json(replies_json("在的"))
+    async with harness(
+        tmp_path,
+        llm,
+        clock=Clock(NOON),
+        groups={"reply_mode": "always"},
+        budget={"daily_tokens": 1},
+    ) as bot:
+        await bot.say("今天好热", chat=GROUP, sender_id="51", addresses_bot=False)
+        await bot.settle()
+        await bot.say("真的好热", chat=GROUP, sender_id="52", addresses_bot=False)
+        await bot.settle()
+        held = await newest_trace(bot, GROUP)
+        await bot.say("小满你热吗", chat=GROUP, sender_id="52", addresses_bot=True)
+        await bot.settle()
+        addressed = await newest_trace(bot, GROUP)
+    assert (held.why, held.gate) == ("over budget", ("always", "soft cap reached"))
+    assert (addressed.why, len(llm.requests)) == ("answered", 2)
+
+
 async def test_a_chat_over_its_own_cap_stays_out_while_others_speak(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
