@@ -17,7 +17,6 @@ mode. The figures are the LLM calls and the prompt tokens the fake reported.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,7 @@ from pathlib import Path
 
 from bench.dataset import CHAT_LINES, GROUP_CHATTER, TOPICS
 from bench.report import Figure, at_most
-from bench.rig import fresh_path
+from bench.rig import answer_afresh, fresh_path
 from bench.stats import percentile
 from bot.budget import Spending
 from bot.config import parse_config
@@ -40,7 +39,7 @@ from storage.words import RecallWords
 GROUP = ChatKey("test", ChatKind.GROUP, "-700")
 INTERESTS = list(TOPICS[:6])
 GATE_TARGET_MS = 0.2
-_REPLY = json.dumps({"replies": [{"content": "在的", "send_delay_seconds": 0}]})
+_ANSWER = [{"content": "在的", "send_delay_seconds": 0}]
 
 
 def _batches(count: int, rng: random.Random) -> list[Batch]:
@@ -140,11 +139,16 @@ async def _peer_minute(workdir: Path, *, mode: str) -> tuple[int, int]:
     }
     loop = asyncio.get_running_loop()
     async with (
-        FakeLLMServer(default=_REPLY) as llm,
+        FakeLLMServer() as llm,
         harness(
-            fresh_path(workdir, f"minute-{mode}"), llm, pacing=pacing, groups={"reply_mode": mode}
+            fresh_path(workdir, f"minute-{mode}"),
+            llm,
+            pacing=pacing,
+            groups={"reply_mode": mode},
+            draw=random.Random(24).random,
         ) as bot,
     ):
+        answer_afresh(llm, _ANSWER)
         start = loop.time()
         for number, (at_s, who, asks, text) in enumerate(_minute(random.Random(3))):
             await asyncio.sleep(max(0.0, start + at_s * second_s - loop.time()))

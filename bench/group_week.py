@@ -18,7 +18,6 @@ pass ``unaddressed_calls_per_hour``.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -27,7 +26,7 @@ from typing import Any
 
 from bench.dataset import GROUP_CHATTER
 from bench.report import Figure, at_most
-from bench.rig import fresh_path
+from bench.rig import answer_afresh, fresh_path
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.harness import Clock, Harness, harness
 from fakes.openai_api import FakeLLMServer
@@ -47,8 +46,7 @@ _QUESTIONS = (
 )
 _INTERESTS = ("原神", "猫")
 _WORDS = ("火锅", "那家店", "新出的耳机", "考试", "电影", "地铁")
-# A plan that sounds like a person; its words change with every call (before_answer).
-_SPEAK = "好像是这样"
+_SPEAK = "好像是这样"  # numbered by the call: a model's words change from answer to answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,15 +160,7 @@ async def _mode(workdir: Path, mode: str, lines: list[Line]) -> list[Figure]:
     # The quiet wait is played out by _play; the debounce timers never fire on their own.
     pacing = {"debounce_min_s": 3600.0, "debounce_max_s": 3600.0, "max_wait_s": 7200.0}
     async with FakeLLMServer() as llm:
-        calls = 0
-
-        async def vary(_body: dict[str, Any]) -> None:
-            nonlocal calls
-            calls += 1
-            content = f"{_SPEAK}{calls}"
-            llm.reply(json.dumps({"replies": [{"content": content, "send_delay_seconds": 0}]}))
-
-        llm.before_answer = vary
+        answer_afresh(llm, [{"content": _SPEAK, "send_delay_seconds": 0}])
         async with harness(
             fresh_path(workdir, f"week-{mode}"),
             llm,

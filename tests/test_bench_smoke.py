@@ -16,6 +16,10 @@ import pytest
 from bench.report import Report
 from bench.runner import BENCHMARKS, run_in_process
 
+# The first test runs every benchmark's quick version (about 50 s on the 2-core machine,
+# more when it is busy): the usual 60 s per test would cut it short.
+pytestmark = pytest.mark.timeout(240)
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
