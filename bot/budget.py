@@ -140,10 +140,6 @@ class Spending:
         self._told: set[tuple[date, str]] = set()  # caps logged as reached, by day
 
     @property
-    def budget(self) -> BudgetConfig:
-        return self._budget
-
-    @property
     def capped(self) -> bool:
         """Whether any cap is set (without one, nothing is ever refused)."""
         budget = self._budget

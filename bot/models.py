@@ -355,10 +355,6 @@ class Usage:
     completion_tokens: int
     estimated: bool = False  # the provider did not report it: counted offline
 
-    @property
-    def total(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
 
 @dataclass(frozen=True, slots=True)
 class TokenCount:

@@ -142,10 +142,8 @@ class Draws:
 
     def __init__(self, *values: float) -> None:
         self.values = list(values)
-        self.taken = 0
 
     def __call__(self) -> float:
-        self.taken += 1
         return self.values.pop(0) if len(self.values) > 1 else self.values[0]
 
 
