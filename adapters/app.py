@@ -49,7 +49,9 @@ from adapters.platforms import (
 )
 from adapters.voice_sources import opened_voice
 from adapters.wiring import Core, build_core
-from bot.config import Config, LogLevel, enabled_platforms, load_config, read_persona
+from bot.budget import Spending
+from bot.config import Config, enabled_platforms, load_config, read_persona
+from bot.config_values import LogLevel
 from bot.errors import ConfigError, PacebotError
 from bot.log import setup_logging
 from bot.memory.semantic import SemanticMemory
@@ -57,7 +59,6 @@ from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey
 from bot.ops import Ops
 from bot.ops.memory import MemoryOps
-from bot.ops.traces import TraceOps
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
@@ -66,6 +67,7 @@ from bot.texts import Texts
 from scheduler.jobs import start_scheduler
 from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
+from storage.words import RecallWords
 
 if TYPE_CHECKING:
     from adapters.openai_embeddings import OpenAIEmbedder
@@ -94,11 +96,12 @@ def freeze_startup_heap() -> None:
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """The store, the main LLM and the memory built on them."""
+    """The store, the main LLM, the memory built on them, and what the calls cost."""
 
     store: SqliteStore
     llm: DeferredLLM
     memory: Memory
+    spending: Spending
 
 
 def _main_llm(config: Config, secrets: Secrets) -> OpenAILLM:
@@ -120,9 +123,11 @@ def _embedder(config: Config, api_key: str) -> OpenAIEmbedder:
 
 
 @contextlib.asynccontextmanager
-async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]:
+async def opened_parts(
+    config: Config, secrets: Secrets, *, now: Callable[[], datetime] = utc_now
+) -> AsyncIterator[Parts]:
     """Open the store, the LLM client and, if on, the embeddings client (each built on its
-    first call); close them on exit."""
+    first call); close them on exit. ``now`` is the wall clock (tests pass their own)."""
     persona = read_persona(config)
     async with contextlib.AsyncExitStack() as stack:
         store = await SqliteStore.open(config.database_path)
@@ -136,9 +141,18 @@ async def opened_parts(config: Config, secrets: Secrets) -> AsyncIterator[Parts]
                 functools.partial(_embedder, config, secrets.embeddings_api_key),
             )
             stack.push_async_callback(embedder.aclose)
-            semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=utc_now)
-        memory = Memory(config, store, llm, initial_persona=persona, now=utc_now, semantic=semantic)
-        yield Parts(store, llm, memory)
+            semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=now)
+        spending = Spending(config, store, now=now)
+        memory = Memory(
+            config,
+            store,
+            llm,
+            initial_persona=persona,
+            now=now,
+            semantic=semantic,
+            spending=spending,
+        )
+        yield Parts(store, llm, memory, spending)
 
 
 @contextlib.asynccontextmanager
@@ -156,11 +170,12 @@ async def running_core(
     """Recover and run the pipeline (and the nightly job); stop both on exit.
 
     The store and LLM are opened here, unless the caller opened them (``parts``) to share.
-    ``now`` is the core's clock and ``draw`` places openers (tests move and fix them).
+    ``now`` is the core's clock and ``draw`` its random draw (the gate's against
+    ``talk_value``, the openers' moments): tests move and fix them.
     """
     async with contextlib.AsyncExitStack() as stack:
         if parts is None:
-            parts = await stack.enter_async_context(opened_parts(config, secrets))
+            parts = await stack.enter_async_context(opened_parts(config, secrets, now=now))
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         sources = opened_picture_sources(config, secrets, platforms)
@@ -175,6 +190,8 @@ async def running_core(
             splitter=splitter,
             pictures=await stack.enter_async_context(sources),
             sticker_sources=await stack.enter_async_context(stickers),
+            spending=parts.spending,
+            words=RecallWords(),
             now=now,
             retries=retries,
             voice=await stack.enter_async_context(voice),
@@ -447,20 +464,30 @@ def recall(path: Path, *, chat: ChatKey, query: str) -> int:
     )
 
 
-async def _trace(config: Config, *, chat: ChatKey, count: int) -> int:
-    async with await SqliteStore.open(config.database_path) as store:
-        traces = TraceOps(store, keep=config.memory.trace_keep)
-        return await shell.print_traces(
-            traces, chat=chat, count=count, zone=config.bot.zone, say=Texts(config.bot.language)
-        )
-
-
 def trace(path: Path, *, chat: ChatKey, count: int) -> int:
     """Print ``chat``'s ``count`` newest batch traces; needs no secret, only the database."""
+    return _run_store_command(path, functools.partial(shell.show_traces, chat=chat, count=count))
+
+
+def cost(path: Path, *, days: int, chat: ChatKey | None, as_json: bool) -> int:
+    """Print what the LLM calls of the last ``days`` chat days cost; needs no secret."""
+    show = functools.partial(shell.show_cost, days=days, chat=chat, as_json=as_json, now=utc_now)
+    return _run_store_command(path, show)
+
+
+def _run_store_command(
+    path: Path, command: Callable[[Config, SqliteStore], Coroutine[Any, Any, int]]
+) -> int:
+    """Run a command that reads only the database (no secret, no LLM) from ``path``'s config."""
+
+    async def run(config: Config) -> int:
+        async with await SqliteStore.open(config.database_path) as store:
+            return await command(config, store)
+
     try:
         config = load_config(path)
         prepare_data_dir(config)
-        return asyncio.run(_trace(config, chat=chat, count=count))
+        return asyncio.run(run(config))
     except (PacebotError, OSError) as exc:
         return _failed(exc)
 

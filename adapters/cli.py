@@ -91,6 +91,20 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument(
         "-n", type=_positive, default=1, dest="count", help="how many traces (default 1)"
     )
+    cost = commands.add_parser(
+        "cost",
+        parents=[with_config],
+        help="show what the LLM calls cost",
+        description="Print tokens and cost per chat day, chat and kind of call, with the total.",
+    )
+    cost.add_argument(
+        "--days",
+        type=_positive,
+        default=7,
+        help="the last N chat days, today included (default 7)",
+    )
+    cost.add_argument("--chat", type=_chat_key, help="only this chat, e.g. qq:group:456")
+    cost.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
 
@@ -138,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.command == "trace":
         return app.trace(args.config, chat=args.chat, count=args.count)
+    if args.command == "cost":
+        return app.cost(args.config, days=args.days, chat=args.chat, as_json=args.json)
     if args.command == "recall":
         return app.recall(args.config, chat=args.chat, query=args.query)
     return app.serve(args.config, console=args.command == "console", log_level=args.log_level)

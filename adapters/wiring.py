@@ -1,17 +1,16 @@
 """Put the core together from the parts the composition root opened.
 
 :func:`build_core` makes the objects of one running bot and hands them to each other:
-the prompter, the answerer, the pipeline, the operations every face uses, the inbox the
-platforms deliver to, (with ``[stickers] enabled``) the sticker collections, and (with
-``[voice]`` on) the hearing of voice notes and the speaking of voice items, and (with
-``qq.backfill``) the fetching back of what a platform's history holds and the store
-misses. It starts
-nothing: ``adapters/app.py`` opens the parts and runs the lifecycles.
+the gate and the loop watch, the prompter, the answerer, the pipeline, the operations
+every face uses, the inbox the platforms deliver to, (with ``[stickers] enabled``) the
+sticker collections, (with ``[voice]`` on) the hearing of voice notes and the speaking of
+voice items, and (with ``qq.backfill``) the fetching back of what a platform's history
+holds and the store misses. It starts nothing: ``adapters/app.py`` opens the parts and
+runs the lifecycles.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,12 +18,16 @@ from typing import Protocol
 
 from bot.answer import Answerer
 from bot.backfill import Backfill, BackfillSettings
+from bot.budget import Spending, UsageLog
 from bot.commands.runner import CommandRunner
 from bot.config import Config
 from bot.context import Prompter
+from bot.gate import CallGate, RoomLog, WordCutter
 from bot.inbox import Inbox
+from bot.loops import LoopWatch
 from bot.memory.stack import Memory
 from bot.ops import Ops
+from bot.ops.cost import CostOps
 from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps, StatusStore
@@ -41,7 +44,9 @@ from bot.voice.ports import Speech, TranscriptStore, VoiceSource
 from bot.voice.speaking import Speaking
 
 
-class CoreStore(Store, StatusStore, TraceLog, StickerStore, TranscriptStore, Protocol):
+class CoreStore(
+    Store, StatusStore, TraceLog, StickerStore, TranscriptStore, UsageLog, RoomLog, Protocol
+):
     """Every port the core reads and writes, as one store."""
 
 
@@ -75,17 +80,25 @@ def build_core(
     splitter: LLM,
     pictures: Mapping[str, PictureSource],
     sticker_sources: Mapping[str, StickerSource],
+    spending: Spending,
+    words: WordCutter,
     now: Callable[[], datetime],
+    draw: Callable[[], float],
     retries: Retries,
     voice: VoiceParts | None = None,
     history: Mapping[str, tuple[History, BackfillSettings]] | None = None,
-    draw: Callable[[], float] = random.random,
 ) -> Core:
-    """Make the core's objects and hand them to each other; ``history`` names the
-    platforms missed messages are fetched back from, ``draw`` places openers."""
+    """Make the core's objects and hand them to each other.
+
+    ``history`` names the platforms missed messages are fetched back from. ``now`` is the
+    core's clock and ``draw`` its random draw (the gate's against ``talk_value``, the
+    openers' moments); tests pass their own.
+    """
     stickers = (
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
+    loops = LoopWatch(now=now, zone=config.bot.zone)
+    gate = CallGate(config, store, words, spending=spending, loops=loops, now=now, draw=draw)
     hearing = speaking = None
     if voice is not None and config.voice.transcribe:
         hearing = Hearing(config, store, voice.speech, voice.sources)
@@ -104,6 +117,8 @@ def build_core(
         splitter=splitter,
         memory=memory,
         prompter=prompter,
+        gate=gate,
+        spending=spending,
         now=now,
         pictures=pictures,
         stickers=stickers,
@@ -116,19 +131,30 @@ def build_core(
         answerer,
         traces=store,
         now=now,
+        loops=loops,
         retries=retries,
         stickers=stickers,
         hearing=hearing,
         item_hooks=HooksByKind(hooks),
         draw=draw,
     )
+    cost = CostOps(config.budget, store, spending)
     ops = Ops(
         status=StatusOps(
-            config, store, chats=pipeline, prompts=prompter, platforms=platforms, now=now
+            config,
+            store,
+            chats=pipeline,
+            prompts=prompter,
+            platforms=platforms,
+            cost=cost,
+            gate=gate,
+            loops=loops,
+            now=now,
         ),
         memory=MemoryOps(config, memory, store),
         traces=TraceOps(store, keep=config.memory.trace_keep),
         stickers=StickerOps(stickers),
+        cost=cost,
         initiative=InitiativeOps(store, now=now),
     )
     backfill = Backfill(store, pipeline, history, now=now) if history else None

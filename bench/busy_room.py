@@ -17,14 +17,13 @@ that has answered anything already has.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.report import Figure, at_most, exactly
-from bench.rig import fresh_path
+from bench.rig import answer_afresh, fresh_path
 from bench.stats import percentile
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.harness import PRIVATE, harness
@@ -36,7 +35,7 @@ MENTION_EVERY_S = 30.0  # simulated seconds between two @-mentions
 FOLLOW_UP_AFTER_S = 3.0  # the asker's second line, half the time
 ASKER_WAITS_S = 20.0  # an asker does not chat meanwhile, for this long after asking
 OVERHEAD_TARGET_S = 0.05  # beyond debounce_max_s, real seconds
-_REPLY = json.dumps({"replies": [{"content": "在的", "send_delay_seconds": 0}]})
+_ANSWER = [{"content": "在的", "send_delay_seconds": 0}]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +108,10 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     last_asker_line: dict[int, float] = {}
     loop = asyncio.get_running_loop()
     async with (
-        FakeLLMServer(default=_REPLY) as llm,
+        FakeLLMServer() as llm,
         harness(fresh_path(workdir, "busy-room"), llm, pacing=pacing) as bot,
     ):
+        answer_afresh(llm, _ANSWER)
         await bot.say("先热个身", chat=PRIVATE)
         await bot.settle()
         warm_calls = len(llm.requests)

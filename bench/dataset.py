@@ -56,6 +56,26 @@ CHAT_LINES = (
     "有没有好看的剧推荐",
 )
 
+GROUP_CHATTER = (
+    "哈哈哈哈",
+    "真的假的",
+    "我也觉得",
+    "笑死",
+    "今天好热",
+    "刚吃完饭",
+    "好困啊",
+    "收到",
+    "+1",
+    "晚点再说",
+    "ok",
+    "这个可以",
+    "老板又让加班",
+    "下雨了，忘带伞",
+    "刚跑完五公里",
+    "这个周末搬家",
+)
+"""What a busy group says most of the time: no question, nothing the bot cares about."""
+
 TOPICS = (
     "火锅",
     "爬山",

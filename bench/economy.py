@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -34,7 +33,7 @@ from typing import Any
 
 from bench.dataset import CHAT_LINES, TOPICS, ChatHistory, build, chat_keys
 from bench.report import Figure, at_most, exactly
-from bench.rig import fresh_path
+from bench.rig import answer_afresh, fresh_path
 from bot.config import Config
 from bot.models import ChatKey, ChatKind, ChatMessage, PersonNote
 from bot.prompt import estimate_prompt_tokens, estimate_tokens
@@ -45,15 +44,10 @@ from storage.sqlite import SqliteStore
 FLAT_TARGET = 0.05  # prompt growth from 1 day to 1 year
 FACTS_PER_DAY = 3  # learned about the chat's chatter each day of its history
 _BURST_WEIGHTS = {1: 35, 2: 25, 3: 17, 4: 11, 5: 7, 6: 5}  # messages per turn
-_REPLY = json.dumps(
-    {
-        "replies": [
-            {"content": "哈哈，真的吗", "send_delay_seconds": 0},
-            {"content": "那后来怎么样了？", "send_delay_seconds": 2},
-        ]
-    },
-    ensure_ascii=False,
-)
+_ANSWER = [
+    {"content": "哈哈，真的吗", "send_delay_seconds": 0},
+    {"content": "那后来怎么样了？", "send_delay_seconds": 2},
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +176,8 @@ async def _converse(
 ) -> _Tally:
     chats = [ChatKey("test", ChatKind.PRIVATE, str(100 + n)) for n in range(len(conversations))]
     pacing = scale.pacing(naive=naive)
-    async with FakeLLMServer(default=_REPLY) as llm, harness(tmp, llm, pacing=pacing) as bot:
+    async with FakeLLMServer() as llm, harness(tmp, llm, pacing=pacing) as bot:
+        answer_afresh(llm, _ANSWER)
         await asyncio.gather(
             *(
                 _person(bot, chat, turns, scale)

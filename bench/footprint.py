@@ -9,7 +9,7 @@ the QQ port accepts a connection, counted from the spawn. Idle RSS is read from
 and again 3 s after it has answered a message on each platform (Telegram through PTB, QQ
 through a fake NapCat on the reverse WebSocket) through the fake LLM: the ``openai`` SDK
 and the segmenter's dictionary load with the first answer, so the second figure is what a
-bot that has talked holds, and the one the memory target (SPEC §11, §27) means. Then a
+bot that has talked holds, and the one the memory target (docs/targets.md) means. Then a
 third chat, one with a day summary on its prompt stack, asks about it: keyword recall cuts
 the question, which loads the segmenter's dictionary (a chat without summaries is not
 searched), and RSS is read a third time, 3 s later.
@@ -44,7 +44,7 @@ RSS_TARGET_MIB = 100.0
 HELP_TARGET_S = 0.3
 _MIB = 1024 * 1024
 _IDLE_S = 2.0  # quiet time after ready before RSS is read (the nightly catch-up ends)
-_AFTER_ANSWER_S = 3.0  # quiet time after the answers before RSS is read (SPEC §27)
+_AFTER_ANSWER_S = 3.0  # quiet time after the answers before RSS is read
 _HELP_TRIES = 5
 _CHATTER = 1001
 _REMEMBERING = 1002  # a Telegram chat with a day summary to recall

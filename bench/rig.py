@@ -5,16 +5,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import random
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from bench.dataset import CHAT_LINES
 from bot.models import ChatKey, ChatMessage, Completion, IncomingMessage, ToolSpec
+from fakes.openai_api import FakeLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 _PACKAGES = ("bot", "adapters", "storage", "scheduler")
@@ -36,6 +39,25 @@ async def compile_bytecode(source: Path = REPO) -> None:
         stdout=asyncio.subprocess.DEVNULL,
     )
     await process.wait()
+
+
+def answer_afresh(llm: FakeLLMServer, plan: Sequence[Mapping[str, Any]]) -> None:
+    """Answer every request with ``plan``, each text numbered by the call (``在的3``).
+
+    A model's words differ from one answer to the next; the same words again would be
+    dropped as a repeat of the bot's last messages, which no real chat would show.
+    """
+    numbers = itertools.count(1)
+
+    async def next_answer(_request: dict[str, Any]) -> None:
+        number = next(numbers)
+        replies = [
+            {**item, "content": f"{item['content']}{number}"} if "content" in item else dict(item)
+            for item in plan
+        ]
+        llm.reply(json.dumps({"replies": replies}))
+
+    llm.before_answer = next_answer
 
 
 def fresh_path(workdir: Path, name: str) -> Path:

@@ -85,6 +85,20 @@ BENCHMARKS = (
         120,
         quick_budget_s=60.0,
     ),
+    Benchmark(
+        "gate",
+        "bench.gate",
+        "the group gate per unaddressed batch; three members' busy minute",
+        120,
+        quick_budget_s=40.0,
+    ),
+    Benchmark(
+        "groupweek",
+        "bench.group_week",
+        "a 50-person group, 1,000 messages a day for a week: mention, smart, always",
+        1200,
+        quick_budget_s=90.0,
+    ),
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
     Benchmark("items", "bench.items", "reply items read and delivered; the stickers part", 120),
     Benchmark(

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import random
 import shutil
 import time
 import tracemalloc
@@ -22,16 +23,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from adapters.app import freeze_startup_heap, utc_now
+from adapters.wiring import build_core
 from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_least, at_most
 from bench.rig import NoLLM, StallWatch, fresh_path
-from bot.answer import Answerer
+from bot.budget import Spending
 from bot.config import Config, parse_config
-from bot.context import Prompter
 from bot.memory.stack import Memory
 from bot.pipeline import Pipeline
+from bot.ports import Platform
+from bot.retries import DEFAULT_RETRIES
 from fakes.harness import RecordingPlatform
 from storage.sqlite import SqliteStore
+from storage.words import RecallWords
 
 STALL_TARGET_MS = 50.0
 
@@ -111,12 +115,23 @@ def _pipeline(config: Config, store: SqliteStore) -> Pipeline:
     """Wire the core the way ``running_core`` does, with a platform that records."""
     llm = NoLLM()
     memory = Memory(config, store, llm, initial_persona="你是小满。", now=utc_now)
-    platforms = {"telegram": RecordingPlatform(name="telegram")}
-    prompter = Prompter(config, store, memory, platforms, now=utc_now)
-    answerer = Answerer(
-        config, store, llm, splitter=llm, memory=memory, prompter=prompter, now=utc_now
+    platforms: dict[str, Platform] = {"telegram": RecordingPlatform(name="telegram")}
+    core = build_core(
+        config,
+        store,
+        memory,
+        platforms,
+        llm=llm,
+        splitter=llm,
+        pictures={},
+        sticker_sources={},
+        spending=Spending(config, store, now=utc_now),
+        words=RecallWords(),
+        now=utc_now,
+        draw=random.random,
+        retries=DEFAULT_RETRIES,
     )
-    return Pipeline(config, store, platforms, answerer, traces=store, now=utc_now)
+    return core.pipeline
 
 
 async def _memory_per_chat(config: Config, store: SqliteStore, chats: int) -> float:

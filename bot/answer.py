@@ -1,8 +1,12 @@
-"""Answer one batch: decide whether to, build the context, make one LLM call, plan replies.
+"""Answer one batch: ask the gate whether to, build the context, make one LLM call, plan replies.
 
-The reply contract's fallback chain lives here: parse the JSON; if that fails, ask the
-splitter to turn the raw text into JSON; if that fails too, split the text by hand with
-typing-speed delays. Every fallback that fires is logged with the chat key and batch id.
+The gate (``bot/gate.py``) decides first, without a call; a batch it turns away leaves a
+trace with its reasons. The reply contract's fallback chain lives here: parse the JSON; if
+that fails, ask the splitter to turn the raw text into JSON (unless a soft cap stops the
+optional calls); if that fails too, split the text by hand with typing-speed delays.
+Every fallback that fires is logged with the chat key and batch id. Every call's tokens
+are kept (``bot/budget.py``), and the guards (``bot/replies/guards.py``) drop a repeat of
+the bot's last words and, on QQ with ``qq.strip_urls``, replace links.
 
 With ``llm.memory_tool`` on, the reply call also offers ``search_memory``
 (``bot/memory/tool.py``): if the model calls it, the batch is asked once more with the
@@ -13,7 +17,6 @@ for a missing answer is skipped then. Every call made is noted in the batch's tr
 from __future__ import annotations
 
 import asyncio
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,9 +24,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from loguru import logger
 
+from bot.budget import Spending, usage_of
 from bot.config import Config
 from bot.context import Prompter, Request
+from bot.conversation import answered_senders
 from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
+from bot.gate import CallGate, Decision, decide
 from bot.initiative.occasion import Occasion
 from bot.initiative.promises import Promise, asker_of, keep_promises
 from bot.initiative.store import InitiativeStore
@@ -31,10 +37,10 @@ from bot.memory.stack import Memory
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
 from bot.models import Batch, BatchOutcome, ChatMessage, Completion, ImageInput, ToolSpec
 from bot.ports import LLM, MessageLog, PictureSource
+from bot.replies.guards import without_links, without_repeats
 from bot.replies.items import DroppedItem, Later, PlannedReply, Reply, Text
 from bot.replies.parse import parse_image_notes, splitter_messages
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
-from bot.replies.questions import looks_like_question
 from bot.replies.splitting import split_text
 from bot.stickers import Stickers
 from bot.trace import Trace, TraceNotes
@@ -48,26 +54,6 @@ _NUDGE = (
     "You returned no replies, but this message needs an answer. "
     "Answer now, in the same JSON format, with at least one reply."
 )
-
-
-class Decision(enum.Enum):
-    """Whether a batch goes to the LLM, and whether silence is an acceptable answer."""
-
-    SKIP = enum.auto()
-    ANSWER = enum.auto()  # must say something
-    MAY_STAY_SILENT = enum.auto()
-
-
-def decide(batch: Batch, *, reply_mode: str) -> Decision:
-    """Apply the group rules: private chats are answered, groups per ``groups.reply_mode``."""
-    texts = [m.text for m in batch.messages]
-    if not batch.chat.is_group:
-        return Decision.MAY_STAY_SILENT if not looks_like_question(texts) else Decision.ANSWER
-    if any(m.addresses_bot for m in batch.messages):
-        return Decision.ANSWER
-    if reply_mode == "mention":
-        return Decision.SKIP
-    return Decision.MAY_STAY_SILENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +89,8 @@ class Answerer:
         splitter: LLM,
         memory: Memory,
         prompter: Prompter,
+        gate: CallGate,
+        spending: Spending,
         now: Callable[[], datetime],
         pictures: Mapping[str, PictureSource] | None = None,
         stickers: Stickers | None = None,
@@ -110,6 +98,8 @@ class Answerer:
     ) -> None:
         self._config = config
         self._hearing = hearing
+        self._gate = gate
+        self._spending = spending
         self._warned_vision_refused = False  # one Answerer per run: once per process
         self._pictures = pictures or {}
         self._store = store
@@ -136,11 +126,16 @@ class Answerer:
         if self._hearing is not None:
             batch = await self._hearing.heard(batch, timeout_s=self._config.llm.timeout_s)
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
-        notes = TraceNotes(batch, self._now(), rearmed_by=tuple(rearmed_by))
-        decision = decide(batch, reply_mode=self._config.groups.reply_mode)
-        if decision is Decision.SKIP:
-            log.debug("batch not addressed to the bot; kept as context")
-            return Answer(BatchOutcome.SKIPPED, trace=notes.freeze(BatchOutcome.SKIPPED))
+        notes = TraceNotes(
+            batch, self._now(), rearmed_by=tuple(rearmed_by), prices=self._config.budget
+        )
+        verdict = await self._gate.admit(batch)
+        notes.gate = verdict.reasons
+        if not verdict.go:
+            log.debug("no LLM call, {}: {}; kept as context", verdict.why, "; ".join(notes.gate))
+            skipped = BatchOutcome.SKIPPED
+            return Answer(skipped, trace=notes.freeze(skipped, why=verdict.why))
+        decision = decide(batch, reply_mode=self._config.groups.for_chat(batch.chat).reply_mode)
         images: tuple[ImageInput, ...] = ()
         if self._config.llm.vision:
             images = await look_at(batch, self._pictures, max_images=self._config.llm.max_images)
@@ -204,9 +199,11 @@ class Answerer:
             log.warning("no usable reply, staying silent: {}", exc)
             failed = BatchOutcome.FAILED
             return Answer(failed, error=str(exc), trace=notes.freeze(failed, error=str(exc)))
+        replies = self._guarded(batch, replies, notes, prompt)
         if not replies:
             return Answer(BatchOutcome.SILENT, trace=notes.freeze(BatchOutcome.SILENT))
         promises = await self._promised(batch, replies, notes)
+        self._gate.talked_with(batch.chat, answered_senders(batch.messages))
         planned = plan_replies(
             replies,
             start=self._now(),
@@ -222,24 +219,31 @@ class Answerer:
         """Answer an initiative batch with one LLM call: no tool, splitter or nudge.
 
         Silence is a good answer to a follow-up or an opener. A reminder is always
-        delivered: when the model says nothing, or fails, its note is sent as written.
+        delivered: when the model says nothing, or fails, or a budget cap allows no call,
+        its note is sent as written. A soft cap stops follow-ups and openers (optional
+        calls), a hard cap every call.
         """
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
-        notes = TraceNotes(batch, self._now(), occasion=occasion)
-        prompt = await self._prompter.request(
-            batch, chat_title=chat_title, notes=notes, occasion=occasion
-        )
+        notes = TraceNotes(batch, self._now(), occasion=occasion, prices=self._config.budget)
         error: str | None = None
         replies: list[Reply] = []
-        try:
-            model = self._config.llm.model
-            completion = await self._ask(
-                self._llm, prompt.messages, kind="initiative", model=model, notes=notes
+        capped = await self._spending.refusal(batch.chat, optional=occasion.may_stay_silent)
+        if capped is not None:  # a budget cap: a reminder still goes, as its note
+            log.info("the {} makes no LLM call: {}", occasion.kind, capped)
+            notes.guards.append(f"no LLM call: {capped}")
+        else:
+            prompt = await self._prompter.request(
+                batch, chat_title=chat_title, notes=notes, occasion=occasion
             )
-            replies = await self._read(completion, log, notes, prompt, splitter=False)
-        except (LLMUnavailable, BadLLMReply) as exc:
-            error = str(exc)
-            log.warning("the {} got no usable answer: {}", occasion.kind, exc)
+            try:
+                model = self._config.llm.model
+                completion = await self._ask(
+                    self._llm, prompt.messages, kind="initiative", model=model, notes=notes
+                )
+                replies = await self._read(completion, log, notes, prompt, splitter=False)
+            except (LLMUnavailable, BadLLMReply) as exc:
+                error = str(exc)
+                log.warning("the {} got no usable answer: {}", occasion.kind, exc)
         outcome = BatchOutcome.FAILED if error else BatchOutcome.ANSWERED
         if not replies and occasion.may_stay_silent:
             outcome = outcome if error else BatchOutcome.SILENT
@@ -273,6 +277,21 @@ class Answerer:
         notes.dropped += refused
         notes.promised += kept
         return tuple(kept)
+
+    def _guarded(
+        self, batch: Batch, replies: list[Reply], notes: TraceNotes, offer: Request
+    ) -> list[Reply]:
+        """Drop a repeat of the bot's last words; on QQ with ``strip_urls``, replace links."""
+        replies, repeats = without_repeats(replies, offer.bot_said)
+        _note_dropped(notes, repeats)
+        if batch.chat.platform == "qq" and self._config.qq.strip_urls:
+            replies, replaced = without_links(replies)
+            if replaced:
+                logger.bind(chat=str(batch.chat), batch=batch.id).info(
+                    "{} link(s) replaced with [link] (qq.strip_urls)", replaced
+                )
+                notes.guards.append(f"{replaced} link(s) replaced with [link]")
+        return replies
 
     def _warn_vision_refused(self, exc: ImagesRefused) -> None:
         """Say once per run that the model refuses pictures; every batch re-asks."""
@@ -318,7 +337,8 @@ class Answerer:
         tools: Sequence[ToolSpec] = (),
         tool_choice: str = "auto",
     ) -> Completion:
-        """Make one LLM call and note it, how long it took and how it ended, in ``notes``."""
+        """Make one LLM call; keep what it cost, and note it, how long it took and how it
+        ended, in ``notes``."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
@@ -328,7 +348,9 @@ class Answerer:
         except LLMError as exc:
             notes.call(kind, model, loop.time() - started, error=str(exc))
             raise
-        notes.call(kind, model, loop.time() - started, completion)
+        usage = usage_of(messages, completion)
+        notes.call(kind, model, loop.time() - started, completion, usage=usage)
+        await self._spending.note(notes.batch.chat, kind, usage)
         return completion
 
     async def _read(
@@ -370,21 +392,18 @@ class Answerer:
                 return replies
         else:
             log.info("fallback: text split ({})", reason)
-        split_up = split_text(
-            completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
-        )
-        replies = self._kept(split_up, [], notes, offer)
-        if not replies:
-            msg = f"nothing to say could be read from the output ({reason})"
-            raise BadLLMReply(msg)
-        notes.tier = "text-split"
-        return replies
+        return self._split_by_hand(completion, notes, offer, reason)
 
     async def _split(
         self, completion: Completion, reason: str, log: Logger, notes: TraceNotes, offer: Request
     ) -> list[Reply]:
         """Ask the splitter to turn the output into a plan; ``[]`` when it cannot."""
         pacing = self._config.pacing
+        capped = await self._spending.refusal(notes.batch.chat, optional=True)
+        if capped is not None:
+            log.info("fallback: text split ({}; the splitter is an optional call)", capped)
+            notes.guards.append(f"splitter skipped: {capped}")
+            return []
         log.info("fallback: splitter ({})", reason)
         splitter_model = self._config.llm.splitter.model or self._config.llm.model
         try:
@@ -409,6 +428,21 @@ class Answerer:
             log.info("fallback: text split (the splitter returned no replies)")
         return []
 
+    def _split_by_hand(
+        self, completion: Completion, notes: TraceNotes, offer: Request, reason: str
+    ) -> list[Reply]:
+        """The last fallback: cut the text into messages; raise if nothing is left."""
+        pacing = self._config.pacing
+        split_up = split_text(
+            completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
+        )
+        replies = self._kept(split_up, [], notes, offer)
+        if not replies:
+            msg = f"nothing to say could be read from the output ({reason})"
+            raise BadLLMReply(msg)
+        notes.tier = "text-split"
+        return replies
+
     @staticmethod
     def _kept(
         replies: list[Reply], dropped: list[DroppedItem], notes: TraceNotes, offer: Request
@@ -417,8 +451,13 @@ class Answerer:
         kept, refused = deliverable(
             without_reply_json(replies), kinds=offer.kinds, shown_ids=offer.message_ids
         )
-        log = logger.bind(chat=str(notes.batch.chat), batch=notes.batch.id)
-        for item in [*dropped, *refused]:
-            log.info("{} item dropped: {}", item.kind, item.reason)
-            notes.dropped.append(item)
+        _note_dropped(notes, [*dropped, *refused])
         return kept
+
+
+def _note_dropped(notes: TraceNotes, items: Sequence[DroppedItem]) -> None:
+    """Log each item of a plan that will not be sent, and list it in the trace."""
+    log = logger.bind(chat=str(notes.batch.chat), batch=notes.batch.id)
+    for item in items:
+        log.info("{} item dropped: {}", item.kind, item.reason)
+        notes.dropped.append(item)

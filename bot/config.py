@@ -6,109 +6,37 @@ Every error names the key, the bad value and the form that was expected.
 
 from __future__ import annotations
 
-import ipaddress
-import re
 import tomllib
 from collections.abc import Mapping
 from datetime import time
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from bot.config_errors import describe, toml_value
+from bot.config_groups import BudgetConfig, GroupsConfig, describe_override
+from bot.config_values import (
+    AdminIds,
+    ClockTime,
+    EnvName,
+    EnvNameOrEmpty,
+    Hours,
+    IanaZone,
+    LogLevel,
+    NonNegativeSeconds,
+    PositiveSeconds,
+    Section,
+    http_url,
+    is_loopback,
+)
 from bot.errors import ConfigError
+from bot.hours import Window, window_minutes
 from bot.texts import Language
 
-_ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-
-def is_loopback(host: str) -> bool:
-    """Tell whether ``host`` names a loopback address (only this machine can connect)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _env_name(value: str) -> str:
-    if not _ENV_NAME_RE.match(value):
-        msg = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
-        raise ValueError(msg)
-    return value
-
-
-def _env_name_or_empty(value: str) -> str:
-    return value and _env_name(value)
-
-
-def _http_url(example: str) -> AfterValidator:
-    """Accept an http(s) URL or "", naming ``example`` as the expected form."""
-
-    def check(value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            msg = f"must be an http(s) URL such as {example}, or empty"
-            raise ValueError(msg)
-        return value
-
-    return AfterValidator(check)
-
-
-def _iana_zone(value: str) -> str:
-    try:
-        ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        msg = "must be an IANA time zone such as Asia/Shanghai or Europe/Berlin"
-        raise ValueError(msg) from None
-    return value
-
-
-def _admin_ids(value: tuple[str, ...]) -> tuple[str, ...]:
-    for admin in value:
-        if not _ADMIN_RE.match(admin):
-            msg = (
-                f"{toml_value(admin)} is not an admin id; use platform:numeric-id, "
-                'e.g. "telegram:123456789" or "qq:10001"'
-            )
-            raise ValueError(msg)
-    return value
-
-
-def _clock_time(value: str) -> str:
-    try:
-        time.fromisoformat(value)
-    except ValueError:
-        valid = False
-    else:
-        valid = re.fullmatch(r"\d{2}:\d{2}", value) is not None
-    if not valid:
-        msg = "must be a time of day HH:MM, e.g. 04:00"
-        raise ValueError(msg)
-    return value
-
-
-LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"]
-PositiveSeconds = Annotated[float, Field(gt=0)]
-NonNegativeSeconds = Annotated[float, Field(ge=0)]
-EnvName = Annotated[str, AfterValidator(_env_name)]
-"""The name of the environment variable that holds a secret."""
-EnvNameOrEmpty = Annotated[str, AfterValidator(_env_name_or_empty)]
-"""As :data:`EnvName`, or "" to fall back to another setting."""
-IanaZone = Annotated[str, AfterValidator(_iana_zone)]
-AdminIds = Annotated[tuple[str, ...], AfterValidator(_admin_ids)]
-ClockTime = Annotated[str, AfterValidator(_clock_time)]
-"""A time of day, ``HH:MM``."""
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
-
-
-class BotConfig(_Section):
+class BotConfig(Section):
     name: str = Field(default="小满", min_length=1)
     """Display name; writing it in a group counts as addressing the bot."""
     aliases: tuple[str, ...] = ()
@@ -132,7 +60,7 @@ class BotConfig(_Section):
         return ZoneInfo(self.timezone)
 
 
-class PacingConfig(_Section):
+class PacingConfig(Section):
     debounce_min_s: NonNegativeSeconds = 5.0
     """Shortest wait after the latest message before answering, in seconds."""
     debounce_max_s: NonNegativeSeconds = 15.0
@@ -161,14 +89,7 @@ class PacingConfig(_Section):
         return self
 
 
-class GroupsConfig(_Section):
-    reply_mode: Literal["mention", "always", "smart"] = "mention"
-    """When a group batch is answered: addressed only, always, or as the LLM decides."""
-    store_unaddressed: bool = True
-    """Keep unaddressed group messages as context."""
-
-
-class SplitterConfig(_Section):
+class SplitterConfig(Section):
     base_url: str = ""
     """Endpoint of the cheaper splitter model; "" = ``[llm] base_url``."""
     api_key_env: EnvNameOrEmpty = ""
@@ -177,8 +98,8 @@ class SplitterConfig(_Section):
     """Model name; "" = ``[llm] model``."""
 
 
-class LLMConfig(_Section):
-    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+class LLMConfig(Section):
+    base_url: Annotated[str, http_url("https://api.openai.com/v1")] = ""
     """OpenAI-compatible endpoint; "" = the SDK default."""
     api_key_env: EnvName = "PACEBOT_LLM_API_KEY"
     """Environment variable that holds the API key."""
@@ -200,8 +121,8 @@ class LLMConfig(_Section):
     splitter: SplitterConfig = SplitterConfig()
 
 
-class MemoryEmbeddingsConfig(_Section):
-    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+class MemoryEmbeddingsConfig(Section):
+    base_url: Annotated[str, http_url("https://api.openai.com/v1")] = ""
     """OpenAI-compatible endpoint serving ``/embeddings``; "" = ``[llm] base_url``."""
     api_key_env: EnvNameOrEmpty = ""
     """Environment variable with its key; "" = ``[llm] api_key_env``."""
@@ -213,7 +134,7 @@ class MemoryEmbeddingsConfig(_Section):
         return bool(self.model.strip())
 
 
-class MemoryConfig(_Section):
+class MemoryConfig(Section):
     day_boundary: ClockTime = "04:00"
     """When one chat day ends and the next begins, HH:MM in ``bot.timezone``."""
     context_budget_tokens: int = Field(default=6000, ge=500)
@@ -234,15 +155,15 @@ class MemoryConfig(_Section):
         return time.fromisoformat(self.day_boundary)
 
 
-class TelegramConfig(_Section):
+class TelegramConfig(Section):
     enabled: bool = False
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     """Environment variable that holds the BotFather token."""
-    api_base_url: Annotated[str, _http_url("http://127.0.0.1:8081/bot")] = ""
+    api_base_url: Annotated[str, http_url("http://127.0.0.1:8081/bot")] = ""
     """A self-hosted Bot API server, e.g. http://127.0.0.1:8081/bot; "" = official."""
 
 
-class QQConfig(_Section):
+class QQConfig(Section):
     enabled: bool = False
     host: str = "127.0.0.1"
     """Address the reverse WebSocket listens on."""
@@ -259,18 +180,20 @@ class QQConfig(_Section):
     """At most this many chats are asked on one connect."""
     backfill_count: int = Field(default=30, ge=1, le=500)
     """Each chat is asked for this many of its newest messages."""
+    strip_urls: bool = False
+    """Replace links in the bot's QQ texts with ``[link]`` (links draw Tencent's risk control)."""
 
     @property
     def is_loopback(self) -> bool:
         return is_loopback(self.host)
 
 
-class ReactionsConfig(_Section):
+class ReactionsConfig(Section):
     enabled: bool = True
     """Let the bot answer with an emoji reaction on a message, where the platform has them."""
 
 
-class StickersConfig(_Section):
+class StickersConfig(Section):
     enabled: bool = False
     """Collect the stickers people send, and let the bot send them back by id."""
     scope: Literal["chat", "global"] = "chat"
@@ -281,12 +204,12 @@ class StickersConfig(_Section):
     """How many the prompt offers (most sent and newest first)."""
 
 
-class VoiceConfig(_Section):
+class VoiceConfig(Section):
     transcribe: bool = False
     """Hear voice notes: speech to text before the batch is answered."""
     speak: bool = False
     """Let the model answer with voice items, spoken by the speech endpoint."""
-    base_url: Annotated[str, _http_url("https://api.openai.com/v1")] = ""
+    base_url: Annotated[str, http_url("https://api.openai.com/v1")] = ""
     """OpenAI-compatible endpoint of ``/audio/transcriptions`` and ``/audio/speech``;
     "" = ``[llm] base_url``."""
     api_key_env: EnvNameOrEmpty = ""
@@ -308,38 +231,7 @@ class VoiceConfig(_Section):
         return self.transcribe or self.speak
 
 
-_HOURS_RE = re.compile(r"(\d{2}):(\d{2})-(\d{2}):(\d{2})")
-_DAY_MINUTES = 24 * 60
-
-
-def window_minutes(value: str) -> tuple[int, int] | None:
-    """Read ``HH:MM-HH:MM`` as minutes of the day (the end may be ``24:00``); ``None`` if
-    it is no window. A window whose end comes before its start runs past midnight."""
-    match = _HOURS_RE.fullmatch(value)
-    if match is None:
-        return None
-    start_h, start_m, end_h, end_m = (int(part) for part in match.groups())
-    start, end = start_h * 60 + start_m, end_h * 60 + end_m
-    if start_m > 59 or end_m > 59 or start >= _DAY_MINUTES or end > _DAY_MINUTES or start == end:
-        return None
-    return start, end
-
-
-def _hours(value: str) -> str:
-    if window_minutes(value) is None:
-        msg = (
-            'must be a window of local time "HH:MM-HH:MM", e.g. "09:00-22:00" '
-            '("22:00-02:00" runs past midnight, "00:00-24:00" is the whole day)'
-        )
-        raise ValueError(msg)
-    return value
-
-
-Hours = Annotated[str, AfterValidator(_hours)]
-"""A window of local time, ``HH:MM-HH:MM``; it may run past midnight."""
-
-
-class InitiativeConfig(_Section):
+class InitiativeConfig(Section):
     later: bool = True
     """Let the model promise to come back later: reminders and follow-ups (``later`` items)."""
     max_pending_per_chat: int = Field(default=5, ge=1, le=1000)
@@ -360,7 +252,7 @@ class InitiativeConfig(_Section):
     """The most opener batches per chat and chat day."""
 
     @property
-    def window(self) -> tuple[int, int]:
+    def window(self) -> Window:
         """``hours`` as minutes of the local day: (start, end), the end maybe past midnight."""
         minutes = window_minutes(self.hours)
         assert minutes is not None  # validated
@@ -382,7 +274,7 @@ WEB_TOKEN_CHARS_MIN = 16
 """The shortest dashboard token accepted: it guards a page that can change memory."""
 
 
-class WebConfig(_Section):
+class WebConfig(Section):
     enabled: bool = False
     """Serve the dashboard from ``pacebot run``."""
     host: str = "127.0.0.1"
@@ -402,7 +294,7 @@ class WebConfig(_Section):
         return f"http://{host}:{self.port}/"
 
 
-class Config(_Section):
+class Config(Section):
     """The whole validated configuration."""
 
     bot: BotConfig = BotConfig()
@@ -417,6 +309,7 @@ class Config(_Section):
     stickers: StickersConfig = StickersConfig()
     voice: VoiceConfig = VoiceConfig()
     initiative: InitiativeConfig = InitiativeConfig()
+    budget: BudgetConfig = BudgetConfig()
 
     @property
     def database_path(self) -> Path:
@@ -437,7 +330,9 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        problems = "\n".join(f"  - {describe(e, model=Config)}" for e in exc.errors())
+        problems = "\n".join(
+            f"  - {describe_override(e, data) or describe(e, model=Config)}" for e in exc.errors()
+        )
         msg = f"invalid configuration:\n{problems}"
         raise ConfigError(msg) from None
     bot = config.bot

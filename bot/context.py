@@ -22,6 +22,7 @@ from bot.models import Batch, ChatKey, ChatMessage, ImageInput
 from bot.ports import MessageLog, Platform
 from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
 from bot.replies.contract import contract, offered_kinds
+from bot.replies.guards import REPEATS_REMEMBERED
 from bot.replies.items import ItemKind
 from bot.stickers import Stickers
 from bot.trace import RecallFound, TraceNotes
@@ -35,6 +36,7 @@ class Request:
     recalled: Recalled
     message_ids: frozenset[str]  # the batch's and the recent history's
     kinds: frozenset[ItemKind]  # the kinds of item the contract offered
+    bot_said: tuple[str, ...] = ()  # the bot's latest words in the chat, newest last
 
 
 def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
@@ -178,7 +180,8 @@ class Prompter:
                 "contract": estimate_tokens(spec.contract),
             }
         shown = frozenset(m.message_id for m in (*batch.messages, *history))
-        return Request(assembled.messages, recalled, shown, kinds)
+        bot_said = tuple(m.text for m in history if m.from_bot)[-REPEATS_REMEMBERED:]
+        return Request(assembled.messages, recalled, shown, kinds, bot_said)
 
     async def _stickers_offered(self, chat: ChatKey) -> tuple[frozenset[ItemKind], str]:
         """Return the kinds offered in ``chat`` and its "stickers you can send" part:

@@ -6,7 +6,8 @@ PacebotError
 ├── LLMError
 │   ├── LLMUnavailable     transport failure after retries: timeout, 429, 5xx, refused
 │   │   └── ImagesRefused  the provider answered 400 to a request that held pictures
-│   └── BadLLMReply        the LLM answered, but nothing usable could be read from it
+│   ├── BadLLMReply        the LLM answered, but nothing usable could be read from it
+│   └── OverBudget         the hard cap of [budget] is reached: no call until the next day
 └── PlatformError
     ├── SendFailed         a send did not go through (``maybe_delivered`` says if unsure)
     ├── MessageRefused     the platform refused this message for good: drop it, go on
@@ -52,6 +53,10 @@ class ImagesRefused(LLMUnavailable):
 
 class BadLLMReply(LLMError):
     """The LLM answered with something that is not a valid reply."""
+
+
+class OverBudget(LLMError):
+    """The hard cap of ``[budget]`` is reached: no LLM call until the next chat day."""
 
 
 class PlatformError(PacebotError):

@@ -375,3 +375,44 @@ class KnownPerson:
     user_id: str
     user_name: str  # the name under their newest fact
     fact_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one LLM call cost in tokens: as its provider reported, or counted offline."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool = False  # the provider did not report it: counted offline
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCount:
+    """The tokens of some calls together, and how many of those calls were estimated."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated_calls: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: TokenCount) -> TokenCount:
+        return TokenCount(
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.estimated_calls + other.estimated_calls,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRow:
+    """The calls of one kind made for one chat on one chat day, and their tokens."""
+
+    day: date
+    chat: ChatKey
+    kind: str  # "reply", "reply+memory", "nudge", "splitter", "summary"
+    tokens: TokenCount

@@ -19,13 +19,15 @@ from datetime import datetime, timedelta
 
 from loguru import logger
 
-from bot.answer import Answer, Answerer, Decision, decide
+from bot.answer import Answer, Answerer
 from bot.config import Config
 from bot.conversation import Conversation, Phase, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
+from bot.gate import Decision, decide
 from bot.initiative.schedule import Initiative
 from bot.keeping import Keeper
+from bot.loops import LoopWatch
 from bot.models import Batch, BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform, Store, TraceLog
 from bot.retries import DEFAULT_RETRIES, Retries
@@ -54,6 +56,7 @@ class Pipeline:
         traces: TraceLog,
         now: Callable[[], datetime],
         rng: random.Random | None = None,
+        loops: LoopWatch,
         retries: Retries = DEFAULT_RETRIES,
         stickers: Stickers | None = None,
         hearing: Hearing | None = None,
@@ -61,6 +64,7 @@ class Pipeline:
         draw: Callable[[], float] = random.random,
     ) -> None:
         self._config = config
+        self._loops = loops
         self._store = store
         self._stickers = stickers
         self._hearing = hearing
@@ -76,6 +80,7 @@ class Pipeline:
             bot_name=config.bot.name,
             now=now,
             on_idle=self._on_replies_done,
+            on_sent=loops.bot_sent,
             hooks=item_hooks,
             retries=retries,
         )
@@ -166,6 +171,7 @@ class Pipeline:
         for kept in stored:
             chat = kept.chat
             self.initiative.heard(chat, kept.sent_at)
+            self._loops.message_in(chat, kept.sender_id)
             arrival = self._conversation(chat).message_in(kept)
             if arrival.cancels:
                 talked_over[chat] = None
@@ -217,7 +223,7 @@ class Pipeline:
         if await self._addresses_bot(message):
             message = replace(message, addresses_bot=True)
         unaddressed = message.chat.is_group and not message.addresses_bot
-        if unaddressed and not self._store_unaddressed():
+        if unaddressed and not self._store_unaddressed(message.chat):
             return None
         return message
 
@@ -228,9 +234,9 @@ class Pipeline:
         """Send what waits for ``platform`` now, not after the retry back-off."""
         self.sender.wake_platform(platform)
 
-    def _store_unaddressed(self) -> bool:
+    def _store_unaddressed(self, chat: ChatKey) -> bool:
         groups = self._config.groups
-        return groups.store_unaddressed or groups.reply_mode != "mention"
+        return groups.store_unaddressed or groups.for_chat(chat).reply_mode != "mention"
 
     async def _cancel_unsent(self, chat: ChatKey) -> None:
         """Cancel the replies still unsent: the person being answered wrote again."""
@@ -301,7 +307,8 @@ class Pipeline:
         log.info("answering {} message(s)", len(batch.messages))
         # Someone who is owed an answer sees "typing…" while the LLM thinks. From now on
         # they are being answered (in a private chat always): writing again talks over it.
-        owed = decide(batch, reply_mode=self._config.groups.reply_mode) is Decision.ANSWER
+        reply_mode = self._config.groups.for_chat(chat).reply_mode
+        owed = decide(batch, reply_mode=reply_mode) is Decision.ANSWER
         rearmed_by = conversation.answer_started(
             answered_senders(batch.messages), owed=owed or not chat.is_group
         )

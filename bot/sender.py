@@ -121,12 +121,14 @@ class Sender:
         bot_name: str,
         now: Callable[[], datetime],
         on_idle: Callable[[ChatKey], None] = lambda chat: None,
+        on_sent: Callable[[ChatKey], None] = lambda chat: None,
         hooks: ItemHooks | None = None,
         retries: Retries = DEFAULT_RETRIES,
     ) -> None:
         self._store = store
         self._retries = retries
         self._on_idle = on_idle
+        self._on_sent = on_sent
         self._hooks = hooks or AsTheyAre()
         self._platforms = platforms
         self._pacing = pacing
@@ -338,6 +340,7 @@ class Sender:
             now=self._now(),
         )
         await self._hooks.delivered(chat, ready)
+        self._on_sent(chat)
         log.debug("sent reply {} as message {}", item.id, message_id)
         return _Outcome.SENT
 

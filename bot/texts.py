@@ -30,7 +30,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_pop": "remove the newest memory summary",
         "help_prompt": "show the effective system prompt",
         "help_recall": "show what memory recall finds for a question",
-        "help_status": "pacing, waiting messages, queued replies, LLM errors",
+        "help_status": "pacing, waiting messages, queued replies, LLM errors, what today cost",
         "help_people": "the people of this chat with their fact counts",
         "help_facts": "one person's remembered facts, each with its id",
         "help_forget": "forget one fact by its id",
@@ -52,6 +52,15 @@ EN: Mapping[str, str] = MappingProxyType(
         "sent today: {texts} text(s), {reactions} reaction(s), {stickers} sticker(s),"
         " {voices} voice message(s)\n"
         "LLM errors in the last hour: {errors}",
+        "status_tokens": "LLM today: {chat_tokens:,} tokens here ({chat_cost}), "
+        "{bot_tokens:,} in all ({bot_cost}){estimated}",
+        "status_estimated": "; some counted offline",
+        "status_caps": "budget a day: soft cap {soft}, hard cap {hard}, per chat {chat_cap}",
+        "status_no_cap": "none",
+        "status_cap_reached": "{cap:,} (reached)",
+        "status_hard_cap": "hard cap reached: no LLM call until {until}",
+        "status_unaddressed": "unaddressed calls in the last hour: {calls} of {budget}",
+        "status_paused": "paused for a bot loop until {until}: no LLM call here meanwhile",
         # /prompt
         "prompt": "system prompt of {chat}, ~{tokens} tokens:\n\n{prompt}",
         # /summary
@@ -80,6 +89,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "restore_done": "Restored the summary of {day}.",
         "run_usage": "usage: /summary run [YYYY-MM-DD] (default: yesterday)",
         "run_future": "{day} has not happened yet.",
+        "run_over_budget": "The summary of {day} waits: today's hard cap of [budget] is "
+        "reached, so no LLM call is made until the next chat day.",
         "run_failed": "The summary of {day} failed (the LLM did not answer usably); "
         "try again later.",
         "run_already": "{day} already has a summary; /pop it first to write it again.",
@@ -134,7 +145,14 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_call_finish": "finish {reason}",
         "trace_call_error": "error: {error}",
         "trace_call_tokens": ", tokens {prompt}→{completion}",
+        "trace_call_tokens_estimated": ", tokens ~{prompt}→{completion} (not reported: "
+        "counted offline)",
         "trace_call_no_tokens": ", tokens not reported",
+        "trace_gate": "gate: {reasons}",
+        "trace_cost": "tokens {total:,} (prompt {prompt:,}, completion {completion:,}){estimated}, "
+        "cost {cost}",
+        "trace_estimated": ", some counted offline",
+        "trace_guard": "guard: {what}",
         "trace_tier": "replies read by: {tier}",
         "trace_fate": "reply {number}: {state} · {content}",
         "trace_dropped": "not sent: a {kind} item ({reason})",
@@ -192,7 +210,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_pop": "撤下最新的一条记忆摘要",
         "help_prompt": "查看当前生效的系统提示词",
         "help_recall": "查看一个问题会唤起哪些记忆",
-        "help_status": "节奏设置、等待中的消息、排队的回复、LLM 错误",
+        "help_status": "节奏设置、等待中的消息、排队的回复、LLM 错误、今天的花费",
         "help_people": "这个聊天里的人，以及记住的关于每人的事实数",
         "help_facts": "记住的关于某个人的事实，每条带编号",
         "help_forget": "按编号忘掉一条事实",
@@ -212,6 +230,15 @@ ZH: Mapping[str, str] = MappingProxyType(
         "排队的回复：{queued}\n"
         "今天发出：{texts} 条文字，{reactions} 个表情回应，{stickers} 个表情包，{voices} 条语音\n"
         "最近一小时 LLM 错误：{errors}",
+        "status_tokens": "今天的 LLM 用量：这里 {chat_tokens:,} token（{chat_cost}），"
+        "全部 {bot_tokens:,} token（{bot_cost}）{estimated}",
+        "status_estimated": "；部分为离线估算",
+        "status_caps": "每日预算：软上限 {soft}，硬上限 {hard}，每个会话 {chat_cap}",
+        "status_no_cap": "无",
+        "status_cap_reached": "{cap:,}（已达到）",
+        "status_hard_cap": "已达到硬上限：{until} 之前不再调用 LLM",
+        "status_unaddressed": "最近一小时未被点名的调用：{calls} / {budget}",
+        "status_paused": "发现机器人互相回复，暂停到 {until}：期间这里不调用 LLM",
         "prompt": "{chat} 的系统提示词，约 {tokens} token：\n\n{prompt}",
         "summary_usage": "用法：/summary list | show [N] | pop | restore | run [YYYY-MM-DD]",
         "summary_none": "{chat} 还没有摘要。",
@@ -235,6 +262,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "restore_done": "已恢复 {day} 的摘要。",
         "run_usage": "用法：/summary run [YYYY-MM-DD]（默认：昨天）",
         "run_future": "{day} 还没到。",
+        "run_over_budget": "{day} 的摘要先等等：今天已达到 [budget] 的硬上限，"
+        "下一个聊天日之前不再调用 LLM。",
         "run_failed": "{day} 的摘要失败了（LLM 没有给出可用的回答），请稍后再试。",
         "run_already": "{day} 已经有摘要了；要重写请先 /pop。",
         "run_nothing": "{day} 没有人在 {chat} 说话：没有可总结的。",
@@ -283,7 +312,13 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_call_finish": "结束原因 {reason}",
         "trace_call_error": "出错：{error}",
         "trace_call_tokens": "，token {prompt}→{completion}",
+        "trace_call_tokens_estimated": "，token 约 {prompt}→{completion}（服务商未报告：离线估算）",
         "trace_call_no_tokens": "，服务商未报告 token 数",
+        "trace_gate": "闸门：{reasons}",
+        "trace_cost": "token {total:,}（输入 {prompt:,}，输出 {completion:,}）{estimated}，"
+        "费用 {cost}",
+        "trace_estimated": "，部分为离线估算",
+        "trace_guard": "防护：{what}",
         "trace_tier": "回复解析方式：{tier}",
         "trace_fate": "第 {number} 条回复：{state} · {content}",
         "trace_dropped": "未发送：一个 {kind} 项（{reason}）",

@@ -1,10 +1,13 @@
 """Why the bot said what it said: one trace per batch, for admins (README, "Traces").
 
-A :class:`TraceNotes` collects along the answer path what the batch held, what the
+A :class:`TraceNotes` collects along the answer path what the batch held, the gate's
+verdict and its reasons (``bot/gate.py``; a batch turned away has a trace too), what the
 prompt was made of, what recall found, each LLM call (with the model's name, latency
-and tokens its :class:`~bot.models.Completion` reports), each memory-tool call and its
-result, and which tier of the reply fallback chain produced the replies; it freezes
-into a :class:`Trace` that the store keeps (the newest ``memory.trace_keep`` per chat).
+and tokens: the provider's ``usage``, or counted offline and marked so), each
+memory-tool call and its result, which tier of the reply fallback chain produced the
+replies, and what the guards did (``bot/replies/guards.py``); it freezes into a
+:class:`Trace` that the store keeps (the newest ``memory.trace_keep`` per chat), with
+what its calls cost at ``[budget]``'s prices.
 Each reply's fate is read from the outbox when a trace is shown. A trace holds no
 secret: no key, token or endpoint URL, only the model's name and what the model saw
 and wrote.
@@ -14,15 +17,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from zoneinfo import ZoneInfo
 
 from pydantic import TypeAdapter
 
+from bot.budget import cost_of, format_cost
+from bot.config_groups import BudgetConfig
 from bot.initiative.occasion import Occasion
 from bot.initiative.promises import Promise
-from bot.models import Batch, BatchOutcome, ChatKey, Completion, ToolCall
+from bot.models import Batch, BatchOutcome, ChatKey, Completion, TokenCount, ToolCall, Usage
 from bot.prompt import clip
 from bot.replies.items import DroppedItem
 from bot.texts import Texts
@@ -56,9 +61,10 @@ class LLMCall:
     model: str
     latency_ms: float
     finish_reason: str | None = None
-    prompt_tokens: int | None = None  # only when the provider reports usage
+    prompt_tokens: int | None = None  # None for a failed call
     completion_tokens: int | None = None
     error: str | None = None
+    estimated: bool = False  # the provider reported no usage: the tokens were counted offline
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +114,8 @@ class Trace:
     chat: ChatKey
     batch_id: int
     at: datetime
-    why: str  # "answered", "silent", "not addressed", "failed"; "remind", "followup", "opener"
+    why: str  # "answered", "silent", "not addressed", "stayed out", "over budget", "paused",
+    # "failed"; an initiative batch: "remind", "followup" or "opener"
     message_ids: tuple[str, ...]
     prompt_tokens: tuple[tuple[str, int], ...] = ()  # by part, in PROMPT_PARTS order
     recall: RecallFound = RecallFound()
@@ -125,6 +132,20 @@ class Trace:
     outcome: str = ""  # an initiative batch: "answered", "silent" or "failed"
     note: str = ""  # an initiative batch's later item: what it was to do
     promised: tuple[Promised, ...] = ()  # later items kept from the plan
+    gate: tuple[str, ...] = ()  # the gate's reasons for and against a call (bot/gate.py)
+    guards: tuple[str, ...] = ()  # what the guards changed: links replaced, splitter skipped
+    cost: float = 0.0  # what the calls cost at [budget]'s prices, in ``currency``
+    currency: str = ""
+
+    @property
+    def tokens(self) -> TokenCount:
+        """Return the tokens of the batch's calls together."""
+        total = TokenCount()
+        for call in self.llm_calls:
+            prompt, completion = call.prompt_tokens, call.completion_tokens
+            if prompt is not None and completion is not None:
+                total += TokenCount(1, prompt, completion, int(call.estimated))
+        return total
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +203,9 @@ class TraceNotes:
     dropped: list[DroppedItem] = field(default_factory=list)
     occasion: Occasion | None = None  # what started an initiative batch
     promised: list[Promise] = field(default_factory=list)
+    gate: tuple[str, ...] = ()
+    guards: list[str] = field(default_factory=list)
+    prices: BudgetConfig = field(default_factory=BudgetConfig)
 
     def call(
         self,
@@ -190,14 +214,15 @@ class TraceNotes:
         latency_s: float,
         completion: Completion | None = None,
         *,
+        usage: Usage | None = None,
         error: str | None = None,
     ) -> None:
         """Note one LLM call; a reply call's text becomes the raw output.
 
-        The model's name and the token counts come from ``completion`` where it has them.
+        The model's name comes from ``completion``, the tokens from ``usage``.
         """
         latency_ms = round(latency_s * 1000, 1)
-        if completion is None:
+        if completion is None or usage is None:
             self.calls.append(LLMCall(kind, model, latency_ms, error=error))
             return
         self.calls.append(
@@ -206,8 +231,9 @@ class TraceNotes:
                 completion.model or model,
                 latency_ms,
                 completion.finish_reason,
-                completion.prompt_tokens,
-                completion.completion_tokens,
+                usage.prompt_tokens,
+                usage.completion_tokens,
+                estimated=usage.estimated,
             )
         )
         if kind != "splitter":
@@ -225,16 +251,19 @@ class TraceNotes:
             )
         )
 
-    def freeze(self, outcome: BatchOutcome, *, error: str | None = None) -> Trace:
-        """Return the trace of the batch as it ended."""
+    def freeze(
+        self, outcome: BatchOutcome, *, error: str | None = None, why: str | None = None
+    ) -> Trace:
+        """Return the trace of the batch as it ended (``why``: the gate's word for a batch
+        it turned away)."""
         message_ids = tuple(m.message_id for m in self.batch.messages)
         ended = WHY.get(outcome, str(outcome))
         occasion = self.occasion
-        return Trace(
+        trace = Trace(
             chat=self.batch.chat,
             batch_id=self.batch.id,
             at=self.at,
-            why=ended if occasion is None else occasion.kind.value,
+            why=why or (ended if occasion is None else occasion.kind.value),
             outcome="" if occasion is None else ended,
             note="" if occasion is None else clip(occasion.note, NOTE_CHARS_MAX),
             promised=tuple(
@@ -257,7 +286,11 @@ class TraceNotes:
                 for m in self.batch.messages
                 if m.voice is not None
             ),
+            gate=self.gate,
+            guards=tuple(self.guards),
+            currency=self.prices.currency,
         )
+        return replace(trace, cost=cost_of(trace.tokens, self.prices))
 
 
 def _days(say: Texts, days: Sequence[date]) -> str:
@@ -265,11 +298,11 @@ def _days(say: Texts, days: Sequence[date]) -> str:
 
 
 def _call_line(say: Texts, call: LLMCall) -> str:
-    tokens = (
-        say("trace_call_tokens", prompt=call.prompt_tokens, completion=call.completion_tokens)
-        if call.prompt_tokens is not None
-        else say("trace_call_no_tokens")
-    )
+    if call.prompt_tokens is None:
+        tokens = say("trace_call_no_tokens")
+    else:
+        name = "trace_call_tokens_estimated" if call.estimated else "trace_call_tokens"
+        tokens = say(name, prompt=call.prompt_tokens, completion=call.completion_tokens)
     end = (
         say("trace_call_error", error=call.error)
         if call.error
@@ -332,6 +365,8 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
                 context=", ".join(context) or say("trace_nothing"),
             )
         )
+    if trace.gate:
+        lines.append(say("trace_gate", reasons="; ".join(trace.gate)))
     if trace.prompt_tokens:
         total = sum(tokens for _, tokens in trace.prompt_tokens)
         parts = ", ".join(f"{part} {tokens}" for part, tokens in trace.prompt_tokens)
@@ -361,6 +396,18 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
             for step in trace.tool_steps
             if step.after_call == position
         )
+    if trace.llm_calls:
+        tokens = trace.tokens
+        lines.append(
+            say(
+                "trace_cost",
+                total=tokens.total,
+                prompt=tokens.prompt_tokens,
+                completion=tokens.completion_tokens,
+                cost=format_cost(trace.cost, trace.currency),
+                estimated=say("trace_estimated") if tokens.estimated_calls else "",
+            )
+        )
     if trace.tier:
         lines.append(say("trace_tier", tier=trace.tier))
     lines.extend(
@@ -388,6 +435,7 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
         else say("trace_unheard", id=message_id)
         for message_id, transcript in trace.heard
     )
+    lines.extend(say("trace_guard", what=guard) for guard in trace.guards)
     if trace.raw_output:
         lines.append(say("trace_raw") + "\n" + trace.raw_output)
     return "\n".join(lines)

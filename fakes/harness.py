@@ -33,6 +33,7 @@ from bot.replies.items import ItemKind, Outgoing, Reaction, Text, Voice
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
+from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -129,6 +130,17 @@ def make_config(tmp_path: Path, llm_url: str, **sections: dict[str, Any]) -> Con
     return parse_config(data, base_dir=tmp_path)
 
 
+class Draws:
+    """The gate's random draws, given in advance: each call takes the next one (the last
+    one repeats)."""
+
+    def __init__(self, *values: float) -> None:
+        self.values = list(values)
+
+    def __call__(self) -> float:
+        return self.values.pop(0) if len(self.values) > 1 else self.values[0]
+
+
 @dataclass
 class Harness:
     config: Config
@@ -202,7 +214,8 @@ async def harness(
     **sections: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Run the real core (SQLite, openai SDK, pipeline) with a recording platform, on the
-    clock ``now``, placing openers with ``draw``."""
+    clock ``now`` (e.g. :meth:`fakes.clock.Clock.now`), with the random draw ``draw`` (the
+    gate's against ``talk_value``, the openers' moments; e.g. :class:`Draws`)."""
     config = config or make_config(tmp_path, llm_server.base_url, **sections)
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
@@ -334,6 +347,45 @@ async def start_run(
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, **env},
     )
+
+
+async def run_pacebot(*args: str, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+    """Run one ``pacebot`` command as a real process (``env`` added to ours); return its exit
+    code, standard output and standard error."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def dashboard_up(url: str) -> None:
+    """Wait until the dashboard of a ``pacebot run`` answers (it starts beside the platforms)."""
+    import httpx
+
+    async with httpx.AsyncClient(base_url=url) as client, asyncio.timeout(10):
+        while True:
+            with contextlib.suppress(httpx.TransportError):
+                if (await client.get("/login")).status_code == 200:
+                    return
+            await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def qq_bot(config: Config, *, self_id: int = 10001) -> AsyncIterator[tuple[Core, FakeOneBot]]:
+    """Run the bot with QQ on (nonebot's reverse WebSocket) and a OneBot client connected to
+    it as NapCat would be."""
+    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
+        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
+        async with FakeOneBot(url, self_id=self_id) as onebot:
+            yield core, onebot
 
 
 async def wait_until(condition: Callable[[], object], *, within_s: float = 5.0) -> None:

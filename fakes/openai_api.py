@@ -29,6 +29,10 @@ silence from :mod:`fakes.audio`, a fifth of a second per character). Each has a 
 of its own (``transcription_fail``/``_hang``/``_respond``, ``speech_fail``/``_respond``);
 ``audio_endpoints = False`` answers both 404, as a provider without audio endpoints.
 
+Each completion reports ``usage`` as OpenAI does (``prompt_tokens``, ``completion_tokens``,
+``total_tokens``), counted from the request and the answer; ``report_usage = False`` plays
+a provider that leaves it out, and :meth:`reported_tokens` adds up what was reported.
+
 ``POST /v1/embeddings`` has a script of its own (``embeddings_fail``,
 ``embeddings_hang``) and records its bodies in ``embedding_requests``. Unscripted, it
 embeds each text deterministically: every word (a run of Latin letters, or one Han
@@ -123,6 +127,8 @@ class FakeLLMServer:
         self.embedding_requests: list[dict[str, Any]] = []
         self.tools_refused = False
         """Answer 400 to every chat request that offers tools."""
+        self.report_usage = True
+        """Put ``usage`` in each completion, as OpenAI does; some providers leave it out."""
         self.before_answer: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         """Awaited with each chat request's body before it takes its scripted step."""
         self.transcript = DEFAULT_TRANSCRIPT
@@ -277,6 +283,14 @@ class FakeLLMServer:
         """Wait until at least ``n`` uploads for transcription have arrived; return them."""
         await self._wait_until(self.transcriptions, n, "transcriptions", timeout)
         return list(self.transcriptions)
+
+    def reported_tokens(self) -> tuple[int, int]:
+        """Return the prompt and completion tokens of every completion's ``usage``, summed."""
+        usages = [c["usage"] for c in self.completions if "usage" in c]
+        return (
+            sum(u["prompt_tokens"] for u in usages),
+            sum(u["completion_tokens"] for u in usages),
+        )
 
     @property
     def pending(self) -> int:
@@ -488,6 +502,11 @@ class FakeLLMServer:
         prompt_chars = sum(len(str(m.get("content", ""))) for m in request.get("messages", []))
         prompt_tokens = max(1, prompt_chars // 4)
         completion_tokens = len(content if isinstance(content, str) else str(content or "")) // 4
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
         return {
             "id": f"chatcmpl-fake{next(self._ids)}",
             "object": "chat.completion",
@@ -507,11 +526,7 @@ class FakeLLMServer:
                     "finish_reason": finish_reason,
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            **({"usage": usage} if self.report_usage else {}),
         }
 
 

@@ -63,6 +63,16 @@ def index_text(parts: Sequence[str]) -> str:
     return " ".join(_words("\n".join(parts)))
 
 
+def word_set(text: str) -> frozenset[str]:
+    """Return the distinct lower-cased words of ``text``, cut as the index cuts them."""
+    return frozenset(_words(text))
+
+
+def load_dictionary() -> None:
+    """Load the segmenter's dictionary now (0.1 s): call it from a worker thread."""
+    _cut_for_search()
+
+
 def query_terms(query: str) -> list[str]:
     """Return the distinct words of a question worth searching for, in order.
 

@@ -10,7 +10,8 @@ of each port lives beside it, one mixin per concept over the shared connection
 ``summaries.py`` (the prompt stack and its knowledge index, with its word cutting in
 ``search.py``), ``people.py`` (facts about people, per chat), ``traces.py`` and
 ``vectors.py`` (the vectors of semantic recall), ``initiative.py`` (later items, quiet
-periods, what the opener guards read).
+periods, what the opener guards read), ``usage.py`` (what the LLM calls cost) and
+``rooms.py`` (what the group gate reads of a room).
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ from storage.messages import SqliteMessageLog
 from storage.migrate import load_migrations, migrate
 from storage.outbox import SqliteOutbox
 from storage.people import SqlitePeople
+from storage.rooms import SqliteRooms
 from storage.stickers import SqliteStickers
 from storage.summaries import SqliteSummaries
 from storage.traces import SqliteTraces
+from storage.usage import SqliteUsage
 from storage.vectors import SqliteVectors
 
 _BUSY_TIMEOUT_MS = 5000  # another process holding the write lock: wait, then fail
@@ -49,9 +52,11 @@ class SqliteStore(
     SqliteTraces,
     SqliteVectors,
     SqliteInitiative,
+    SqliteUsage,
+    SqliteRooms,
 ):
-    """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog`` and ``VectorStore``
-    on one SQLite file."""
+    """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog``, ``VectorStore``,
+    ``UsageLog`` and ``RoomLog`` on one SQLite file."""
 
     @classmethod
     async def open(cls, path: Path) -> SqliteStore:

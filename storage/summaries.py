@@ -290,7 +290,8 @@ def _tuple(json_list: str) -> tuple[str, ...]:
 
 
 class SqliteSummaries(Database):
-    """The summaries of :class:`bot.memory.ports.MemoryStore` in SQLite (log reads: ``messages``)."""
+    """The summaries of :class:`bot.memory.ports.MemoryStore` in SQLite (log reads:
+    ``messages``)."""
 
     async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
         """Tell whether ``day`` has a live summary (or any, popped ones included)."""

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from adapters.cli import main
 from bot.config import Config, load_config, parse_config, read_persona
 from bot.errors import ConfigError
+from bot.models import ChatKey
 from bot.secrets import read_secrets
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "config.toml"
@@ -111,6 +112,54 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
             "[qq]\nbackfill_count = 2.5\n",
             "qq.backfill_count = 2.5: must be a whole number, e.g. 30",
         ),
+        ("[groups]\ntalk_value = 2\n", "groups.talk_value = 2: must be at most 1.0"),
+        (
+            '[groups]\nquiet_hours = "25:00-26:00"\n',
+            'groups.quiet_hours = "25:00-26:00": must be a span of local times HH:MM-HH:MM,'
+            ' e.g. "01:00-08:00", or "" for none',
+        ),
+        ("[budget]\ndaily_tokens = -5\n", "budget.daily_tokens = -5: must be at least 0"),
+        ("[budget]\nhard_daily_tokens = -1\n", "budget.hard_daily_tokens = -1: must be at least 0"),
+        (
+            '[budget]\nprice_in_per_million = "0.15"\n',
+            'budget.price_in_per_million = "0.15": must be a number, e.g. 0.0',
+        ),
+        (
+            '[[groups.override]]\nchat = "qq:grp:1"\n',
+            'groups.override (item 1): chat = "qq:grp:1": must be the chat key of a group,'
+            ' platform:group:id, e.g. "qq:group:123456"',
+        ),
+        (
+            '[[groups.override]]\nchat = "qq:private:9"\n',
+            'groups.override (item 1): chat = "qq:private:9": must be the chat key of a group,'
+            ' platform:group:id, e.g. "qq:group:123456"',
+        ),
+        (
+            '[[groups.override]]\nchat = "telegram:group:-100123:7"\n',
+            'groups.override (item 1): chat = "telegram:group:-100123:7": names a forum topic;'
+            ' name the whole group, "telegram:group:-100123": its settings cover every topic',
+        ),
+        (
+            '[[groups.override]]\nchat = "qq:group:1"\n[[groups.override]]\nchat = "qq:group:2"'
+            "\ntalk_value = 2\n",
+            'groups.override (item 2, chat "qq:group:2"): talk_value = 2: must be at most 1.0',
+        ),
+        (
+            '[[groups.override]]\nchat = "qq:group:1"\nstore_unaddressed = false\n',
+            'groups.override (item 1, chat "qq:group:1"): store_unaddressed is set for every'
+            " group under [groups], not per group",
+        ),
+        (
+            '[[groups.override]]\nchat = "qq:group:1"\n[[groups.override]]\nchat = "qq:group:1"\n',
+            'groups.override (item 2): chat = "qq:group:1" has an override already; merge the'
+            " two into one",
+        ),
+        (
+            '[groups.override]\nchat = "qq:group:1"\n',
+            "groups.override: write each group's settings as [[groups.override]] (double"
+            ' brackets), with chat = "platform:group:id" in it',
+        ),
+        ("[[groups.override]]\ntalk_value = 0.5\n", "groups.override (item 1): chat: required"),
     ],
 )
 def test_bad_values_name_key_value_and_form(tmp_path: Path, text: str, expected: str) -> None:
@@ -235,6 +284,51 @@ def test_check_reports_bad_config(tmp_path: Path, capsys: pytest.CaptureFixture[
     path = write(tmp_path, "[pacing]\nmax_batch = 0\n")
     assert main(["check", "-c", str(path)]) == 1
     assert "pacing.max_batch = 0" in capsys.readouterr().err
+
+
+def test_check_names_each_bad_gate_and_budget_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`pacebot check` names every bad value of the gate and the budget at once, each with
+    its key (and an override's chat), never a traceback."""
+    path = write(
+        tmp_path,
+        '[groups]\ntalk_value = 2\nquiet_hours = "25:00-26:00"\n'
+        '[[groups.override]]\nchat = "qq:grp:1"\n'
+        '[[groups.override]]\nchat = "qq:group:7"\nmax_share = -0.5\n'
+        '[budget]\ndaily_tokens = -5\nprice_out_per_million = "0.60"\n',
+    )
+    assert main(["check", "-c", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[1:] == [
+        "  - groups.talk_value = 2: must be at most 1.0",
+        '  - groups.quiet_hours = "25:00-26:00": must be a span of local times HH:MM-HH:MM,'
+        ' e.g. "01:00-08:00", or "" for none',
+        '  - groups.override (item 1): chat = "qq:grp:1": must be the chat key of a group,'
+        ' platform:group:id, e.g. "qq:group:123456"',
+        '  - groups.override (item 2, chat "qq:group:7"): max_share = -0.5: must be at least 0.0',
+        "  - budget.daily_tokens = -5: must be at least 0",
+        '  - budget.price_out_per_million = "0.60": must be a number, e.g. 0.0',
+    ]
+    assert "Traceback" not in err
+
+
+def test_an_override_applies_to_its_group_and_every_topic_of_it() -> None:
+    """A key the override leaves out comes from [groups]; topics take their group's."""
+    config = parse_config(
+        {
+            "groups": {
+                "reply_mode": "smart",
+                "talk_value": 0.5,
+                "override": [{"chat": "telegram:group:-100123", "talk_value": 1.0}],
+            }
+        },
+        base_dir=Path(),
+    )
+    topic = ChatKey.parse("telegram:group:-100123:7")
+    other = ChatKey.parse("telegram:group:-100999")
+    seen = [(s.reply_mode, s.talk_value) for s in map(config.groups.for_chat, (topic, other))]
+    assert seen == [("smart", 1.0), ("smart", 0.5)]
 
 
 def test_check_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -161,6 +161,7 @@ async def test_telegram_and_qq_in_one_process(tmp_path: Path, llm: FakeLLMServer
             await api.wait_for("sendMessage", timeout=5)
             await onebot.wait_for_call("send_private_msg", within_s=5)
             await api.stop_listening()
+            llm.reply_json(replies_json("还在"))  # not the same words again: never repeated
             await onebot.send_private_message(ALICE, "telegram 挂了你还在吗")
             await onebot.wait_for_call("send_private_msg", count=2, within_s=5)
             await core.inbox.drain()

@@ -11,8 +11,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.hours import in_window
 from bot.initiative.occasion import OccasionKind
-from bot.initiative.openers import Silence, in_window, into_hours, opener_moment
+from bot.initiative.openers import Silence, into_hours, opener_moment
 from bot.initiative.promises import Promise, Refused, due_time
 from bot.initiative.wakeup import WakeUp
 from bot.models import BatchOutcome, ChatKey, IncomingMessage

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 QUESTION = "明天去爬山吗？"
 FOLLOW_UP = "那后天呢？"
 STILL_HERE = "后天也行"
+NEXT_TIME = "那就下次"  # the answer after a fault: not the same words, which are never repeated
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "reliability.md"
 
 Script = Callable[[FakeLLMServer], None]
@@ -351,11 +352,12 @@ async def test_llm_fault(tmp_path: Path, llm: FakeLLMServer, fault: Fault) -> No
             await bot.settle()
             faulty = bot.platform.texts()
             calls = len(llm.requests)
+            llm.reply_json({"replies": [{"content": NEXT_TIME, "send_delay_seconds": 0}]})
             await bot.say(FOLLOW_UP)
             await bot.settle()
             states = batch_states(bot)
     assert (tuple(faulty), states[0], calls) == (fault.sent, fault.state, fault.calls)
-    assert (bot.platform.texts()[len(faulty) :], states[1:]) == ([STILL_HERE], ["answered"])
+    assert (bot.platform.texts()[len(faulty) :], states[1:]) == ([NEXT_TIME], ["answered"])
     assert [t for t in bot.platform.texts() if looks_broken(t)] == []
     assert logs.tracebacks() == []
 

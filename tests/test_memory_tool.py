@@ -113,6 +113,8 @@ async def test_provider_refusing_tools_is_asked_again_without_logged_once(
 ) -> None:
     """A 400 to tools re-asks the batch without them; the next batch is not offered them."""
     llm.refuse_tools()
+    llm.reply_json(replies_json("在的"))
+    llm.reply_json(replies_json("还在"))
     with captured_logs() as logs:
         async with harness(tmp_path, llm, llm=TOOL_ON) as h:
             await h.say("在吗")
@@ -121,7 +123,7 @@ async def test_provider_refusing_tools_is_asked_again_without_logged_once(
             await h.settle()
 
     assert ["tools" in request for request in llm.requests] == [True, False, False]
-    assert h.platform.texts() == ["好的", "好的"]
+    assert h.platform.texts() == ["在的", "还在"]
     assert sum("refused a request with tools" in line for line in logs) == 1
 
 

@@ -107,6 +107,8 @@ async def test_run_asks_again_without_tools_when_the_provider_refuses_them(
     """A 400 to the tools re-asks the batch without them; the chat is answered; logged once."""
     config, port = await start_with_memory_tool(tmp_path, llm)
     llm.refuse_tools()
+    llm.reply_json(replies_json("在的"))
+    llm.reply_json(replies_json("还在"))
     process = await start_run(config, {"PACEBOT_LLM_API_KEY": KEY})
     try:
         onebot = await connected_onebot(port)
@@ -119,7 +121,7 @@ async def test_run_asks_again_without_tools_when_the_provider_refuses_them(
         err = await stop(process)
 
     assert process.returncode == 0, err
-    assert (first, second) == ("好的", "好的")
+    assert (first, second) == ("在的", "还在")
     assert ["tools" in request for request in llm.requests] == [True, False, False]
     assert err.count("refused a request with tools") == 1
     assert "Traceback" not in err

@@ -167,10 +167,11 @@ async def test_group_burst_from_two_people_keeps_both_and_quotes(
 
 
 async def test_smart_mode_may_stay_silent(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """In smart mode the LLM sees every batch and an empty list means silence."""
+    """In smart mode a batch the gate lets through may be answered with silence."""
     llm.reply_json({"replies": []})
-    async with harness(tmp_path, llm, groups={"reply_mode": "smart"}) as bot:
-        await bot.say("哈哈哈", chat=GROUP)
+    smart = {"reply_mode": "smart", "talk_value": 1.0}
+    async with harness(tmp_path, llm, groups=smart) as bot:
+        await bot.say("有人知道明天下雨吗？", chat=GROUP)
         await bot.settle()
     assert len(llm.requests) == 1
     assert bot.platform.sent == []
@@ -470,12 +471,14 @@ async def test_typing_shows_while_the_llm_thinks_for_those_owed_an_answer(
     """A private question shows typing during the LLM call; an unaddressed group batch does not."""
     llm.hang(0.1, content=json.dumps(replies_json("好的")))
     llm.hang(0.1, content=json.dumps({"replies": []}))
-    async with harness(tmp_path, llm, groups={"reply_mode": "smart"}) as bot:
+    smart = {"reply_mode": "smart", "talk_value": 1.0}
+    async with harness(tmp_path, llm, groups=smart) as bot:
         await bot.say("在吗？")
         await bot.settle()
         private_typing = [t for chat, t in bot.platform.typing if chat == PRIVATE]
-        await bot.say("随便聊聊", chat=GROUP)
+        await bot.say("有人一起聊聊吗？", chat=GROUP)
         await bot.settle()
+    assert len(llm.requests) == 2
     assert len(private_typing) >= 3
     assert private_typing[-1] <= bot.platform.sent[0].at
     assert [chat for chat, _ in bot.platform.typing if chat == GROUP] == []
@@ -621,7 +624,7 @@ async def test_messages_handed_over_together_are_stored_and_armed_together(
 
 async def test_a_page_is_stored_all_or_none(tmp_path: Path, llm: FakeLLMServer) -> None:
     """While the database refuses one message of a page, none of it is stored; then all is."""
-    quiet = {"debounce_min_s": 60, "debounce_max_s": 60}  # read before any batch can form
+    quiet = {"debounce_min_s": 60, "debounce_max_s": 60, "max_wait_s": 60}  # no batch forms
     with captured_logs() as logs:
         async with harness(tmp_path, llm, pacing=quiet) as bot:
             path = bot.config.database_path

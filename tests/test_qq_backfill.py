@@ -1,4 +1,4 @@
-"""QQ backfill (SPEC §26): after each OneBot connect, what the bot missed is fetched back.
+"""QQ backfill: after each OneBot connect, what the bot missed is fetched back.
 
 The real bot (SQLite, pipeline, openai SDK against the fake LLM) with nonebot2 serving the
 reverse WebSocket to the fake NapCat, which keeps each chat's history as QQ does and

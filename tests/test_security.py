@@ -31,7 +31,7 @@ from bot.memory.dates import chat_day
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import FAST_PACING, free_port, push_day_summary, wait_until
+from fakes.harness import FAST_PACING, free_port, push_day_summary, replies_json, wait_until
 from fakes.onebot import FakeOneBot, at, text
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
@@ -286,6 +286,7 @@ async def test_secrets_never_leak_into_logs_errors_or_chats(
             api.push_message(1001, "你好？")
             await wait_until(lambda: api.sent_messages(1001))
             api.fail_next("sendMessage", status=502, description=f"Bad Gateway for bot{BOT_TOKEN}")
+            llm.reply_json(replies_json("又来了"))  # the bot never repeats its last words
             api.push_message(1001, "再来？")
             await wait_until(lambda: len(api.sent_messages(1001)) == 2, within_s=5)
             # The LLM refuses the key and echoes it; then a 500 that quotes the header.

@@ -51,6 +51,7 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
         ("knowledge_fts",),
         ("knowledge_index",),
         ("later_items",),
+        ("llm_usage",),
         ("messages",),
         ("outbox",),
         ("person_facts",),
@@ -58,6 +59,7 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
         ("quiet_periods",),
         ("stickers",),
         ("traces",),
+        ("unaddressed_calls",),
     ]
     assert version == [(LATEST_VERSION,)]
 

@@ -72,7 +72,7 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/pop — remove the newest memory summary",
         "/prompt — show the effective system prompt",
         "/recall <question> — show what memory recall finds for a question",
-        "/status — pacing, waiting messages, queued replies, LLM errors",
+        "/status — pacing, waiting messages, queued replies, LLM errors, what today cost",
         "/people — the people of this chat with their fact counts",
         "/facts <user id> — one person's remembered facts, each with its id",
         "/forget <fact id> — forget one fact by its id",

@@ -25,6 +25,13 @@ def reported(llm: FakeLLMServer, index: int) -> str:
     return f"{usage['prompt_tokens']}→{usage['completion_tokens']}"
 
 
+def reported_total(llm: FakeLLMServer, index: int) -> str:
+    """Return the trace's tokens line for one call as the fake server reported it."""
+    usage = llm.completions[index]["usage"]
+    prompt, completion = usage["prompt_tokens"], usage["completion_tokens"]
+    return f"tokens {prompt + completion:,} (prompt {prompt:,}, completion {completion:,})"
+
+
 async def command(bot: Harness, text: str, *, sender_id: str = "7") -> str:
     return await bot.command(text, sender_id=sender_id)
 
@@ -57,8 +64,9 @@ async def test_trace_shows_the_whole_path_of_an_answer(tmp_path: Path, llm: Fake
     assert lines[4] == "LLM calls:"
     assert lines[5].startswith("- reply · gpt-4o-mini · ")
     assert lines[5].endswith(f"finish stop, tokens {reported(llm, 0)}")
-    assert lines[6] == "replies read by: fenced"
-    assert lines[7] == "reply 1: sent · CANARY-REPLY 好的"
+    assert lines[6] == f"{reported_total(llm, 0)}, cost 0.00 USD"
+    assert lines[7] == "replies read by: fenced"
+    assert lines[8] == "reply 1: sent · CANARY-REPLY 好的"
     assert "raw output:" in shown
     assert TEST_KEY not in shown
 
@@ -222,7 +230,8 @@ async def test_trace_answers_in_chinese(tmp_path: Path, llm: FakeLLMServer) -> N
     assert lines[4] == "LLM 调用："
     assert lines[5].startswith("- reply · gpt-4o-mini · ")
     assert re.search(r" 毫秒 · 结束原因 stop，token \d+→\d+$", lines[5])
-    assert lines[6:8] == ["回复解析方式：json", "第 1 条回复：sent · 好的"]
-    assert lines[8] == "原始输出："
+    assert re.fullmatch(r"token [\d,]+（输入 [\d,]+，输出 [\d,]+），费用 0.00 USD", lines[6])
+    assert lines[7:9] == ["回复解析方式：json", "第 1 条回复：sent · 好的"]
+    assert lines[9] == "原始输出："
     assert usage == "用法：/trace [N]，N = 1 表示最新的一批，最多 50"
     assert too_far == "test:private:42 保留了 1 条处理记录：N 请在 1（最新）到 1 之间选择。"

@@ -21,6 +21,7 @@ from adapters.app import opened_parts, running_core, serving_dashboard
 from adapters.checks import check
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
+from bot.budget import format_cost
 from bot.config import Config, load_config
 from bot.models import ChatKey, ChatKind, PersonNote
 from bot.ports import Platform
@@ -86,6 +87,8 @@ async def web(
         web={"enabled": True, "port": free_port()},
         llm=sections.get("llm", {}),
         bot=sections.get("bot", {}),
+        budget=sections.get("budget", {}),
+        groups=sections.get("groups", {}),
     )
     secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
     platform = RecordingPlatform()
@@ -149,6 +152,81 @@ async def test_status_command_and_api_agree_while_a_batch_waits(web: Web) -> Non
         "1 text(s), 0 reaction(s), 0 sticker(s), 0 voice message(s)",
         {"content": 1},
     )
+
+
+PRICES = {"price_in_per_million": 0.15, "price_out_per_million": 0.6, "currency": "CNY"}
+
+
+def fake_tokens(web: Web, index: int) -> tuple[int, int]:
+    """Return the prompt and completion tokens the fake LLM reported for one call."""
+    usage = web.bot.llm.completions[index]["usage"]
+    return usage["prompt_tokens"], usage["completion_tokens"]
+
+
+@pytest.mark.parametrize("web", [{"budget": PRICES, "bot": {"admins": ["test:7"]}}], indirect=True)
+async def test_cost_api_status_and_the_command_give_the_fakes_usage(web: Web) -> None:
+    """GET /api/cost (per day, chat and kind; each day's sum; the total), GET /api/status
+    and /status all give the tokens the fake reported, at the prices, in one wording."""
+    web.bot.llm.reply_json(replies_json("你好呀"))
+    web.bot.llm.reply_json(replies_json("在的"))
+    await web.bot.say("你好")
+    await web.bot.settle()
+    await web.bot.say("小满在吗", chat=GROUP, sender_id="1", addresses_bot=True)
+    await web.bot.settle()
+    (alice_in, alice_out), (group_in, group_out) = fake_tokens(web, 0), fake_tokens(web, 1)
+    every = alice_in + alice_out + group_in + group_out
+    cost = ((alice_in + group_in) * 0.15 + (alice_out + group_out) * 0.6) / 1_000_000
+
+    report = (await web.client.get("/api/cost", params={"days": 3}, headers=BEARER)).json()
+    only = (
+        await web.client.get(
+            "/api/cost", params={"days": 3, "chat": "test:private:42"}, headers=BEARER
+        )
+    ).json()
+    status = (await web.client.get("/api/status", headers=BEARER)).json()
+    answer = await web.bot.command("/status", chat=GROUP)
+
+    rows = [
+        (r["chat"], r["kind"], r["prompt_tokens"], r["completion_tokens"]) for r in report["rows"]
+    ]
+    assert sorted(rows) == sorted(
+        [
+            ("test:group:-100", "reply", group_in, group_out),
+            ("test:private:42", "reply", alice_in, alice_out),
+        ]
+    )
+    assert (report["total"]["total_tokens"], report["total"]["cost"]) == (every, cost)
+    assert [d["total_tokens"] for d in report["days"]] == [0, 0, every]
+    assert report["currency"] == "CNY"
+    assert only["total"]["total_tokens"] == alice_in + alice_out
+    assert status["llm_today"]["bot"]["total_tokens"] == every
+    assert status["llm_today"]["bot"]["cost_text"] == report["total"]["cost_text"]
+    assert f"{every:,} in all ({report['total']['cost_text']})" in answer
+
+
+@pytest.mark.parametrize(
+    "query", [{"days": "0"}, {"days": "367"}, {"days": "x"}, {"chat": "qq:grp:1"}]
+)
+async def test_a_bad_cost_query_is_a_json_400(web: Web, query: dict[str, str]) -> None:
+    """``days`` outside 1..366 or a malformed chat key: 400 with a JSON error."""
+    response = await web.client.get("/api/cost", params=query, headers=BEARER)
+    assert (response.status_code, set(response.json())) == (400, {"error"})
+
+
+async def test_the_overview_draws_the_last_seven_days(web: Web) -> None:
+    """The overview's inline SVG has a bar for each of the last seven chat days; today's
+    carries the tokens the fake reported, the other days none."""
+    web.bot.llm.reply_json(replies_json("你好呀"))
+    await web.bot.say("你好")
+    await web.bot.settle()
+    await web.login()
+    page = (await web.client.get("/")).text
+    prompt, completion = fake_tokens(web, 0)
+    bars = re.findall(r'<g class="day" data-day="([\d-]+)" data-tokens="(\d+)"', page)
+    today = web.bot.ops.memory.today().isoformat()
+    assert [int(tokens) for _, tokens in bars] == [0] * 6 + [prompt + completion]
+    assert bars[-1][0] == today
+    assert f"{prompt + completion:,}" in page.split('data-llm="total_tokens">')[1][:20]
 
 
 async def test_chats_are_searchable(web: Web) -> None:
@@ -631,6 +709,31 @@ async def test_the_chat_page_shows_people_and_traces_escaped(web: Web) -> None:
     assert "&lt;b&gt;好的&lt;/b&gt;" in page
     assert '<span class="message-id">m1 <span class="who">&lt;i&gt;小明&lt;/i&gt;</span>' in page
     assert TEST_KEY not in page
+
+
+@pytest.mark.parametrize(
+    "web", [{"groups": {"reply_mode": "smart", "talk_value": 1.0}, "budget": PRICES}], indirect=True
+)
+async def test_the_chat_page_shows_the_gate_and_the_cost_of_each_batch(web: Web) -> None:
+    """A group's page says why a batch stayed out, and what an answered one cost: the
+    fake's tokens at the prices."""
+    web.bot.llm.reply_json(replies_json("你好"))
+    web.bot.llm.reply_json(replies_json("知道"))
+    await web.bot.say("你好")  # the login opens Alice's page
+    await web.bot.settle()
+    await web.bot.say("今天好热", chat=GROUP, sender_id="1", addresses_bot=False)
+    await web.bot.settle()
+    await web.bot.say("有人知道吗？", chat=GROUP, sender_id="2", addresses_bot=False)
+    await web.bot.settle()
+    await web.login()
+    page = (await web.client.get("/chats/test:group:-100")).text
+    prompt, completion = fake_tokens(web, 1)
+    cost = (prompt * 0.15 + completion * 0.6) / 1_000_000
+    gates = re.findall(r'<dd class="gate">([^<]*)</dd>', page)
+    costs = re.findall(r'<dd class="cost">([^<]*)</dd>', page)
+    assert (len(gates), gates[1]) == (2, "no reason")
+    assert gates[0].startswith("question; talk_value draw ")
+    assert costs == [f"{prompt + completion:,} tokens · {format_cost(cost, 'CNY')}"]
 
 
 # -- who gets in ---------------------------------------------------------------------------

@@ -13,7 +13,6 @@ Debian's ``fonts-wqy-microhei``, or the Chinese text shows as boxes).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import signal
@@ -29,7 +28,14 @@ import pytest
 
 from bot.models import PersonNote
 from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI, sticker
-from fakes.harness import free_port, push_day_summary, replies_json, start_run, wait_until
+from fakes.harness import (
+    dashboard_up,
+    free_port,
+    push_day_summary,
+    replies_json,
+    start_run,
+    wait_until,
+)
 from fakes.images import webp_sticker
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
@@ -122,16 +128,6 @@ enabled = true
         encoding="utf-8",
     )
     return path
-
-
-async def dashboard_up(url: str) -> None:
-    """Wait until the dashboard answers (it starts beside Telegram's polling)."""
-    async with httpx.AsyncClient(base_url=url) as client, asyncio.timeout(10):
-        while True:
-            with contextlib.suppress(httpx.TransportError):
-                if (await client.get("/login")).status_code == 200:
-                    return
-            await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -261,6 +257,8 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     await page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase.idle').wait_for(timeout=10_000)
     name_drawn_live = await row.locator(".name").inner_text()
     if os.environ.get("PACEBOT_SCREENSHOT") == "1":
+        await page.reload()  # the chart is drawn by the server: show today's bar
+        await row.wait_for(timeout=10_000)
         await page.screenshot(path=str(SCREENSHOT), full_page=True)
 
     async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
@@ -295,6 +293,52 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     log = (running.data_dir / "logs" / "pacebot.log").read_text(encoding="utf-8")
     assert "summary of 2026-03-05 popped by web" in log
     assert "summary of 2026-03-05 restored by web" in log
+
+
+def fake_total(llm: FakeLLMServer) -> int:
+    """Return every token the fake LLM reported so far (its ``usage``, summed)."""
+    prompt, completion = llm.reported_tokens()
+    return prompt + completion
+
+
+async def test_the_overview_charts_the_days_and_keeps_todays_cost_live(
+    running: Running, browser: Browser
+) -> None:
+    """The chart's seven bars are drawn on the server: today's carries the fake's tokens and
+    stands, the others are flat; the "LLM today" card follows a new answer without a reload."""
+    running.llm.reply_json(replies_json("早上好"))
+    running.api.push_message(ALICE, "早")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
+    first = fake_total(running.llm)
+    page = await browser.new_page(viewport={"width": 1100, "height": 900})
+    await log_in(page, running.url)
+    days = page.locator("#cost-chart g.day")
+    count = await days.count()
+    drawn = [await days.nth(i).get_attribute("data-tokens") for i in range(count)]
+    heights = [
+        float(await days.nth(i).locator("rect").get_attribute("height") or "nan")
+        for i in range(count)
+    ]
+    box = await days.nth(count - 1).locator("rect").bounding_box()
+    hover = await days.nth(count - 1).locator("title").text_content()
+    card = page.locator('[data-llm="total_tokens"]')
+    shown_first = await card.inner_text()
+
+    running.llm.reply_json(replies_json("今天也要加油"))
+    running.api.push_message(ALICE, "嗯")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 2, timeout=10)
+    second = fake_total(running.llm)
+    await page.locator(f'[data-llm="total_tokens"]:text-is("{second:,}")').wait_for(
+        timeout=10_000
+    )  # redrawn by the live poll: the page was not reloaded
+    assert drawn == ["0"] * 6 + [str(first)]
+    assert heights[:6] == [0.0] * 6
+    assert heights[6] == 100.0  # the tallest day fills the plot
+    assert box is not None
+    assert box["height"] > 20  # drawn for real, not only present in the markup
+    assert hover is not None
+    assert hover.endswith(f": {first:,} tokens, 0.00 USD")
+    assert (shown_first, second > first) == (f"{first:,}", True)
 
 
 async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(

@@ -1,10 +1,10 @@
 """The dashboard's JSON API: the pages' live parts use it, and scripts may.
 
 Times are ISO 8601 in UTC. Errors are ``{"error": "..."}`` with a fitting status: 400 for
-a malformed chat key, fact id, person id, sticker id, later item id or ``n``, 401 without
-the token, 403 without the CSRF token, 404 for a chat pacebot never heard of, a fact or
-sticker that is not live there, a later item not pending there, or a person never seen
-there, 409 when there is nothing to pop or restore.
+a malformed chat key, fact id, person id, sticker id, later item id, ``n`` or ``days``,
+401 without the token, 403 without the CSRF token, 404 for a chat pacebot never heard of,
+a fact or sticker that is not live there, a later item not pending there, or a person
+never seen there, 409 when there is nothing to pop or restore.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic_core import to_jsonable_python
 
+from adapters.costs import report_json, today_json
 from adapters.web.dashboard import WHO, thumbnail_url
 from adapters.web.depends import (
     FactId,
@@ -25,6 +26,7 @@ from adapters.web.depends import (
     UserId,
     access,
 )
+from bot.errors import ConfigError
 from bot.initiative.promises import LaterItem
 from bot.models import ChatKey, Fact, StickerRecord, SummaryRecord
 from bot.ops.initiative import Cancelled, InitiativeView
@@ -35,6 +37,8 @@ from bot.trace import ShownTrace
 CHATS_LIMIT_MAX = 500
 TRACES_DEFAULT = 10
 TRACES_MAX = 200
+COST_DAYS_DEFAULT = 7
+COST_DAYS_MAX = 366
 NOTHING_TO_POP = "nothing to pop: only the initial persona is left"
 NOTHING_TO_RESTORE = "nothing to restore: nothing was popped, or a newer summary was pushed since"
 
@@ -64,6 +68,7 @@ def status_json(status: Status) -> dict[str, Any]:
         "queued_replies": status.queued_replies,
         "llm_errors_last_hour": status.llm_errors_last_hour,
         "sent_today": dict(status.sent_today),
+        "llm_today": today_json(status.today),
         "chats": [chat_json(chat) for chat in status.chats],
     }
 
@@ -172,6 +177,10 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "message_ids": list(trace.message_ids),
         "senders": dict(shown.senders),
         "rearmed_by": list(trace.rearmed_by),
+        "gate": list(trace.gate),
+        "guards": list(trace.guards),
+        "cost": trace.cost,
+        "currency": trace.currency,
         "prompt_tokens": dict(trace.prompt_tokens),
         "recall": to_jsonable_python(trace.recall),
         "llm_calls": to_jsonable_python(trace.llm_calls),
@@ -316,3 +325,21 @@ async def cancel_later(ops: Operations, chat: KnownChat, item_id: LaterId) -> di
     if outcome is not Cancelled.DONE or item is None:
         raise HTTPException(404, f"no pending later item {item_id} in {chat}")
     return {"chat": str(chat), "cancelled": later_json(item)}
+
+
+@router.get("/cost")
+async def cost(
+    ops: Operations,
+    days: Annotated[int, Query(ge=1, le=COST_DAYS_MAX)] = COST_DAYS_DEFAULT,
+    chat: str = "",
+) -> dict[str, Any]:
+    """Tokens and cost per chat day, chat and kind over the last ``days`` chat days (today
+    included), of one ``chat`` or of all, with each day's sum and the total."""
+    only = None
+    if chat:
+        try:
+            only = ChatKey.parse(chat)
+        except ConfigError as exc:
+            raise HTTPException(400, str(exc)) from None
+    report = await ops.cost.report(days=days, chat=only)
+    return report_json(report, await ops.cost.daily(days=days, chat=only))

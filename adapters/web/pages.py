@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, Depends, Form, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from adapters.web import chart
 from adapters.web.auth import CSRF_FIELD, SESSION_COOKIE, SESSION_TTL_S, Access, Gate
 from adapters.web.dashboard import WHO, chat_url, log_tail, thumbnail_url
 from adapters.web.depends import (
@@ -31,9 +32,11 @@ from adapters.web.depends import (
     access,
     gate,
 )
+from bot.budget import format_cost
 from bot.ops.initiative import Cancelled
 from bot.ops.status import OVERVIEW_CHATS
 
+CHART_DAYS = 7  # the overview's chart of spending
 CHAT_MESSAGES = 50  # the newest messages one chat's page shows
 CHAT_TRACES = 10  # the newest batch traces one chat's page shows
 CHAT_LIST_MAX = 200  # the chats the chat list shows; a search narrows them
@@ -161,9 +164,23 @@ async def logout(checker: Annotated[Gate, Depends(gate)], granted: Granted) -> R
 
 @router.get("/")
 async def overview(request: Request, ops: Operations, granted: Granted) -> HTMLResponse:
-    """Platforms, what waits, LLM errors, and the recent chats' phases, kept live by script."""
+    """Platforms, what waits, LLM errors, today's spending, and the recent chats' phases,
+    kept live by script; the last days' spending as a chart."""
     status = await ops.status.overview()
-    return render(request, "overview.html", granted, status=status, shown=OVERVIEW_CHATS)
+    budget = status.today.budget
+    by_cost = bool(budget.price_in_per_million or budget.price_out_per_million)
+    days = await ops.cost.daily(days=CHART_DAYS)
+    return render(
+        request,
+        "overview.html",
+        granted,
+        status=status,
+        shown=OVERVIEW_CHATS,
+        bars=chart.bars(days, currency=budget.currency, by_cost=by_cost),
+        chart=chart,
+        by_cost=by_cost,
+        format_cost=format_cost,
+    )
 
 
 @router.get("/chats")
@@ -194,6 +211,7 @@ async def chat_page(
         traces=await ops.traces.recent(chat, count=CHAT_TRACES),
         initiative=await ops.initiative.view(chat),
         notice=NOTICES.get(notice),
+        format_cost=format_cost,
     )
 
 

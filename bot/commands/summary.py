@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from bot.commands.call import Call, Handler
-from bot.errors import LLMError
+from bot.errors import LLMError, OverBudget
 from bot.memory.stack import SummaryResult
 from bot.models import SummaryRecord
 
@@ -108,6 +108,8 @@ async def run(call: Call) -> str:
         day = call.ops.memory.today() - timedelta(days=1)
     try:
         result = await call.ops.memory.summarise(call.chat, day, by=call.who)
+    except OverBudget:
+        return say("run_over_budget", day=day)
     except LLMError:
         return say("run_failed", day=day)
     answers = {

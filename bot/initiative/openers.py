@@ -17,9 +17,9 @@ from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from bot.config import InitiativeConfig
+from bot.hours import DAY_MINUTES, Window, in_window
 from bot.models import ChatKey
 
-_DAY_MINUTES = 24 * 60
 SPREAD = 0.25  # the opener falls within after_silence_s × (1 + SPREAD)
 FIRST_HOUR_MINUTES = 60  # a moment outside the hours moves into the next window's first hour
 
@@ -71,25 +71,12 @@ class QuietPeriod:
         return self.ends_at if self.ended_at is None else min(self.ends_at, self.ended_at)
 
 
-def _minute_of_day(local: datetime) -> float:
-    return local.hour * 60 + local.minute + local.second / 60
-
-
-def in_window(moment: datetime, *, window: tuple[int, int], zone: ZoneInfo) -> bool:
-    """Tell whether ``moment`` falls in the local window (minutes of the day, start, end)."""
+def _window_length_minutes(window: Window) -> int:
     start, end = window
-    minute = _minute_of_day(moment.astimezone(zone))
-    if start < end:
-        return start <= minute < end
-    return minute >= start or minute < end  # it runs past midnight
+    return end - start if end > start else end + DAY_MINUTES - start
 
 
-def _window_length_minutes(window: tuple[int, int]) -> int:
-    start, end = window
-    return end - start if end > start else end + _DAY_MINUTES - start
-
-
-def next_window_start(moment: datetime, *, window: tuple[int, int], zone: ZoneInfo) -> datetime:
+def next_window_start(moment: datetime, *, window: Window, zone: ZoneInfo) -> datetime:
     """Return the first start of the local window after ``moment``."""
     local = moment.astimezone(zone)
     start = time(window[0] // 60, window[0] % 60)
@@ -101,9 +88,7 @@ def next_window_start(moment: datetime, *, window: tuple[int, int], zone: ZoneIn
     raise AssertionError(msg)
 
 
-def into_hours(
-    moment: datetime, *, window: tuple[int, int], zone: ZoneInfo, draw: float
-) -> datetime:
+def into_hours(moment: datetime, *, window: Window, zone: ZoneInfo, draw: float) -> datetime:
     """Return ``moment`` if it is inside the hours, else a moment in the next window's first
     hour, ``draw`` of the way in."""
     if in_window(moment, window=window, zone=zone):

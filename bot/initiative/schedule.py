@@ -28,11 +28,11 @@ from zoneinfo import ZoneInfo
 from loguru import logger
 
 from bot.config import Config
+from bot.hours import in_window
 from bot.initiative.occasion import Occasion, OccasionKind
 from bot.initiative.openers import (
     QuietPeriod,
     Silence,
-    in_window,
     into_hours,
     opener_moment,
     opener_refusal,

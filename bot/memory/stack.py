@@ -16,8 +16,9 @@ from datetime import date, datetime
 from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
+from bot.budget import Spending, usage_of
 from bot.config import Config
-from bot.errors import BadLLMReply, StorageError, SummaryExists
+from bot.errors import BadLLMReply, OverBudget, StorageError, SummaryExists
 from bot.memory.dates import chat_day, chat_day_bounds
 from bot.memory.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
 from bot.memory.ports import MemoryStore
@@ -26,6 +27,7 @@ from bot.memory.semantic import SemanticMemory
 from bot.models import (
     ChatKey,
     ChatMessage,
+    Completion,
     DaySummary,
     StoredMessage,
     SummaryRecord,
@@ -200,10 +202,12 @@ class Memory:
         initial_persona: str,
         now: Callable[[], datetime],
         semantic: SemanticMemory | None = None,
+        spending: Spending | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._llm = llm
+        self._spending = spending
         self.initial_persona = initial_persona
         self._now = now
         self.people = People(config, store, now=now, today=self.today)
@@ -240,7 +244,7 @@ class Memory:
         if not any(not m.from_bot for m in messages):
             return SummaryResult.NOTHING
         request = summary_request(chat, day, messages, config=self._config)
-        completion = await self._llm.complete(request, json_mode=self._config.llm.json_mode)
+        completion = await self._ask(chat, request)
         content = parse_summary(completion.text, finish_reason=completion.finish_reason)
         stack = await self._store.live_summaries(chat)
         before = full_stack_text(self.initial_persona, stack)
@@ -272,6 +276,19 @@ class Memory:
         if on_purpose:  # the nightly job embeds its whole run at once, after it
             await self.embed_pending()
         return SummaryResult.PUSHED
+
+    async def _ask(self, chat: ChatKey, request: list[ChatMessage]) -> Completion:
+        """Make the summary call and keep what it cost; raise ``OverBudget`` at the hard
+        cap (the day is summarised once the next chat day begins)."""
+        spending = self._spending
+        refusal = None if spending is None else await spending.refusal(chat, optional=False)
+        if refusal is not None:
+            msg = f"{refusal}: no summary until the next chat day"
+            raise OverBudget(msg)
+        completion = await self._llm.complete(request, json_mode=self._config.llm.json_mode)
+        if spending is not None:
+            await spending.note(chat, "summary", usage_of(request, completion))
+        return completion
 
     async def embed_pending(self) -> int:
         """Embed the memory rows that have no vector yet; 0 with semantic recall off."""

@@ -5,16 +5,17 @@ composition root) and the dashboard (``adapters/web/``) only parse and render: t
 model and the actions behind them live here. :class:`StatusOps` reads what the running
 bot is doing (what waits, what is queued, what failed, each chat's phase, the prompt),
 :class:`MemoryOps` reads and changes what it remembers (the prompt stack, recall, people
-and their facts), :class:`TraceOps` reads how batches were answered and
+and their facts), :class:`TraceOps` reads how batches were answered,
 :class:`StickerOps` the chats' sticker collections, :class:`InitiativeOps` their later
-items, openers and quiet periods. :class:`Ops` holds them for a running
-bot.
+items, openers and quiet periods, and :class:`CostOps` what the LLM calls cost.
+:class:`Ops` holds them for a running bot.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.ops.cost import CostOps
 from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps
@@ -31,3 +32,4 @@ class Ops:
     traces: TraceOps
     stickers: StickerOps
     initiative: InitiativeOps
+    cost: CostOps

@@ -6,7 +6,11 @@ and its JSON API alike:
 - **waiting messages**: stored messages no batch has taken yet (the store says, not a
   timer: after a restart, or for a platform that is off this run, they wait all the same);
 - **queued replies**: outbox items still scheduled;
-- **LLM errors in the last hour**: batches that failed in the hour before now.
+- **LLM errors in the last hour**: batches that failed in the hour before now;
+- **what today cost**: :class:`~bot.ops.cost.CostOps` says, for ``/status``, the dashboard
+  and ``pacebot cost`` alike;
+- **unaddressed calls this hour**: the gate's count for the chat's group (``bot/gate.py``);
+- **paused**: a chat where a bot loop was found, until when (``bot/loops.py``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ from typing import Protocol, runtime_checkable
 
 from bot.config import Config
 from bot.conversation import Phase
+from bot.gate import CallGate
+from bot.loops import LoopWatch
 from bot.memory.dates import chat_day, chat_day_bounds
 from bot.memory.ports import MemoryStore
 from bot.models import ChatKey, StoredMessage
+from bot.ops.cost import CostOps, Today
 from bot.ports import Batches, MessageLog, Outbox, Platform
 
 OVERVIEW_CHATS = 20  # the most recently active chats the overview shows
@@ -94,6 +101,11 @@ class ChatStatus:
     queued_replies: int
     llm_errors_last_hour: int  # the whole bot's: a failing LLM fails every chat
     sent_today: Mapping[str, int]  # items sent this chat day, by kind
+    today: Today  # what the LLM calls cost today, the chat's and the bot's
+    reply_mode: str  # the chat's group's (an override applied)
+    unaddressed_calls: int | None  # in the last hour, for the chat's group; None: private
+    unaddressed_budget: int  # the group's unaddressed_calls_per_hour
+    paused_until: datetime | None  # a bot loop paused the chat until then
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +118,7 @@ class Status:
     llm_errors_last_hour: int
     sent_today: Mapping[str, int]  # items sent this chat day, by kind, in every chat
     chats: tuple[ChatState, ...]
+    today: Today  # what the LLM calls cost today
 
 
 class StatusOps:
@@ -119,9 +132,15 @@ class StatusOps:
         chats: ChatStates,
         prompts: PromptSource,
         platforms: Mapping[str, Platform],
+        cost: CostOps,
+        gate: CallGate,
+        loops: LoopWatch,
         now: Callable[[], datetime],
     ) -> None:
         self._config = config
+        self._cost = cost
+        self._gate = gate
+        self._loops = loops
         self._store = store
         self._chats = chats
         self._prompts = prompts
@@ -149,6 +168,7 @@ class StatusOps:
 
     async def chat(self, chat: ChatKey) -> ChatStatus:
         """Return one chat's status."""
+        settings = self._config.groups.for_chat(chat)
         return ChatStatus(
             chat,
             self._chats.phase(chat),
@@ -156,6 +176,11 @@ class StatusOps:
             await self.queued_replies(chat),
             await self.llm_errors_last_hour(),
             await self.sent_today(chat),
+            await self._cost.today(chat),
+            settings.reply_mode,
+            await self._gate.calls_this_hour(chat) if chat.is_group else None,
+            settings.unaddressed_calls_per_hour,
+            self._loops.paused_until(chat),
         )
 
     async def overview(self) -> Status:
@@ -178,6 +203,7 @@ class StatusOps:
             llm_errors_last_hour=await self.llm_errors_last_hour(),
             sent_today=await self.sent_today(),
             chats=tuple(await self._named(chats)),
+            today=await self._cost.today(),
         )
 
     async def chats(self, *, search: str, limit: int) -> list[ChatState]:

@@ -88,6 +88,10 @@ async function poll() {
     for (const cell of document.querySelectorAll("[data-sent]")) {
       cell.textContent = String(status.sent_today[cell.dataset.sent] || 0);
     }
+    const bot = status.llm_today.bot;
+    document.querySelector('[data-llm="total_tokens"]').textContent = bot.total_tokens.toLocaleString("en-US");
+    document.querySelector('[data-llm="cost_text"]').textContent = bot.cost_text;
+    document.getElementById("hard-cap").hidden = !status.llm_today.hard_cap_reached;
     drawPlatforms(status.platforms);
     drawChats(status.chats);
     live.textContent = "Live: updated " + localTime(new Date().toISOString()) + ".";
