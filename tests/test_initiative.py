@@ -13,6 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.initiative.promises import NOTE_CHARS_MAX
 from bot.models import ChatKey
 from fakes.clock import Clock
@@ -381,3 +383,40 @@ async def test_an_item_found_hours_late_by_a_running_bot_is_dropped(
         [],
     )
     assert [line for line in logs if "remind #1 dropped: stale: 7140 s past due" in line] != []
+
+
+@pytest.mark.parametrize(
+    ("budget", "kind", "calls", "texts"),
+    [
+        ({"hard_daily_tokens": 1}, "remind", 0, ["记得交作业"]),
+        ({"daily_tokens": 1}, "followup", 0, []),
+        ({"daily_tokens": 1}, "remind", 1, ["到点啦，交作业"]),
+    ],
+    ids=[
+        "hard cap: the reminder goes as written",
+        "soft cap: no follow-up",
+        "soft cap: the reminder is answered",
+    ],
+)
+async def test_initiative_keeps_to_the_budget(
+    tmp_path: Path,
+    llm: FakeLLMServer,
+    budget: dict[str, int],
+    kind: str,
+    calls: int,
+    texts: list[str],
+) -> None:
+    """The promise spends the day's cap; when the item falls due a hard cap allows no call
+    (a reminder then goes out as its note), a soft cap no optional one (a follow-up), and
+    the trace says why no call was made."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now, budget=budget) as bot:
+        await promise_one(bot, later("记得交作业", kind=kind, in_seconds=60))
+        llm.reply_json(plan({"content": "到点啦，交作业"}))
+        clock.jump(seconds=61)
+        await turn(bot)
+        [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
+    assert (len(initiative_requests(llm)), bot.platform.texts()[1:]) == (calls, texts)
+    assert trace.trace.why == kind
+    refused = [guard for guard in trace.trace.guards if guard.startswith("no LLM call")]
+    assert len(refused) == 1 - calls
