@@ -175,21 +175,21 @@ async def _mode(workdir: Path, mode: str, lines: list[Line]) -> list[Figure]:
     per = 1000 / len(lines)
     tokens = report.total.tokens
     figures = [
-        Figure(f"week.{mode}.calls_per_1000", tokens.calls * per, "calls"),
-        Figure(f"week.{mode}.tokens_per_1000", tokens.total * per, "tokens"),
-        Figure(f"week.{mode}.prompt_tokens_per_1000", tokens.prompt_tokens * per, "tokens"),
-        Figure(f"week.{mode}.llm_requests", float(len(llm.requests)), "calls"),
+        Figure(f"groupweek.{mode}.calls_per_1000", tokens.calls * per, "calls"),
+        Figure(f"groupweek.{mode}.tokens_per_1000", tokens.total * per, "tokens"),
+        Figure(f"groupweek.{mode}.prompt_tokens_per_1000", tokens.prompt_tokens * per, "tokens"),
+        Figure(f"groupweek.{mode}.llm_requests", float(len(llm.requests)), "calls"),
     ]
     if mode == "smart":
         figures += [
             Figure(
-                "week.smart.unaddressed.busiest_hour",
+                "groupweek.smart.unaddressed.busiest_hour",
                 float(busiest_hour(unaddressed)),
                 "calls",
                 at_most(BUDGET_PER_HOUR),
                 note="unaddressed_calls_per_hour = 6",
             ),
-            Figure("week.smart.unaddressed.calls", float(len(unaddressed)), "calls"),
+            Figure("groupweek.smart.unaddressed.calls", float(len(unaddressed)), "calls"),
         ]
     return figures
 
@@ -197,7 +197,7 @@ async def _mode(workdir: Path, mode: str, lines: list[Line]) -> list[Figure]:
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     """Play the same week (a day of 200 messages when quick) in each mode."""
     lines = week(1, 200, random.Random(50)) if quick else week(7, 1000, random.Random(50))
-    figures = [Figure("week.messages", float(len(lines)), "messages")]
+    figures = [Figure("groupweek.messages", float(len(lines)), "messages")]
     for mode in ("mention", "smart", "always"):
         figures += await _mode(workdir, mode, lines)
     return figures

@@ -1,11 +1,14 @@
 """Two bots answering each other for ever: a chat where that happens is paused.
 
 No person answers every line of the bot within two seconds, five times in a row; another
-bot does. :class:`LoopWatch` hears each item the bot sends and the first message after
-it: when that message comes from the same sender within ``ANSWER_WITHIN`` for ``ROUNDS``
-rounds in a row, the chat is paused for ``PAUSE`` (the gate turns its batches away; their
-messages stay stored). Pure bookkeeping with an injected clock: what it holds lives only
-as long as the process, so a restart lifts a pause.
+bot does. :class:`LoopWatch` hears each item the bot sends in a group and the first
+message after it that addresses the bot (an answer to it: an @, a reply, its name): when
+that message comes from the same sender within ``ANSWER_WITHIN`` for ``ROUNDS`` rounds in
+a row, the chat is paused for ``PAUSE`` (the gate turns its batches away; their messages
+stay stored). The room's other talk is no answer and counts for nothing. Private chats
+are never paused: another bot does not talk to pacebot there, and a person who types
+fast must not lose the bot for an hour. Pure bookkeeping with an injected clock: what it
+holds lives only as long as the process, so a restart lifts a pause.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from zoneinfo import ZoneInfo
 
 from loguru import logger
 
-from bot.models import ChatKey
+from bot.models import ChatKey, IncomingMessage
 
 ROUNDS = 5
 ANSWER_WITHIN = timedelta(seconds=2)
@@ -43,13 +46,15 @@ class LoopWatch:
         self._paused: dict[ChatKey, datetime] = {}
 
     def bot_sent(self, chat: ChatKey) -> None:
-        """Hear that the bot sent an item to ``chat``: the next message there answers it."""
-        self._rounds.setdefault(chat, _Rounds()).spoke_at = self._now()
+        """Hear that the bot sent an item to ``chat``: the next answer there may be fast."""
+        if chat.is_group:
+            self._rounds.setdefault(chat, _Rounds()).spoke_at = self._now()
 
-    def message_in(self, chat: ChatKey, sender_id: str) -> bool:
-        """Hear a stored message; return whether it completed a loop and paused ``chat``."""
+    def message_in(self, message: IncomingMessage) -> bool:
+        """Hear a stored message; return whether it completed a loop and paused its chat."""
+        chat, sender_id = message.chat, message.sender_id
         rounds = self._rounds.get(chat)
-        if rounds is None or rounds.spoke_at is None:
+        if rounds is None or rounds.spoke_at is None or not message.addresses_bot:
             return False
         now = self._now()
         fast = now - rounds.spoke_at <= ANSWER_WITHIN

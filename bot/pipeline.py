@@ -171,7 +171,7 @@ class Pipeline:
         for kept in stored:
             chat = kept.chat
             self.initiative.heard(chat, kept.sent_at)
-            self._loops.message_in(chat, kept.sender_id)
+            self._loops.message_in(kept)
             arrival = self._conversation(chat).message_in(kept)
             if arrival.cancels:
                 talked_over[chat] = None

@@ -15,7 +15,7 @@ import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, capture
 import pytest
 
 from bot.loops import LoopWatch
-from bot.models import ChatKey, ChatKind
+from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.replies.guards import without_links
 from bot.replies.items import Reply, Text
 from fakes.clock import Clock
@@ -94,6 +94,18 @@ async def test_a_bot_answering_within_two_seconds_five_times_pauses_the_chat(
     )
 
 
+def answer(chat: ChatKey, sender: str, *, addresses_bot: bool = True) -> IncomingMessage:
+    return IncomingMessage(
+        chat=chat,
+        message_id="1",
+        sender_id=sender,
+        sender_name=sender,
+        text="好",
+        sent_at=NOON,
+        addresses_bot=addresses_bot,
+    )
+
+
 @pytest.mark.parametrize(
     "answers",
     [
@@ -111,8 +123,27 @@ def test_a_slow_or_another_answer_starts_the_count_anew(answers: list[tuple[str,
     for sender, after_s in answers:
         watch.bot_sent(GROUP)
         clock.jump(seconds=after_s)
-        rounds.append(watch.message_in(GROUP, sender))
+        rounds.append(watch.message_in(answer(GROUP, sender)))
     assert (rounds, watch.paused_until(GROUP)) == ([False] * len(answers), None)
+
+
+@pytest.mark.parametrize(
+    ("chat", "addresses_bot", "paused"),
+    [(GROUP, True, True), (GROUP, False, False), (PRIVATE, True, False)],
+    ids=["answers in a group", "the room's talk", "a private chat"],
+)
+def test_only_fast_answers_to_the_bot_in_a_group_make_a_loop(
+    chat: ChatKey, addresses_bot: bool, paused: bool
+) -> None:
+    """Five messages a second after the bot's items pause a group only when they answer
+    the bot; a person writing that fast in a private chat is never paused."""
+    clock = Clock(NOON, running=False)
+    watch = LoopWatch(now=clock.now, zone=ZoneInfo("UTC"))
+    for _ in range(5):
+        watch.bot_sent(chat)
+        clock.jump(seconds=1)
+        watch.message_in(answer(chat, "a", addresses_bot=addresses_bot))
+    assert (watch.paused_until(chat) is not None) is paused
 
 
 @pytest.mark.parametrize("strip", [True, False])
