@@ -156,6 +156,8 @@ async def test_a_note_heard_after_its_batch_reaches_the_next_prompt(
     placeholder, and the words, heard later, are stored and read by the next batch."""
     api.add_file("voice-1", audio.ogg_opus(3.0), path="voice/file_1.oga")
     llm.transcription_hang(0.6, text="明天见")
+    llm.reply_json(plan({"content": "没听清"}))
+    llm.reply_json(plan({"content": "听到了，明天见"}))  # the same words again would be dropped
     config = telegram_config(tmp_path, llm, api, voice=HEAR, llm={"timeout_s": 0.2})
     async with telegram_bot(config, api) as core:
         api.push_message(ALICE, extra=voice(duration=3))
