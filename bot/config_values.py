@@ -1,8 +1,9 @@
-"""The forms a value of ``config.toml`` may take, each checked in one place.
+"""The forms a value of ``config.toml`` may take, each checked in one place, and the
+:class:`Section` every table is read into.
 
-Each ``Annotated`` type below is a field type of ``bot/config.py``; its check raises
-``ValueError`` with the expected form in TOML's words, which ``bot/config_errors.py``
-puts after the key and the value.
+Each ``Annotated`` type below is a field type of ``bot/config.py`` or
+``bot/config_groups.py``; its check raises ``ValueError`` with the expected form in TOML's
+words, which ``bot/config_errors.py`` puts after the key and the value.
 """
 
 from __future__ import annotations
