@@ -61,6 +61,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "status_hard_cap": "hard cap reached: no LLM call until {until}",
         "status_unaddressed": "unaddressed calls in the last hour: {calls} of {budget}",
         "status_paused": "paused for a bot loop until {until}: no LLM call here meanwhile",
+        "status_later": "later items pending: {count}; the next, a {kind}, at {due} (/later)",
+        "status_quiet": "quiet until {until}: no openers or follow-ups here",
         # /prompt
         "prompt": "system prompt of {chat}, ~{tokens} tokens:\n\n{prompt}",
         # /summary
@@ -239,6 +241,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "status_hard_cap": "已达到硬上限：{until} 之前不再调用 LLM",
         "status_unaddressed": "最近一小时未被点名的调用：{calls} / {budget}",
         "status_paused": "发现机器人互相回复，暂停到 {until}：期间这里不调用 LLM",
+        "status_later": "待办的稍后事项：{count} 个；下一个（{kind}）在 {due}（/later）",
+        "status_quiet": "安静到 {until}：期间这里不主动开口、不跟进",
         "prompt": "{chat} 的系统提示词，约 {tokens} token：\n\n{prompt}",
         "summary_usage": "用法：/summary list | show [N] | pop | restore | run [YYYY-MM-DD]",
         "summary_none": "{chat} 还没有摘要。",

@@ -420,3 +420,19 @@ async def test_initiative_keeps_to_the_budget(
     assert trace.trace.why == kind
     refused = [guard for guard in trace.trace.guards if guard.startswith("no LLM call")]
     assert len(refused) == 1 - calls
+
+
+async def test_status_names_the_next_later_item_and_a_quiet(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """/status says how many later items wait and when the next is due (local time), and
+    until when the chat is quiet; a chat with neither says nothing of them."""
+    clock = Clock(EVENING)
+    async with harness(tmp_path, llm, now=clock.now, bot={"admins": ["test:7"]}) as bot:
+        before = await bot.command("/status")
+        await promise_one(bot, later("提醒小明交作业", at="2026-11-27 09:00"))
+        await bot.command("/quiet 2")
+        after = await bot.command("/status")
+    assert ("later items" in before, "quiet until" in before) == (False, False)
+    assert "later items pending: 1; the next, a remind, at 2026-11-27 09:00 (/later)" in after
+    assert "quiet until 2026-11-26 23:00: no openers or follow-ups here" in after

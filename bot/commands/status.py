@@ -1,5 +1,5 @@
-"""``/status`` (pacing, what waits, what is queued, LLM errors, what today cost) and
-``/prompt`` (admins)."""
+"""``/status`` (pacing, what waits, what is queued, LLM errors, what today cost, what the
+bot will do on its own) and ``/prompt`` (admins)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ async def status(call: Call) -> str:
         ),
         *_spending_lines(call, shown.today),
         *_gate_lines(call, shown),
+        *await _initiative_lines(call),
     ]
     return "\n".join(lines)
 
@@ -90,6 +91,19 @@ def _gate_lines(call: Call, shown: ChatStatus) -> list[str]:
         )
     if shown.paused_until is not None:
         lines.append(call.say("status_paused", until=_local(call, shown.paused_until)))
+    return lines
+
+
+async def _initiative_lines(call: Call) -> list[str]:
+    """Say what the chat has pending (how many later items, the next one) and any quiet."""
+    view = await call.ops.initiative.view(call.chat)
+    lines = []
+    if view.pending:
+        soonest = view.pending[0]
+        due = _local(call, soonest.due_at)
+        lines.append(call.say("status_later", count=len(view.pending), kind=soonest.kind, due=due))
+    if view.quiet_until is not None:
+        lines.append(call.say("status_quiet", until=_local(call, view.quiet_until)))
     return lines
 
 
