@@ -23,6 +23,7 @@ EN: Mapping[str, str] = MappingProxyType(
     {
         # who may do what
         "refusal": "Sorry, only admins can use that command.",
+        "refusal_in_group": "In a group, only admins can use /{name}.",
         "help_header": "Commands you can use here:",
         # one line per command, for /help and the Telegram menu
         "help_help": "the commands you can use",
@@ -187,7 +188,6 @@ EN: Mapping[str, str] = MappingProxyType(
         "later_not_yours": "Only the one who asked for #{id}, or an admin, can cancel it.",
         "later_cancelled": "Cancelled #{id} ({kind}, {due}): {note}",
         "quiet_usage": "usage: /quiet [hours] (default 24, at most {most}) | /quiet off",
-        "quiet_refusal": "In a group, only admins can quiet the bot.",
         "quiet_done": "Quiet until {until}: no openers or follow-ups here until then "
         "(reminders still come). /quiet off ends it sooner.",
         "quiet_off_done": "Quiet ended: the bot may speak first here again.",
@@ -206,6 +206,7 @@ EN: Mapping[str, str] = MappingProxyType(
 ZH: Mapping[str, str] = MappingProxyType(
     {
         "refusal": "抱歉，只有管理员可以使用这个命令。",
+        "refusal_in_group": "在群里，只有管理员可以使用 /{name}。",
         "help_header": "你在这里可以用的命令：",
         "help_help": "列出你可以用的命令",
         "help_summary": "记忆摘要：列出、查看、撤下、恢复、立即生成",
@@ -350,7 +351,6 @@ ZH: Mapping[str, str] = MappingProxyType(
         "later_not_yours": "只有提出 #{id} 的人或管理员可以取消它。",
         "later_cancelled": "已取消 #{id}（{kind}，{due}）：{note}",
         "quiet_usage": "用法：/quiet [小时]（默认 24，最多 {most}）| /quiet off",
-        "quiet_refusal": "在群里，只有管理员可以让机器人安静。",
         "quiet_done": "安静到 {until}：在那之前这里不主动开口、不回访（提醒照常）。"
         "/quiet off 可提前结束。",
         "quiet_off_done": "安静已结束：机器人可以在这里主动开口了。",

@@ -332,14 +332,19 @@ async def test_quiet_pauses_followups_and_never_reminders(
 
 
 async def test_quiet_in_a_group_is_for_admins(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """In a group a member's /quiet is refused and changes nothing; an admin's works."""
+    """In a group a member's /quiet is refused and changes nothing, and their /help does
+    not offer it (it offers /later); an admin's works; in private anyone is offered it."""
     async with harness(tmp_path, llm, bot={"admins": ["test:1"]}) as bot:
+        member_help = await bot.command("/help", chat=GROUP, sender_id="8")
+        private_help = await bot.command("/help", sender_id="8")
         member = await bot.command("/quiet", chat=GROUP, sender_id="8")
         nothing = await bot.ops.initiative.view(GROUP)
         admin = await bot.command("/quiet 1", chat=GROUP, sender_id="1")
         quiet = await bot.ops.initiative.view(GROUP)
         usage = await bot.command("/quiet soon", chat=GROUP, sender_id="1")
-    assert (member, nothing.quiet) == ("In a group, only admins can quiet the bot.", [])
+    assert ("/quiet" in member_help, "/later" in member_help) == (False, True)
+    assert "/quiet" in private_help
+    assert (member, nothing.quiet) == ("In a group, only admins can use /quiet.", [])
     assert (admin.startswith("Quiet until"), quiet.quiet_until is not None) == (True, True)
     assert usage == "usage: /quiet [hours] (default 24, at most 8760) | /quiet off"
 

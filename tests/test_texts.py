@@ -88,7 +88,6 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/help — the commands you can use",
         "/forgetme — forget every fact about you in this chat",
         "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
-        "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
     ]
     assert llm.requests == []
 
@@ -106,7 +105,6 @@ async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: Fak
         "/help — 列出你可以用的命令",
         "/forgetme — 忘掉这个聊天里关于你的所有事实",
         "/later [cancel <id>] — 这里待办的提醒和回访；按编号取消一个",
-        "/quiet [hours | off] — N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束",
     ]
 
 

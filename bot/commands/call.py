@@ -45,3 +45,9 @@ class Command:
     handler: Handler
     usage: str = ""
     anyone: bool = False
+    admins_in_groups: bool = False  # anyone in a private chat, only admins in a group
+
+    def allowed(self, *, admin: bool, group: bool) -> bool:
+        """Tell whether a sender, admin or not, may use the command in a group or a private
+        chat (``/help`` offers only those)."""
+        return admin or (self.anyone and not (group and self.admins_in_groups))

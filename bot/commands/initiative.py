@@ -48,8 +48,6 @@ async def later(call: Call) -> str:
 async def quiet(call: Call) -> str:
     """Pause openers and follow-ups in the chat for some hours, or end the pause."""
     say = call.say
-    if call.chat.is_group and not call.admin:
-        return say("quiet_refusal")
     if call.args and call.args[0].lower() == "off" and len(call.args) == 1:
         ended = await call.ops.initiative.quiet_off(call.chat, by=call.who)
         return say("quiet_off_done") if ended is not None else say("quiet_off_none")

@@ -2,7 +2,8 @@
 
 Only known command names are taken as commands; any other ``/word`` (Telegram's
 ``/start``, say) is ordinary chat text. Most commands are for admins; ``anyone`` marks
-those anyone may use, which act only on their sender in the chat they are sent in.
+those anyone may use, which act only on their sender in the chat they are sent in (or,
+with ``admins_in_groups``, on the whole chat: anyone in a private chat, admins in a group).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ async def help_(call: Call) -> str:
     """List the commands the sender may use, one line each."""
     lines = [call.say("help_header")]
     for command in MENU:
-        if call.admin or command.anyone:
+        if command.allowed(admin=call.admin, group=call.chat.is_group):
             usage = f" {command.usage}" if command.usage else ""
             lines.append(f"/{command.name}{usage} — {call.say(f'help_{command.name}')}")
     return "\n".join(lines)
@@ -37,7 +38,7 @@ MENU: tuple[Command, ...] = (
     Command("stickers", stickers.stickers),
     Command("sticker", stickers.sticker, "ban <id>"),
     Command("later", initiative.later, "[cancel <id>]", anyone=True),
-    Command("quiet", initiative.quiet, "[hours | off]", anyone=True),
+    Command("quiet", initiative.quiet, "[hours | off]", anyone=True, admins_in_groups=True),
 )
 _BY_NAME = {command.name: command for command in MENU}
 

@@ -33,7 +33,9 @@ class CommandRunner:
     async def run(self, message: IncomingMessage, command: Command, args: Sequence[str]) -> str:
         """Run ``command`` for ``message``'s sender and return the answer text."""
         admin = self.is_admin(message)
-        if not admin and not command.anyone:
+        if not command.allowed(admin=admin, group=message.chat.is_group):
+            if command.anyone:  # only in a group
+                return self.texts("refusal_in_group", name=command.name)
             return self.texts("refusal")
         chat = message.chat
         if args and not command.anyone and not chat.is_group and args[-1].count(":") == 2:
