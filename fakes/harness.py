@@ -14,7 +14,7 @@ import os
 import random
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -379,12 +379,15 @@ async def dashboard_up(url: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def qq_bot(config: Config, *, self_id: int = 10001) -> AsyncIterator[tuple[Core, FakeOneBot]]:
+async def qq_bot(
+    config: Config, *, self_id: int = 10001, unsupported: Collection[str] = ()
+) -> AsyncIterator[tuple[Core, FakeOneBot]]:
     """Run the bot with QQ on (nonebot's reverse WebSocket) and a OneBot client connected to
-    it as NapCat would be."""
-    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
+    it as NapCat would be, answering ``unsupported`` actions as NapCat does unknown ones."""
+    voice_key = TEST_KEY if config.voice.enabled else None
+    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY, voice_api_key=voice_key)) as core:
         url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
-        async with FakeOneBot(url, self_id=self_id) as onebot:
+        async with FakeOneBot(url, self_id=self_id, unsupported=unsupported) as onebot:
             yield core, onebot
 
 

@@ -4,8 +4,7 @@ whoever else is talking (Telegram through PTB polling, QQ through nonebot's WebS
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,14 +13,13 @@ from zoneinfo import ZoneInfo
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.app import Core, running_bot
-from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from bot.secrets import Secrets
 from bot.texts import Texts
 from bot.trace import format_trace
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import TEST_KEY, free_port, make_config, replies_json, telegram_config
-from fakes.onebot import FakeOneBot, at, text
+from fakes.harness import TEST_KEY, free_port, make_config, qq_bot, replies_json, telegram_config
+from fakes.onebot import at, text
 from fakes.openai_api import FakeLLMServer
 
 QUIET_S = 0.3  # debounce_min_s = debounce_max_s
@@ -98,20 +96,12 @@ async def test_telegram_answers_the_asker_amid_chatter(
         await answered_amid_chatter(core, llm, say, ChatKey("telegram", ChatKind.GROUP, "-100500"))
 
 
-@contextlib.asynccontextmanager
-async def qq_bot(config: Config) -> AsyncIterator[tuple[Core, FakeOneBot]]:
-    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
-        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
-        async with FakeOneBot(url, self_id=SELF_ID) as onebot:
-            yield core, onebot
-
-
 async def test_qq_answers_the_asker_amid_chatter(tmp_path: Path, llm: FakeLLMServer) -> None:
     """On QQ, an @ amid constant chatter is answered a quiet wait after the asker's last
     message; the asker's own follow-up re-armed the wait, the chatter did not."""
     qq: dict[str, Any] = {"enabled": True, "port": free_port()}
     config = make_config(tmp_path, llm.base_url, qq=qq, pacing=BUSY)
-    async with qq_bot(config) as (core, onebot):
+    async with qq_bot(config, self_id=SELF_ID) as (core, onebot):
 
         async def say(user: int, words: str, mention: bool) -> str:
             segments = [at(SELF_ID), text(f" {words}")] if mention else [text(words)]

@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from adapters.app import Core, running_bot
-from bot.config import Config
 from bot.models import ChatKey, ChatKind
-from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
+from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt
 from fakes.openai_api import FakeLLMServer
 
 GROUP_ID = -100777
 GROUP = ChatKey("telegram", ChatKind.GROUP, str(GROUP_ID))
 ALICE, BOB = 1001, 1002
-
-
-@contextlib.asynccontextmanager
-async def pacebot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
-    secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-        await api.wait_for("getUpdates")
-        yield core
 
 
 def texts(api: FakeBotAPI, chat_id: int) -> list[str]:
@@ -39,7 +26,7 @@ async def test_private_burst_one_call_paced_replies_with_typing(
     """A 3-message burst → one LLM call with all three → replies in order, typing in
     between, and never two messages to one chat within a second (Telegram's limit)."""
     llm.reply_json(replies_json("在的", "爬山好呀", "几点出发？", delay=0.15))
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(telegram_config(tmp_path, llm, api), api) as core:
         for text in ("在吗", "周末想去爬山", "你去不去"):
             api.push_message(ALICE, text)
         await api.wait_for("sendMessage", count=3, timeout=5)
@@ -64,7 +51,7 @@ async def test_group_mention_rules_and_quotes(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """Unaddressed group chatter is context only; an @-mention is answered with a quote."""
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(telegram_config(tmp_path, llm, api), api) as core:
         api.push_message(
             GROUP_ID,
             "今天好热",
@@ -101,7 +88,7 @@ async def test_reply_to_the_bot_addresses_it(
     """Replying to one of the bot's group messages counts as addressing it."""
     llm.reply_json(replies_json("第一次"))
     llm.reply_json(replies_json("第二次"))
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(telegram_config(tmp_path, llm, api), api) as core:
         api.push_message(GROUP_ID, "小满 你好", chat_type="group")
         await api.wait_for("sendMessage", timeout=5)
         bot_message = api.sent_messages(GROUP_ID)[0]["message_id"]
@@ -113,7 +100,7 @@ async def test_reply_to_the_bot_addresses_it(
 
 async def test_edit_and_placeholders(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> None:
     """A photo becomes a placeholder; an edit updates the text and starts no second answer."""
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(telegram_config(tmp_path, llm, api), api) as core:
         first = api.push_message(ALICE, "明天下鱼")
         api.push_message(
             ALICE,
@@ -149,7 +136,7 @@ def _sticker(emoji: str) -> dict[str, Any]:
 
 async def test_telegram_faults(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> None:
     """429 is waited out, a vanished quote is sent without it, and a kicked chat stops cleanly."""
-    async with pacebot(telegram_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(telegram_config(tmp_path, llm, api), api) as core:
         api.fail_next(
             "sendMessage", status=429, description="Too Many Requests: retry after 1", retry_after=1
         )
@@ -184,7 +171,7 @@ async def test_command_menu_is_published_to_admins_only(
 ) -> None:
     """Once polling runs, the admin command menu is set for each Telegram admin's chat only."""
     config = telegram_config(tmp_path, llm, api, bot={"admins": ["telegram:1001", "qq:5"]})
-    async with pacebot(config, api):
+    async with telegram_bot(config, api):
         [call] = await api.wait_for("setMyCommands", timeout=5)
     assert call["scope"] == {"type": "chat", "chat_id": 1001}
     assert [c["command"] for c in call["commands"]] == [

@@ -9,18 +9,15 @@ whole group, whichever topic they were met in.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from adapters.app import Core, running_bot
+from adapters.app import Core
 from bot.config import Config
 from bot.models import ChatKey, ChatKind
-from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, sticker
-from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
+from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -35,14 +32,6 @@ def topic_chat(thread: int) -> ChatKey:
 
 def forum_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, **sections: Any) -> Config:
     return telegram_config(tmp_path, llm, api, bot={"admins": [f"telegram:{ADMIN}"]}, **sections)
-
-
-@contextlib.asynccontextmanager
-async def pacebot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
-    secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-        await api.wait_for("getUpdates")
-        yield core
 
 
 def ask(api: FakeBotAPI, text: str, *, topic: int | None, user_id: int = ALICE) -> int:
@@ -70,7 +59,7 @@ async def test_each_topic_is_its_own_conversation_answered_in_its_thread(
     llm.reply_json(replies_json("香山吧"))
     llm.reply_json(replies_json("周五晚上"))
     llm.reply_json(replies_json("在"))
-    async with pacebot(forum_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(forum_config(tmp_path, llm, api), api) as core:
         hiking = api.open_topic(FORUM, "Hiking")
         games = api.open_topic(FORUM, "Games")
         ask(api, f"@{api.bot_username} 周六去哪爬山？", topic=hiking)
@@ -112,7 +101,7 @@ async def test_stickers_commands_and_reactions_stay_in_the_topic(
     """A sticker met in one topic is the group's: offered and sent in another topic, into
     that topic's thread, beside a reaction; /stickers is answered in its topic."""
     config = forum_config(tmp_path, llm, api, stickers={"enabled": True})
-    async with pacebot(config, api) as core:
+    async with telegram_bot(config, api) as core:
         cats = api.open_topic(FORUM, "Cats")
         chatter = api.open_topic(FORUM, "Chatter")
         api.push_message(
@@ -139,7 +128,7 @@ async def test_a_topic_telegram_lost_still_gets_its_words_into_the_group(
 ) -> None:
     """Telegram answers "message thread not found" for a deleted topic: the reply goes to
     the group instead, quoting its question, and a warning names the topic."""
-    async with pacebot(forum_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(forum_config(tmp_path, llm, api), api) as core:
         doomed = api.open_topic(FORUM, "Doomed")
         asked = ask(api, f"@{api.bot_username} 在吗", topic=doomed)
         llm.reply_json(
@@ -162,7 +151,7 @@ async def test_the_groups_people_are_shared_by_its_topics(
 ) -> None:
     """Facts learned from one topic's summary show in another topic's prompt; /forgetme
     in another topic forgets them for the whole group."""
-    async with pacebot(forum_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(forum_config(tmp_path, llm, api), api) as core:
         pets = api.open_topic(FORUM, "Pets")
         food = api.open_topic(FORUM, "Food")
         ask(api, "我对花生过敏", topic=pets)
@@ -201,7 +190,7 @@ async def test_a_reminder_goes_back_to_the_topic_it_was_asked_in(
         }
     )
     llm.reply_json(replies_json("该报名啦"))
-    async with pacebot(forum_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(forum_config(tmp_path, llm, api), api) as core:
         signups = api.open_topic(FORUM, "Sign-ups")
         await answer(api, core, "小满 一秒后提醒我报名", topic=signups, user_id=ALICE)
         [item] = await core.ops.initiative.pending(topic_chat(signups))

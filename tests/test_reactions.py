@@ -6,20 +6,24 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
-from adapters.app import Core, running_bot
 from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import REACT_CONTRACT
-from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import TEST_KEY, free_port, make_config, telegram_config, wait_until
-from fakes.onebot import FakeOneBot, at, text
+from fakes.harness import (
+    free_port,
+    make_config,
+    qq_bot,
+    telegram_bot,
+    telegram_config,
+    wait_until,
+)
+from fakes.onebot import at, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -38,14 +42,6 @@ def system_prompt(llm: FakeLLMServer, index: int = -1) -> str:
 def batch_states(config: Config) -> list[str]:
     with contextlib.closing(sqlite3.connect(config.database_path)) as db:
         return [state for (state,) in db.execute("SELECT state FROM batches ORDER BY id")]
-
-
-@contextlib.asynccontextmanager
-async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
-    secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-        await api.wait_for("getUpdates")
-        yield core
 
 
 async def test_telegram_answers_thanks_with_a_reaction_alone(
@@ -88,14 +84,6 @@ async def test_telegram_takes_the_nearest_reaction_or_none(
     assert logs.tracebacks() == []
 
 
-@contextlib.asynccontextmanager
-async def qq_bot(config: Config) -> AsyncIterator[tuple[Core, FakeOneBot]]:
-    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
-        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
-        async with FakeOneBot(url, self_id=SELF_ID) as onebot:
-            yield core, onebot
-
-
 def qq_config(tmp_path: Path, llm: FakeLLMServer) -> Config:
     return make_config(tmp_path, llm.base_url, qq={"enabled": True, "port": free_port()})
 
@@ -104,7 +92,7 @@ async def test_qq_group_reaction_sets_the_qq_face(tmp_path: Path, llm: FakeLLMSe
     """In a QQ group, 👍 on a message is NapCat's set_msg_emoji_like with face "76" (as a
     string) on that message id; no text is sent."""
     config = qq_config(tmp_path, llm)
-    async with qq_bot(config) as (core, onebot):
+    async with qq_bot(config, self_id=SELF_ID) as (core, onebot):
         thanks = await onebot.send_group_message(GROUP_ID, ALICE, [at(SELF_ID), text(" 谢谢")])
         llm.reply_json(plan({"react": "👍", "to": str(thanks)}))
         [call] = await onebot.wait_for_call("set_msg_emoji_like")
@@ -121,7 +109,7 @@ async def test_qq_reacts_through_lagrange_and_says_once_when_it_cannot(
     batches' prompts no longer offer reactions."""
     config = qq_config(tmp_path, llm)
     with captured_logs() as logs:
-        async with qq_bot(config) as (core, onebot):
+        async with qq_bot(config, self_id=SELF_ID) as (core, onebot):
             onebot.unsupported.add("set_msg_emoji_like")
             first = await onebot.send_group_message(GROUP_ID, ALICE, [at(SELF_ID), text(" 好")])
             llm.reply_json(plan({"react": "🎉", "to": str(first)}))
@@ -150,7 +138,7 @@ async def test_qq_private_chats_have_no_reactions(tmp_path: Path, llm: FakeLLMSe
     """A QQ private chat's prompt offers no reaction; one the model writes anyway is
     dropped (and traced), no reaction action is called, and the text beside it is sent."""
     config = qq_config(tmp_path, llm)
-    async with qq_bot(config) as (core, onebot):
+    async with qq_bot(config, self_id=SELF_ID) as (core, onebot):
         asked = await onebot.send_private_message(ALICE, "谢谢")
         llm.reply_json(plan({"react": "👍", "to": str(asked)}, {"content": "不客气"}))
         await onebot.wait_for_call("send_private_msg")

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import gzip
 import io
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +21,18 @@ from bot.models import ChatKey, ChatKind
 from bot.replies.contract import STICKER_CONTRACT
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, sticker
-from fakes.harness import TEST_KEY, free_port, make_config, telegram_config, wait_until
+from fakes.harness import (
+    TEST_KEY,
+    free_port,
+    make_config,
+    qq_bot,
+    telegram_bot,
+    telegram_config,
+    wait_until,
+)
 from fakes.image_host import ImageHost
 from fakes.images import jpeg, jpeg_size, transparent_png, webp_sticker
-from fakes.onebot import FakeOneBot, at, image, text
+from fakes.onebot import at, image, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -55,14 +61,6 @@ def config_with(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, **stickers:
         stickers={**ON, **stickers},
         bot={"admins": [f"telegram:{ADMIN}"]},
     )
-
-
-@contextlib.asynccontextmanager
-async def telegram_bot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
-    secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-        await api.wait_for("getUpdates")
-        yield core
 
 
 async def command(api: FakeBotAPI, core: Core, chat_id: int, text: str) -> str:
@@ -299,14 +297,6 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
         assert "/file/bot" not in answer
 
 
-@contextlib.asynccontextmanager
-async def qq_bot(config: Config) -> AsyncIterator[tuple[Core, FakeOneBot]]:
-    async with running_bot(config, Secrets(TEST_KEY, TEST_KEY)) as core:
-        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
-        async with FakeOneBot(url, self_id=QQ_SELF) as onebot:
-            yield core, onebot
-
-
 def qq_config(
     tmp_path: Path, llm: FakeLLMServer, *, private_hosts: bool = True, **stickers: Any
 ) -> Config:
@@ -325,7 +315,7 @@ async def test_a_qq_sticker_is_kept_as_a_small_file_and_sent_back_inline(
     <data_dir>/stickers (≤ 512 px, ≤ 256 kB, its transparency kept), and sent back as an
     image segment marked as a sticker with those very bytes inlined."""
     config = qq_config(tmp_path, llm)
-    async with ImageHost() as host, qq_bot(config) as (core, onebot):
+    async with ImageHost() as host, qq_bot(config, self_id=QQ_SELF) as (core, onebot):
         url = host.serve("/s.png", transparent_png(1024, 1024))
         await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=url)])
         await collected(core, QQ_CHAT, 1)
@@ -359,7 +349,7 @@ async def test_a_qq_sticker_that_cannot_be_fetched_is_not_kept(
     bytes do not decode is not collected; the chat goes on, with no traceback."""
     config = qq_config(tmp_path, llm, private_hosts=False)
     with captured_logs() as logs:
-        async with ImageHost() as host, qq_bot(config) as (core, onebot):
+        async with ImageHost() as host, qq_bot(config, self_id=QQ_SELF) as (core, onebot):
             private = host.serve("/private.png", transparent_png())
             await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=private)])
             llm.reply_json(plan({"content": "在"}))
@@ -378,7 +368,7 @@ async def test_a_qq_sticker_that_does_not_decode_is_not_kept(
     """Bytes that are no picture are fetched, refused, and nothing is kept or written."""
     config = qq_config(tmp_path, llm)
     with captured_logs() as logs:
-        async with ImageHost() as host, qq_bot(config) as (core, onebot):
+        async with ImageHost() as host, qq_bot(config, self_id=QQ_SELF) as (core, onebot):
             url = host.serve("/broken.png", b"\x89PNG not really")
             await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=url)])
             await wait_until(lambda: host.requests == ["/broken.png"])
@@ -396,7 +386,7 @@ async def test_an_evicted_qq_sticker_leaves_no_file_behind(
 ) -> None:
     """With max_per_chat 1, a second sticker evicts the first, whose file is deleted."""
     config = qq_config(tmp_path, llm, max_per_chat=1)
-    async with ImageHost() as host, qq_bot(config) as (core, onebot):
+    async with ImageHost() as host, qq_bot(config, self_id=QQ_SELF) as (core, onebot):
         first = host.serve("/a.png", transparent_png(40, 40))
         second = host.serve("/b.jpg", jpeg(40, 40))
         await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=first)])
@@ -416,7 +406,7 @@ async def test_a_qq_sticker_is_drawn_from_its_kept_file_and_not_once_it_is_gone(
     URL: a PNG of 128 px with its transparency; a file gone from the disk draws nothing."""
     config = qq_config(tmp_path, llm)
     with captured_logs() as logs:
-        async with ImageHost() as host, qq_bot(config) as (core, onebot):
+        async with ImageHost() as host, qq_bot(config, self_id=QQ_SELF) as (core, onebot):
             url = host.serve("/s.png", transparent_png(1024, 1024))
             await onebot.send_group_message(QQ_GROUP, ALICE, [image(sticker=True, url=url)])
             await collected(core, QQ_CHAT, 1)

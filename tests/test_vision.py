@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import base64
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from adapters.app import Core, running_bot
 from bot.config import Config
-from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, photo
-from fakes.harness import TEST_KEY, replies_json, telegram_config, user_prompt
+from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt
 from fakes.images import jpeg, jpeg_size, png_bomb
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
 ALICE = 1001
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
-
-
-@contextlib.asynccontextmanager
-async def pacebot(config: Config, api: FakeBotAPI) -> AsyncIterator[Core]:
-    secrets = Secrets(llm_api_key=TEST_KEY, splitter_api_key=TEST_KEY, telegram_token=api.token)
-    async with running_bot(config, secrets, telegram_poll_timeout_s=0.1) as core:
-        await api.wait_for("getUpdates")
-        yield core
 
 
 def vision_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, **llm_keys: Any) -> Config:
@@ -52,7 +40,7 @@ async def test_a_photo_goes_into_the_one_reply_call_and_its_note_is_remembered(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """The photo reaches the model as a ≤1024 px JPEG data URL; its note replaces it later."""
-    async with pacebot(vision_config(tmp_path, llm, api), api) as core:
+    async with telegram_bot(vision_config(tmp_path, llm, api), api) as core:
         message_id = send_photo(api, 2560, jpeg(2560, 1920), "这个怎么样？")
         notes = {str(message_id): "一只橘猫趴在键盘上"}
         llm.reply_json({**replies_json("好可爱的橘猫！"), "image_notes": notes})
@@ -78,7 +66,7 @@ async def test_with_vision_off_nothing_is_downloaded(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """vision = false: no getFile, no download, the placeholder and caption only."""
-    async with pacebot(telegram_config(tmp_path, llm, api), api):
+    async with telegram_bot(telegram_config(tmp_path, llm, api), api):
         send_photo(api, 1280, jpeg(1280, 960), "看")
         await api.wait_for("sendMessage", timeout=5)
 
@@ -93,7 +81,7 @@ async def test_only_the_newest_max_images_are_sent(
 ) -> None:
     """Of three photos with max_images = 2, the two newest go, oldest of them first."""
     config = vision_config(tmp_path, llm, api, max_images=2)
-    async with pacebot(config, api):
+    async with telegram_bot(config, api):
         ids = [send_photo(api, side, jpeg(side, side)) for side in (400, 500, 600)]
         await api.wait_for("sendMessage", timeout=5)
 
@@ -108,7 +96,7 @@ async def test_a_picture_that_fails_leaves_its_placeholder_and_the_batch_is_answ
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """A bomb and a missing file are left out; the good picture goes; the reply goes out."""
-    async with pacebot(vision_config(tmp_path, llm, api), api):
+    async with telegram_bot(vision_config(tmp_path, llm, api), api):
         send_photo(api, 700, png_bomb(50_000, 50_000), "炸弹")
         api.push_message(ALICE, extra=photo("不见了", sides=(90, 800)))  # never served
         good = send_photo(api, 300, jpeg(300, 200), "好的这张")
@@ -129,7 +117,7 @@ async def test_a_provider_refusing_pictures_is_asked_again_without_them(
     llm.fail(400, body={"error": {"message": "image input is not supported", "type": "x"}})
     llm.reply_json(replies_json("看不到图，但听起来不错"))
     with captured_logs("WARNING") as logs:
-        async with pacebot(vision_config(tmp_path, llm, api), api):
+        async with telegram_bot(vision_config(tmp_path, llm, api), api):
             send_photo(api, 320, jpeg(320, 320), "这个怎么样？")
             await api.wait_for("sendMessage", timeout=5)
 

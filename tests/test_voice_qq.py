@@ -5,21 +5,17 @@ else from its URL under the picture rules; a voice item goes out as a record of 
 from __future__ import annotations
 
 import base64
-import contextlib
-from collections.abc import AsyncIterator, Collection
 from pathlib import Path
 from typing import Any
 
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
-from adapters.app import Core, running_bot
 from adapters.audio import sniff
 from bot.config import Config
-from bot.secrets import Secrets
 from fakes import audio
-from fakes.harness import TEST_KEY, free_port, make_config, user_prompt
+from fakes.harness import free_port, make_config, qq_bot, user_prompt
 from fakes.image_host import ImageHost
-from fakes.onebot import ApiCall, FakeOneBot, record, text
+from fakes.onebot import ApiCall, record, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -40,17 +36,6 @@ def qq_config(
         qq={"enabled": True, "port": free_port(), "allow_private_image_hosts": private_hosts},
         voice=voice,
     )
-
-
-@contextlib.asynccontextmanager
-async def qq_bot(
-    config: Config, *, unsupported: Collection[str] = ()
-) -> AsyncIterator[tuple[Core, FakeOneBot]]:
-    secrets = Secrets(TEST_KEY, TEST_KEY, voice_api_key=TEST_KEY)
-    async with running_bot(config, secrets) as core:
-        url = f"ws://127.0.0.1:{config.qq.port}/onebot/v11/ws"
-        async with FakeOneBot(url, self_id=QQ_SELF, unsupported=unsupported) as onebot:
-            yield core, onebot
 
 
 def new_messages(llm: FakeLLMServer) -> str:
@@ -84,7 +69,10 @@ async def test_without_get_record_the_silk_url_is_downloaded_and_decoded(
     """An implementation without get_record (Lagrange): the record's URL is downloaded,
     its SILK bytes decoded and uploaded as a WAV the endpoint takes."""
     config = qq_config(tmp_path, llm, transcribe=True)
-    async with ImageHost() as host, qq_bot(config, unsupported={"get_record"}) as (core, onebot):
+    async with (
+        ImageHost() as host,
+        qq_bot(config, self_id=QQ_SELF, unsupported={"get_record"}) as (core, onebot),
+    ):
         url = host.serve("/r.silk", audio.silk(2.0))
         await onebot.send_private_message(ALICE, [record("r.silk", url=url)])
         await onebot.wait_for_call("send_private_msg", within_s=5)
@@ -103,7 +91,7 @@ async def test_a_record_url_on_a_private_address_is_never_fetched(
     with captured_logs() as logs:
         async with (
             ImageHost() as host,
-            qq_bot(config, unsupported={"get_record"}) as (
+            qq_bot(config, self_id=QQ_SELF, unsupported={"get_record"}) as (
                 core,
                 onebot,
             ),
