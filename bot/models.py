@@ -120,6 +120,8 @@ class StickerSeen:
     emoji: str = ""
     set_name: str = ""
     summary: str = ""
+    thumb_ref: str = ""  # a picture standing for one that cannot be drawn (Telegram's
+    # thumbnail of an animated or video sticker); "" = the sticker itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +136,7 @@ class StickerRecord:
     times_sent: int
     last_seen_at: datetime
     banned: bool = False
+    thumb_ref: str = ""  # what the dashboard draws instead of ``file_ref``, if not ""
 
     @property
     def label(self) -> str:

@@ -46,6 +46,7 @@ class CollectedSticker:
 
     key: str
     file_ref: str
+    thumb_ref: str = ""  # drawn on the dashboard instead of the sticker, if not ""
 
 
 class StickerSource(Protocol):
@@ -82,6 +83,7 @@ class StickerStore(Protocol):
         message_id: str,
         keep: int,
         now: datetime,
+        thumb_ref: str = "",
     ) -> SeenSticker:
         """Add a sticker to ``collection`` or refresh it; evict beyond ``keep`` live ones."""
         ...
@@ -184,6 +186,7 @@ class Stickers:
             platform=message.chat.platform,
             key=collected.key,
             file_ref=collected.file_ref,
+            thumb_ref=collected.thumb_ref,
             caption=default_caption(seen.emoji, seen.set_name, seen.summary),
             chat=message.chat,
             message_id=message.message_id,
@@ -238,7 +241,7 @@ class Stickers:
         source = None if found is None else self._sources.get(found.platform)
         if found is None or source is None:
             return None
-        return await source.thumbnail(found.file_ref)
+        return await source.thumbnail(found.thumb_ref or found.file_ref)
 
     def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
         """A sticker goes out as a sticker."""

@@ -292,9 +292,11 @@ def sticker(
     animated: bool = False,
     number: int = 1,
     set_name: str | None = None,
+    thumbnail: bool = False,
 ) -> dict[str, Any]:
     """Return the fields of a sticker message (a static WEBP one unless ``animated``):
-    sticker ``number`` has ids ``sticker-<n>`` and ``us-<n>``."""
+    sticker ``number`` has ids ``sticker-<n>`` and ``us-<n>``; with ``thumbnail`` Telegram's
+    small picture of it, ``sticker-thumb-<n>``."""
     body: dict[str, Any] = {
         "file_id": f"sticker-{number}",
         "file_unique_id": f"us-{number}",
@@ -308,6 +310,13 @@ def sticker(
         body["emoji"] = emoji
     if set_name is not None:
         body["set_name"] = set_name
+    if thumbnail:
+        body["thumbnail"] = {
+            "file_id": f"sticker-thumb-{number}",
+            "file_unique_id": f"ust-{number}",
+            "width": 128,
+            "height": 128,
+        }
     return {"sticker": body}
 
 

@@ -15,7 +15,9 @@ from bot.stickers import SeenSticker
 from storage.database import Database
 from storage.values import aware, clean, unix
 
-_COLUMNS = "id, collection, platform, file_ref, caption, times_sent, last_used_at, banned"
+_COLUMNS = (
+    "id, collection, platform, file_ref, caption, times_sent, last_used_at, banned, thumb_ref"
+)
 
 
 def _record(row: sqlite3.Row) -> StickerRecord:
@@ -24,6 +26,7 @@ def _record(row: sqlite3.Row) -> StickerRecord:
         collection=row["collection"],
         platform=row["platform"],
         file_ref=row["file_ref"],
+        thumb_ref=row["thumb_ref"],
         caption=row["caption"],
         times_sent=row["times_sent"],
         last_seen_at=aware(row["last_used_at"]),
@@ -46,6 +49,7 @@ class SqliteStickers(Database):
         message_id: str,
         keep: int,
         now: datetime,
+        thumb_ref: str = "",
     ) -> SeenSticker:
         """Add a sticker to ``collection`` or refresh it; evict beyond ``keep`` live ones.
 
@@ -55,12 +59,13 @@ class SqliteStickers(Database):
         async with self._transaction() as db:
             rows = list(
                 await db.execute_fetchall(
-                    "INSERT INTO stickers (collection, platform, unique_key, file_ref, caption,"
-                    " seen_chat_key, seen_message_id, first_seen_at, last_used_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    "INSERT INTO stickers (collection, platform, unique_key, file_ref, thumb_ref,"
+                    " caption, seen_chat_key, seen_message_id, first_seen_at, last_used_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (collection, unique_key) DO UPDATE SET"
                     " times_seen = times_seen + 1, last_used_at = excluded.last_used_at,"
-                    " file_ref = excluded.file_ref, seen_chat_key = excluded.seen_chat_key,"
+                    " file_ref = excluded.file_ref, thumb_ref = excluded.thumb_ref,"
+                    " seen_chat_key = excluded.seen_chat_key,"
                     " seen_message_id = excluded.seen_message_id"
                     " WHERE banned = 0"
                     f" RETURNING {_COLUMNS}",
@@ -69,6 +74,7 @@ class SqliteStickers(Database):
                         platform,
                         key,
                         file_ref,
+                        thumb_ref,
                         clean(caption),
                         str(chat),
                         message_id,

@@ -228,7 +228,8 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """``GET …/stickers`` lists the collection with the dashboard's own thumbnail paths; a
-    static sticker is drawn as a PNG of at most 128 px, an animated (Lottie) one is a 404;
+    static sticker is drawn as a PNG of at most 128 px, an animated (Lottie) one from the
+    thumbnail Telegram gave it, and one without a thumbnail is a 404;
     a ban is 200 once, then 404, as for an unknown id or another chat's sticker, and a
     malformed id is a 400. No answer holds the bot token or a Telegram file URL."""
     config = telegram_config(
@@ -242,6 +243,8 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
     secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token, web_token=WEB_TOKEN)
     api.add_file("sticker-1", webp_sticker(512))
     api.add_file("sticker-2", gzip.compress(b'{"v": "5.5.2", "layers": []}'))  # a .tgs
+    api.add_file("sticker-3", gzip.compress(b'{"v": "5.5.2", "layers": []}'))
+    api.add_file("sticker-thumb-3", webp_sticker(128))
     group_a = ChatKey("telegram", ChatKind.GROUP, str(GROUP_A))
     group_b = ChatKey("telegram", ChatKind.GROUP, str(GROUP_B))
     path_a, path_b = f"/api/chats/{group_a}/stickers", f"/api/chats/{group_b}/stickers"
@@ -254,8 +257,13 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
         api.push_message(
             GROUP_A, extra=sticker("🎉", number=2, animated=True), chat_type="supergroup"
         )
+        api.push_message(
+            GROUP_A,
+            extra=sticker("🎈", number=3, animated=True, thumbnail=True),
+            chat_type="supergroup",
+        )
         api.push_message(GROUP_B, "hi", chat_type="supergroup")
-        await collected(core, group_a, 2)
+        await collected(core, group_a, 3)
         async with asyncio.timeout(10):  # stored: the chat is known, answered or not
             while not await core.ops.status.knows(group_b):  # noqa: ASYNC110 - polls the store
                 await asyncio.sleep(0.01)
@@ -263,6 +271,7 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
         thumbnails = {s["id"]: s["thumbnail"] for s in listed["stickers"]}
         static = await client.get(thumbnails["s1"])
         animated = await client.get(thumbnails["s2"])
+        from_thumbnail = await client.get(thumbnails["s3"])
         anonymous = await client.get(thumbnails["s1"], headers={"Authorization": ""})
         bans = [
             await client.post(f"{path_a}/s1/ban"),
@@ -277,6 +286,7 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
     assert sorted(shown) == [
         ("s1", "😹", False, f"/chats/{group_a}/stickers/s1/thumbnail"),
         ("s2", "🎉", False, f"/chats/{group_a}/stickers/s2/thumbnail"),
+        ("s3", "🎈", False, f"/chats/{group_a}/stickers/s3/thumbnail"),
     ]
     with Image.open(io.BytesIO(static.content)) as drawn:
         assert (static.headers["content-type"], drawn.format, drawn.size) == (
@@ -284,6 +294,8 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
             "PNG",
             (128, 128),
         )
+    with Image.open(io.BytesIO(from_thumbnail.content)) as drawn:
+        assert (drawn.format, drawn.size) == ("PNG", (128, 128))
     assert (animated.status_code, anonymous.status_code) == (404, 303)
     assert [r.status_code for r in bans] == [200, 404, 404, 400]
     assert bans[0].json()["banned"]["banned"] is True
@@ -291,6 +303,7 @@ async def test_the_dashboard_api_lists_draws_and_bans_a_collections_stickers(
     assert [(s["id"], s["banned"]) for s in sorted(after, key=lambda s: s["id"])] == [
         ("s1", True),
         ("s2", False),
+        ("s3", False),
     ]
     for answer in (str(listed), *(r.text for r in bans), other_chat.text):
         assert api.token not in answer

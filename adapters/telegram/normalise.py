@@ -197,15 +197,19 @@ def _voice(message: Message, placeholder: str) -> VoiceNote | None:
 
 
 def _sticker(message: Message) -> StickerSeen | None:
-    """Return the sticker a message is, kept by ``file_unique_id`` and sent by ``file_id``."""
+    """Return the sticker a message is, kept by ``file_unique_id`` and sent by ``file_id``
+    (an animated or video one with its thumbnail, for the dashboard to draw)."""
     sticker = message.sticker
     if sticker is None:
         return None
+    drawn_from_thumbnail = sticker.is_animated or sticker.is_video
+    thumbnail = sticker.thumbnail if drawn_from_thumbnail else None
     return StickerSeen(
         key=sticker.file_unique_id,
         ref=sticker.file_id,
         emoji=sticker.emoji or "",
         set_name=sticker.set_name or "",
+        thumb_ref=thumbnail.file_id if thumbnail is not None else "",
     )
 
 

@@ -2,8 +2,9 @@
 
 A ``file_id`` sends a sticker again from any chat of this bot, whatever its kind (static,
 animated, video), so nothing is downloaded to keep one. Only the dashboard's thumbnails
-fetch the file (``getFile`` on the configured Bot API server), and only a static sticker
-draws: an animated (Lottie) or video one has its caption shown instead.
+fetch a file (``getFile`` on the configured Bot API server): a static sticker is drawn
+from itself, an animated (Lottie) or video one from the thumbnail Telegram gives it, and
+one without a thumbnail has its caption shown instead.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ class TelegramStickers:
 
     async def collect(self, seen: StickerSeen) -> CollectedSticker | None:
         """Keep the sticker by its ids."""
-        return CollectedSticker(key=seen.key or seen.ref, file_ref=seen.ref)
+        return CollectedSticker(
+            key=seen.key or seen.ref, file_ref=seen.ref, thumb_ref=seen.thumb_ref
+        )
 
     async def forget(self, file_ref: str) -> None:
         """Nothing was kept but the id."""
