@@ -93,7 +93,7 @@ class Pipeline:
         )
         self._conversations: dict[ChatKey, Conversation] = {}
         self._batches: set[asyncio.Task[None]] = set()
-        self._collecting: set[asyncio.Task[None]] = set()
+        self._beside: set[asyncio.Task[None]] = set()  # collecting stickers, resuming notes
         self._stopping = False
 
     # -- conversations ----------------------------------------------------------------
@@ -194,7 +194,7 @@ class Pipeline:
             self._stickers.collect(with_stickers),
             name="stickers:collect",
             failure="collecting stickers failed",
-            owner=self._collecting,
+            owner=self._beside,
         )
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
@@ -231,8 +231,16 @@ class Pipeline:
         return self._stopping
 
     def platform_ready(self, platform: str) -> None:
-        """Send what waits for ``platform`` now, not after the retry back-off."""
+        """Send what waits for ``platform`` now, not after the retry back-off; hear the
+        voice notes a restart cut short, now that they can be fetched."""
         self.sender.wake_platform(platform)
+        if self._hearing is not None and not self._stopping:
+            start_task(
+                self._hearing.resume(platform),
+                name=f"voice:resume:{platform}",
+                failure="hearing the cut-short voice notes failed",
+                owner=self._beside,
+            )
 
     def _store_unaddressed(self, chat: ChatKey) -> bool:
         groups = self._config.groups
@@ -415,8 +423,6 @@ class Pipeline:
         for chat in pending:
             self._conversation(chat).replies_queued()
             self.sender.wake(chat)
-        if self._hearing is not None:  # the waiting messages' notes, before their batches
-            await self._hearing.resume()
         for index, (chat, count) in enumerate(waiting.items(), start=1):
             if chat.platform not in self._platforms:
                 continue  # that platform is off this run: its messages wait for it
@@ -427,9 +433,9 @@ class Pipeline:
 
     async def drain(self) -> None:
         """Answer everything waiting now and wait until all replies are sent."""
-        while len(self.debouncer) or self._batches or self._collecting or not self.sender.idle:
+        while len(self.debouncer) or self._batches or self._beside or not self.sender.idle:
             self.debouncer.fire_all()
-            await asyncio.gather(*self._batches, *self._collecting, return_exceptions=True)
+            await asyncio.gather(*self._batches, *self._beside, return_exceptions=True)
             await self.sender.drain()
 
     async def stop(self) -> None:
@@ -437,7 +443,7 @@ class Pipeline:
         self._stopping = True
         self.initiative.stop()
         self.debouncer.cancel_all()
-        tasks = [*self._batches, *self._collecting]
+        tasks = [*self._batches, *self._beside]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

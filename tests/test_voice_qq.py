@@ -155,3 +155,36 @@ async def test_a_record_the_implementation_refuses_is_sent_as_text_once(
     posted = [segments(call)[0]["type"] for call in onebot.calls_of("send_private_msg")]
     assert posted == ["record", "text"]
     assert len(llm.speech_requests) == 1
+
+
+async def test_a_record_a_stop_cut_short_is_fetched_again_once_onebot_is_back(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Stopped while a QQ record was being heard: after the restart it is fetched again
+    through get_record once OneBot has connected (a record has no URL to fall back on),
+    and its batch reads the words."""
+    mp3 = audio.mp3(3.0)
+    llm.transcription_hang(30.0)
+    slow = {"debounce_min_s": 5.0, "debounce_max_s": 5.0}
+    config = make_config(
+        tmp_path,
+        llm.base_url,
+        qq={"enabled": True, "port": free_port()},
+        voice={"transcribe": True},
+        pacing=slow,
+    )
+    async with qq_bot(config) as (_, onebot):
+        onebot.records["a1b2.amr"] = mp3
+        await onebot.send_private_message(ALICE, [record("a1b2.amr")])
+        await llm.wait_for_transcriptions(1, timeout=5)
+    assert llm.requests == []
+    # OneBot connects a moment after the bot starts: the batch waits a second for it.
+    second = {"debounce_min_s": 1.0, "debounce_max_s": 1.0}
+    restarted = config.model_copy(update={"pacing": config.pacing.model_copy(update=second)})
+    async with qq_bot(restarted) as (core, onebot):
+        onebot.records["a1b2.amr"] = mp3
+        await onebot.wait_for_call("send_private_msg", within_s=5)
+        await core.inbox.drain()
+    [asked] = onebot.calls_of("get_record")
+    assert (asked.params["file"], len(llm.transcriptions)) == ("a1b2.amr", 2)
+    assert f"[voice 0:03] {llm.transcript}" in new_messages(llm)

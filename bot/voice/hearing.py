@@ -9,7 +9,9 @@ and the batch is answered all the same. What was heard is stored with the messag
 text (``[voice 0:07] 转写内容``), so every later prompt, summary and recall reads the words;
 a note heard after its batch was answered still reaches the history that way. A note is
 never transcribed twice: "" is stored for one given up on, and only notes with nothing
-stored are heard again after a restart (:meth:`Hearing.resume`).
+stored are heard again after a restart, each once its platform is connected
+(:meth:`Hearing.resume`): a QQ note is fetched through OneBot's ``get_record`` then, not
+from a URL that may have expired.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Hearing:
         # Each note being heard, or heard and not yet taken by its batch.
         self._notes: dict[tuple[ChatKey, str], asyncio.Task[Heard | None]] = {}
         self._running: set[asyncio.Task[object]] = set()
+        self._resumed: set[str] = set()  # platforms whose cut-short notes were taken up
 
     @property
     def busy(self) -> bool:
@@ -93,16 +96,21 @@ class Hearing:
                 chat=str(message.chat),
             )
 
-    async def resume(self) -> None:
-        """After a restart: hear again the waiting notes whose hearing was cut short."""
+    async def resume(self, platform: str) -> None:
+        """Once ``platform`` is first connected in this run: hear again its waiting notes
+        whose hearing a restart cut short."""
+        if platform in self._resumed:
+            return
+        self._resumed.add(platform)
         try:
             unheard = await self._store.unheard_voice_notes()
         except StorageError as exc:
             logger.warning("voice notes not heard again after the restart: {}", exc)
             return
-        if unheard:
-            logger.info("hearing {} voice note(s) the restart cut short", len(unheard))
-        self.hear(unheard)
+        mine = [message for message in unheard if message.chat.platform == platform]
+        if mine:
+            logger.info("hearing {} {} voice note(s) the restart cut short", len(mine), platform)
+        self.hear(mine)
 
     async def heard(self, batch: Batch, *, timeout_s: float) -> Batch:
         """Return ``batch`` with what was heard of its voice notes in their texts.
