@@ -53,6 +53,7 @@ from bot.budget import Spending
 from bot.config import Config, enabled_platforms, load_config, read_persona
 from bot.config_values import LogLevel
 from bot.errors import ConfigError, PacebotError
+from bot.initiative.wakeup import LONGEST_WAIT_S
 from bot.log import setup_logging
 from bot.memory.semantic import SemanticMemory
 from bot.memory.stack import Memory, SummaryResult
@@ -166,12 +167,12 @@ async def running_core(
     parts: Parts | None = None,
     now: Callable[[], datetime] = utc_now,
     draw: Callable[[], float] = random.random,
+    clock_check_s: float = LONGEST_WAIT_S,
 ) -> AsyncIterator[Core]:
     """Recover and run the pipeline (and the nightly job); stop both on exit.
 
     The store and LLM are opened here, unless the caller opened them (``parts``) to share.
-    ``now`` is the core's clock and ``draw`` its random draw (the gate's against
-    ``talk_value``, the openers' moments): tests move and fix them.
+    Tests set the clock ``now``, the ``draw`` and ``clock_check_s`` (see ``build_core``).
     """
     async with contextlib.AsyncExitStack() as stack:
         if parts is None:
@@ -197,6 +198,7 @@ async def running_core(
             voice=await stack.enter_async_context(voice),
             history=history_sources(config, platforms),
             draw=draw,
+            clock_check_s=clock_check_s,
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)

@@ -22,9 +22,8 @@ from bot.models import ChatKey
 from bot.ops.cost import CostOps, CostReport, Spent
 from bot.ops.memory import RecallPreview
 from bot.ops.traces import TraceOps
-from bot.ports import TraceLog
 from bot.texts import Texts
-from bot.trace import format_trace
+from bot.trace import TraceLog, format_trace
 
 SEPARATOR = "\n" + "─" * 40 + "\n"
 

@@ -16,15 +16,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from bot.answer import Answerer
-from bot.backfill import Backfill, BackfillSettings
+from bot.addressing import Addressing, Quotes
+from bot.answer import Answerer, AnswerStore
+from bot.backfill import ActiveChats, Backfill, BackfillSettings
+from bot.batches import Batches
 from bot.budget import Spending, UsageLog
 from bot.commands.runner import CommandRunner
+from bot.company import Company
 from bot.config import Config
-from bot.context import Prompter
+from bot.context import ChatHistory, Prompter
+from bot.conversation import Conversations
+from bot.debounce import Debouncer
 from bot.gate import CallGate, RoomLog, WordCutter
 from bot.inbox import Inbox
-from bot.loops import LoopWatch
+from bot.initiative.schedule import Initiative
+from bot.initiative.store import InitiativeStore
+from bot.initiative.wakeup import LONGEST_WAIT_S
+from bot.keeping import Keeper, KeptMessages
+from bot.memory.ports import MemoryStore
 from bot.memory.stack import Memory
 from bot.ops import Ops
 from bot.ops.cost import CostOps
@@ -33,21 +42,38 @@ from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps, StatusStore
 from bot.ops.stickers import StickerOps
 from bot.ops.traces import TraceOps
-from bot.pipeline import Pipeline
-from bot.ports import LLM, History, PictureSource, Platform, Store, TraceLog
+from bot.pipeline import Beside, Pipeline
+from bot.ports import LLM, History, PictureSource, Platform
+from bot.replies.hooks import HooksByKind, ItemHooks
 from bot.replies.items import ItemKind
 from bot.retries import Retries
-from bot.sender import HooksByKind, ItemHooks
+from bot.sender import Outbox, Sender
 from bot.stickers import Stickers, StickerSource, StickerStore
+from bot.trace import TraceLog
 from bot.voice.hearing import Hearing
 from bot.voice.ports import Speech, TranscriptStore, VoiceSource
 from bot.voice.speaking import Speaking
 
 
 class CoreStore(
-    Store, StatusStore, TraceLog, StickerStore, TranscriptStore, UsageLog, RoomLog, Protocol
+    KeptMessages,
+    Quotes,
+    Batches,
+    Outbox,
+    InitiativeStore,
+    MemoryStore,
+    ChatHistory,
+    AnswerStore,
+    ActiveChats,
+    StatusStore,
+    TraceLog,
+    StickerStore,
+    TranscriptStore,
+    UsageLog,
+    RoomLog,
+    Protocol,
 ):
-    """Every port the core reads and writes, as one store."""
+    """Every port the core reads and writes, as one store: the only place they meet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,18 +113,21 @@ def build_core(
     retries: Retries,
     voice: VoiceParts | None = None,
     history: Mapping[str, tuple[History, BackfillSettings]] | None = None,
+    clock_check_s: float = LONGEST_WAIT_S,
 ) -> Core:
     """Make the core's objects and hand them to each other.
 
     ``history`` names the platforms missed messages are fetched back from. ``now`` is the
     core's clock and ``draw`` its random draw (the gate's against ``talk_value``, the
-    openers' moments); tests pass their own.
+    openers' moments); tests pass their own. Initiative re-reads the wall clock at least
+    every ``clock_check_s`` (a machine that slept is noticed; tests that move their clock
+    pass a short one).
     """
     stickers = (
         Stickers(config, store, sticker_sources, now=now) if config.stickers.enabled else None
     )
-    loops = LoopWatch(now=now, zone=config.bot.zone)
-    gate = CallGate(config, store, words, spending=spending, loops=loops, now=now, draw=draw)
+    company = Company(zone=config.bot.zone)
+    gate = CallGate(config, store, words, spending=spending, company=company, now=now, draw=draw)
     hearing = speaking = None
     if voice is not None and config.voice.transcribe:
         hearing = Hearing(config, store, voice.speech, voice.sources)
@@ -124,31 +153,45 @@ def build_core(
         stickers=stickers,
         hearing=hearing,
     )
-    pipeline = Pipeline(
-        config,
-        store,
-        platforms,
-        answerer,
-        traces=store,
-        now=now,
-        loops=loops,
-        retries=retries,
+    conversations = Conversations(cancel_mode=config.pacing.on_new_message == "cancel")
+    beside = Beside(
+        conversations=conversations,
+        addressing=Addressing(config, store, conversations),
+        keeper=Keeper(store, retries=retries, now=now),
+        debouncer=Debouncer(config.pacing),
+        sender=Sender(
+            store,
+            platforms,
+            config.pacing,
+            bot_name=config.bot.name,
+            now=now,
+            hooks=HooksByKind(hooks),
+            retries=retries,
+        ),
+        initiative=Initiative(
+            config,
+            store,
+            platforms=platforms.keys(),
+            now=now,
+            draw=draw,
+            clock_check_s=clock_check_s,
+        ),
+        company=company,
         stickers=stickers,
         hearing=hearing,
-        item_hooks=HooksByKind(hooks),
-        draw=draw,
     )
+    pipeline = Pipeline(config, store, platforms, answerer, beside, traces=store, now=now)
     cost = CostOps(config.budget, store, spending)
     ops = Ops(
         status=StatusOps(
             config,
             store,
-            chats=pipeline,
+            chats=conversations,
             prompts=prompter,
             platforms=platforms,
             cost=cost,
             gate=gate,
-            loops=loops,
+            company=company,
             now=now,
         ),
         memory=MemoryOps(config, memory, store),
@@ -157,6 +200,9 @@ def build_core(
         cost=cost,
         initiative=InitiativeOps(store, now=now),
     )
-    backfill = Backfill(store, pipeline, history, now=now) if history else None
-    inbox = Inbox(pipeline, CommandRunner(config, ops), platforms, backfill=backfill)
+    commands = CommandRunner(config, ops)
+    backfill = None
+    if history:
+        backfill = Backfill(store, pipeline, history, is_command=commands.is_command, now=now)
+    inbox = Inbox(pipeline, commands, platforms, backfill=backfill)
     return Core(pipeline, inbox, ops)

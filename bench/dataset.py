@@ -20,7 +20,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from bot.memory.dates import chat_day, chat_day_bounds
+from bot.days import chat_day, chat_day_bounds
 from bot.memory.stack import render_summary
 from bot.models import ChatKey, ChatKind, DaySummary
 from storage import search

@@ -27,9 +27,9 @@ from bench.report import Figure, at_most
 from bench.rig import answer_afresh, fresh_path
 from bench.stats import percentile
 from bot.budget import Spending
+from bot.company import Company
 from bot.config import parse_config
 from bot.gate import CallGate
-from bot.loops import LoopWatch
 from bot.models import Batch, ChatKey, ChatKind, IncomingMessage, StoredMessage
 from fakes.harness import harness
 from fakes.openai_api import FakeLLMServer
@@ -82,7 +82,7 @@ async def _gate_cost(workdir: Path, *, batches: int) -> list[Figure]:
             store,
             RecallWords(),
             spending=Spending(config, store, now=now),
-            loops=LoopWatch(now=now, zone=config.bot.zone),
+            company=Company(zone=config.bot.zone),
             now=now,
             draw=rng.random,
         )

@@ -28,6 +28,7 @@ from bench.dataset import chat_keys
 from bench.report import Figure, at_least, at_most, spread_figures
 from bench.rig import MessageMaker, StallWatch, fresh_path, open_loop
 from bench.stats import Spread
+from bot.conversation import Phase
 from bot.models import ChatKey
 from fakes.harness import Harness, harness
 from fakes.openai_api import FakeLLMServer
@@ -74,7 +75,6 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
 async def _sustained(
     bot: Harness, maker: MessageMaker, chats: list[ChatKey], *, rate: int, scale: Scale
 ) -> list[Figure]:
-    bot.pipeline.debouncer.cancel_all()  # count only the timers this run armed
     rng = random.Random(rate)
     loop = asyncio.get_running_loop()
     stored_before = _count_messages(bot)
@@ -96,7 +96,7 @@ async def _sustained(
         await open_loop(arrivals, start)
         await asyncio.gather(*tasks)
     finished = loop.time()
-    armed = sum(bot.pipeline.debouncer.waiting(chat) > 0 for chat in sent_chats)
+    armed = sum(bot.ops.status.phase(chat) is Phase.WAITING for chat in sent_chats)
     stored = _count_messages(bot) - stored_before
     measured = arrivals[warm:]
     offered = (len(measured) - 1) / (measured[-1] - measured[0])

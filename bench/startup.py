@@ -23,14 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from adapters.app import freeze_startup_heap, utc_now
-from adapters.wiring import build_core
+from adapters.wiring import Core, build_core
 from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_least, at_most
 from bench.rig import NoLLM, StallWatch, fresh_path
 from bot.budget import Spending
 from bot.config import Config, parse_config
 from bot.memory.stack import Memory
-from bot.pipeline import Pipeline
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES
 from fakes.harness import RecordingPlatform
@@ -77,7 +76,8 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
         await asyncio.sleep(0.01)  # the ticker notes a stall on its next turn
         open_stall = watch.longest_s
         try:
-            pipeline = _pipeline(config, store)
+            core = _core(config, store)
+            pipeline = core.pipeline
             freezing = time.perf_counter()
             freeze_startup_heap()  # as ``running_core`` does, once the core is wired
             freeze_s = time.perf_counter() - freezing
@@ -88,7 +88,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             rearm_s = time.perf_counter() - recovering
             await asyncio.sleep(0.01)  # the ticker notes the last slice's stall on its next turn
             recover_stall = watch.longest_s
-            armed = len(pipeline.debouncer)
+            armed = len(core.ops.status.live_chats())
             await pipeline.stop()
             memory = await _memory_per_chat(config, store, scale.chats)
         finally:
@@ -111,7 +111,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     ]
 
 
-def _pipeline(config: Config, store: SqliteStore) -> Pipeline:
+def _core(config: Config, store: SqliteStore) -> Core:
     """Wire the core the way ``running_core`` does, with a platform that records."""
     llm = NoLLM()
     memory = Memory(config, store, llm, initial_persona="你是小满。", now=utc_now)
@@ -131,12 +131,12 @@ def _pipeline(config: Config, store: SqliteStore) -> Pipeline:
         draw=random.random,
         retries=DEFAULT_RETRIES,
     )
-    return core.pipeline
+    return core
 
 
 async def _memory_per_chat(config: Config, store: SqliteStore, chats: int) -> float:
     """Re-arm again in a fresh pipeline under tracemalloc; return bytes per armed chat."""
-    pipeline = _pipeline(config, store)
+    pipeline = _core(config, store).pipeline
     gc.collect()
     tracemalloc.start()
     try:

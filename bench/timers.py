@@ -29,8 +29,8 @@ from bench.report import Figure, at_most, spread_figures
 from bench.stats import Spread
 from bot.config import PacingConfig
 from bot.conversation import Conversation
-from bot.debounce import Debouncer
 from bot.models import ChatKey, ChatKind
+from fakes.events import debouncer_calling
 
 LATENESS_P99_TARGET_MS = 10.0
 LATENESS_MAX_TARGET_MS = 100.0
@@ -91,7 +91,7 @@ class _WaitingChats:
 
     def __init__(self, pacing: PacingConfig) -> None:
         self.conversations: dict[ChatKey, Conversation] = {}
-        self.debouncer = Debouncer(pacing, self._on_quiet)
+        self.debouncer = debouncer_calling(pacing, self._on_quiet)
 
     def touch(self, chat: ChatKey) -> None:
         conversation = self.conversations.get(chat)
@@ -235,7 +235,7 @@ async def _replay(
         if len(lateness) == load.chats:
             done.set()
 
-    debouncer = Debouncer(pacing, on_quiet, rng=draws)
+    debouncer = debouncer_calling(pacing, on_quiet, rng=draws)
     handles: dict[ChatKey, asyncio.TimerHandle] = {}
 
     def touch_bare(chat: ChatKey, deadline: float) -> None:

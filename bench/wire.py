@@ -29,6 +29,7 @@ import random
 import sqlite3
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -43,8 +44,9 @@ from bench.rig import fresh_path
 from bench.stats import Spread
 from bot.config import Config, parse_config
 from bot.conversation import Phase
-from bot.models import ChatKey, ChatKind
-from bot.pipeline import Pipeline
+from bot.inbox import Inbox
+from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.ops.status import StatusOps
 from bot.secrets import Secrets
 from fakes.harness import free_port
 
@@ -68,18 +70,20 @@ QUICK = Scale(rates=(300,), seconds=0.3, ceiling_rate=1000)
 
 
 class ArmLog:
-    """When each message's timer was armed, per chat (``time.monotonic``)."""
+    """When each message was stored and its timer armed, per chat (``time.monotonic``):
+    the moment the inbox the adapter hands it to returns."""
 
-    def __init__(self, pipeline: Pipeline) -> None:
+    def __init__(self, inbox: Inbox) -> None:
         self.times: defaultdict[ChatKey, list[float]] = defaultdict(list)
-        debouncer = pipeline.debouncer
-        touch = debouncer.touch
+        receive_many = inbox.receive_many
 
-        def timed(chat: ChatKey, *, count: int = 1, **how: bool) -> None:
-            touch(chat, count=count, **how)
-            self.times[chat] += [time.monotonic()] * count
+        async def timed(messages: Sequence[IncomingMessage]) -> None:
+            await receive_many(messages)
+            armed_at = time.monotonic()
+            for message in messages:
+                self.times[message.chat].append(armed_at)
 
-        debouncer.touch = timed  # type: ignore[method-assign]  # observe, then arm as ever
+        inbox.receive_many = timed  # type: ignore[method-assign]  # observe, then take as ever
 
     def armed(self, chats: list[ChatKey]) -> int:
         return sum(len(self.times[chat]) for chat in chats)
@@ -127,8 +131,7 @@ async def _measure_wire(
     secrets = Secrets("bench-key", "bench-key", telegram_token=token)
     adapters = build_platforms(config, secrets)
     async with running_bot(config, secrets, adapters=adapters) as core:
-        pipeline = core.pipeline
-        arms = ArmLog(pipeline)
+        arms = ArmLog(core.inbox)
         platform = adapters[wire]
         if isinstance(platform, TelegramPlatform):
             await platform.wait_ready()
@@ -141,7 +144,7 @@ async def _measure_wire(
         for label, rate in [*loads, ("ceiling", scale.ceiling_rate)]:
             figures += await _run(
                 conn,
-                pipeline,
+                core.ops.status,
                 arms,
                 config,
                 wire=wire,
@@ -174,7 +177,7 @@ async def _answer(conn: Connection) -> Any:
 
 async def _run(
     conn: Connection,
-    pipeline: Pipeline,
+    status: StatusOps,
     arms: ArmLog,
     config: Config,
     *,
@@ -215,7 +218,7 @@ async def _run(
     last_push = max(t for times in pushed.values() for t in times)
     last_arm = max((t for key in keys.values() for t in arms.times[key]), default=first_push)
     armed = arms.armed(list(keys.values()))
-    await _settled(pipeline, list(keys.values()))
+    await _settled(status, list(keys.values()))
     batches = _batches_per_chat(config.database_path, [str(key) for key in keys.values()])
     split = sum(count > 1 for count in batches.values())
     name = f"wire.{wire}.{label}"
@@ -243,12 +246,12 @@ async def _run(
     return figures
 
 
-async def _settled(pipeline: Pipeline, chats: list[ChatKey], *, within_s: float = 60.0) -> None:
+async def _settled(status: StatusOps, chats: list[ChatKey], *, within_s: float = 60.0) -> None:
     """Wait until none of ``chats`` waits or thinks: every batch of theirs is opened."""
     busy = {Phase.WAITING, Phase.THINKING}
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(within_s):
-            while any(pipeline.phase(chat) in busy for chat in chats):  # noqa: ASYNC110
+            while any(status.phase(chat) in busy for chat in chats):  # noqa: ASYNC110
                 await asyncio.sleep(0.05)
 
 

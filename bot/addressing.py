@@ -1,9 +1,23 @@
-"""Whether a chatter's words name the bot: its display name or one of its aliases."""
+"""Whether a message addresses the bot, and which group messages are kept at all.
+
+A message names the bot by its display name or an alias (:class:`BotNames`, which the
+adapters read the text with), mentions it or replies to it (the adapters mark those). The
+core adds what the wire cannot tell (:class:`Addressing`): a group message that continues
+the exchange being answered, or quotes a reply the bot sent.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from loguru import logger
+
+from bot.config import Config
+from bot.conversation import Conversations
+from bot.errors import StorageError
+from bot.models import ChatKey, IncomingMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,3 +39,59 @@ class BotNames:
         """Tell whether ``text`` contains one of the names, ignoring case."""
         folded = text.casefold()
         return any(name in folded for name in self.folded)
+
+
+class Quotes(Protocol):
+    """Which messages the bot sent, for a quote the platform names only by its id."""
+
+    async def is_bot_message(self, chat: ChatKey, message_id: str) -> bool:
+        """Tell whether ``message_id`` in ``chat`` is a message the bot sent."""
+        ...
+
+
+class Addressing:
+    """Mark the group messages that address the bot without naming it; leave out the
+    unaddressed ones a chat does not keep."""
+
+    def __init__(self, config: Config, quotes: Quotes, conversations: Conversations) -> None:
+        self._config = config
+        self._quotes = quotes
+        self._conversations = conversations
+
+    async def marked(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+        """Return the messages to keep, each marked if it addresses the bot; an unaddressed
+        group message is left out where ``groups.store_unaddressed`` says so."""
+        kept = []
+        for message in messages:
+            if await self._addresses_bot(message):
+                message = replace(message, addresses_bot=True)
+            unaddressed = message.chat.is_group and not message.addresses_bot
+            if not unaddressed or self._keeps_unaddressed(message.chat):
+                kept.append(message)
+        return kept
+
+    async def _addresses_bot(self, message: IncomingMessage) -> bool:
+        """Tell whether a group message that does not name the bot is meant for it anyway.
+
+        It is when it continues the exchange being answered (``Conversation.continues``),
+        or quotes the bot's words: Telegram says who wrote a quoted message and its adapter
+        marks the quote itself; OneBot gives only the quoted id, looked up among the bot's
+        sent replies (a database that cannot say leaves it unmarked: it is still stored).
+        """
+        conversation = self._conversations.get(message.chat)
+        if conversation is not None and conversation.continues(message):
+            return True
+        quoted = message.reply_to_id
+        if not message.chat.is_group or message.addresses_bot or quoted is None:
+            return False
+        try:
+            return await self._quotes.is_bot_message(message.chat, quoted)
+        except StorageError as exc:
+            logger.bind(chat=str(message.chat)).warning(
+                "whether message {} quotes the bot is unknown: {}", message.message_id, exc
+            )
+            return False
+
+    def _keeps_unaddressed(self, chat: ChatKey) -> bool:
+        groups = self._config.groups
+        return groups.store_unaddressed or groups.for_chat(chat).reply_mode != "mention"

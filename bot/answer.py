@@ -1,47 +1,50 @@
-"""Answer one batch: ask the gate whether to, build the context, make one LLM call, plan replies.
+"""Answer one batch: admit, look, ask, tools, read, guard, plan.
 
-The gate (``bot/gate.py``) decides first, without a call; a batch it turns away leaves a
-trace with its reasons. The reply contract's fallback chain lives here: parse the JSON; if
-that fails, ask the splitter to turn the raw text into JSON (unless a soft cap stops the
-optional calls); if that fails too, split the text by hand with typing-speed delays.
-Every fallback that fires is logged with the chat key and batch id. Every call's tokens
-are kept (``bot/budget.py``), and the guards (``bot/replies/guards.py``) drop a repeat of
-the bot's last words and, on QQ with ``qq.strip_urls``, replace links.
+A batch goes through named steps, each a method of :class:`Answerer` that reads and fills
+in one :class:`_Turn`:
 
-With ``llm.memory_tool`` on, the reply call also offers ``search_memory``
-(``bot/memory/tool.py``): if the model calls it, the batch is asked once more with the
-results, and that second answer goes down the same chain. Never a third call: the nudge
-for a missing answer is skipped then. Every call made is noted in the batch's trace.
+- **admit**: the gate (``bot/gate.py``) decides without a call; a batch it turns away
+  leaves a trace with its reasons;
+- **look**: with ``llm.vision``, the batch's newest pictures go into the call;
+- **ask**: the one LLM call, on the request the prompter builds (``bot/context.py``);
+- **tools**: with ``llm.memory_tool`` on, the call offers ``search_memory``
+  (``bot/memory/tool.py``); if the model calls it, the batch is asked once more with the
+  results, tools off;
+- **read**: the reply contract's fallback chain (``bot/reading.py``); an empty answer where
+  one is due is nudged once, unless a tool round was spent (never a third call);
+- **guard**: the guards (``bot/replies/guards.py``) drop a repeat of the bot's last words
+  and, on QQ with ``qq.strip_urls``, replace links;
+- **plan**: the later items are kept as promises, the replies planned in time.
+
+Every call is metered (``bot/calls.py``): its tokens are kept and the trace notes it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from loguru import logger
 
-from bot.budget import Spending, usage_of
+from bot.budget import Spending
+from bot.calls import Calls
 from bot.config import Config
 from bot.context import Prompter, Request
-from bot.conversation import answered_senders
-from bot.errors import BadLLMReply, ImagesRefused, LLMError, LLMUnavailable, StorageError
-from bot.gate import CallGate, Decision, decide
+from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
+from bot.gate import CallGate, Decision, Verdict, decide
 from bot.initiative.occasion import Occasion
 from bot.initiative.promises import Promise, asker_of, keep_promises
-from bot.initiative.store import InitiativeStore
 from bot.memory.stack import Memory
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
-from bot.models import Batch, BatchOutcome, ChatMessage, Completion, ImageInput, ToolSpec
-from bot.ports import LLM, MessageLog, PictureSource
+from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, ImageInput
+from bot.ports import LLM, PictureSource
+from bot.reading import Reader, note_dropped
 from bot.replies.guards import without_links, without_repeats
-from bot.replies.items import DroppedItem, Later, PlannedReply, Reply, Text
-from bot.replies.parse import parse_image_notes, splitter_messages
-from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
-from bot.replies.splitting import split_text
+from bot.replies.items import Later, PlannedReply, Reply, Text
+from bot.replies.parse import parse_image_notes
+from bot.replies.plan import plan_replies
 from bot.stickers import Stickers
 from bot.trace import Trace, TraceNotes
 from bot.vision import look_at
@@ -67,8 +70,60 @@ class Answer:
     promises: tuple[Promise, ...] = ()  # later items to keep
 
 
-class AnswerStore(MessageLog, InitiativeStore, Protocol):
-    """What answering reads and writes: the chat's messages, and its pending promises."""
+class AnswerStore(Protocol):
+    """What answering reads and writes besides the prompt: what the model saw in the
+    pictures, and how many promises the chat has pending."""
+
+    async def add_image_notes(self, chat: ChatKey, notes: Mapping[str, str]) -> int:
+        """Keep what the model saw in these messages' pictures; return how many were kept.
+
+        Only chatters' messages that carry pictures take a note; other ids are ignored.
+        """
+        ...
+
+    async def pending_later_count(self, chat: ChatKey) -> int:
+        """Count the chat's later items not yet run (pending or being run)."""
+        ...
+
+
+@dataclass(slots=True)
+class _Turn:
+    """One batch on its way through the steps: what each step found, for the next."""
+
+    batch: Batch
+    notes: TraceNotes
+    chat_title: str | None
+    decision: Decision
+    images: tuple[ImageInput, ...] = ()
+    request: Request | None = None  # what the prompter built (the ask step)
+    messages: list[ChatMessage] = field(default_factory=list)  # the exchange with the model
+    completion: Completion | None = None  # the model's latest answer
+    rounds: int = 0  # extra calls spent on tool results
+
+    @property
+    def log(self) -> Logger:
+        return logger.bind(chat=str(self.batch.chat), batch=self.batch.id)
+
+    @property
+    def offer(self) -> Request:
+        """Return the request the ask step built."""
+        if self.request is None:
+            msg = "the request is built by the ask step"
+            raise RuntimeError(msg)
+        return self.request
+
+    @property
+    def answer(self) -> Completion:
+        """Return the model's latest answer."""
+        if self.completion is None:
+            msg = "the model answers in the ask step"
+            raise RuntimeError(msg)
+        return self.completion
+
+    def ended(self, outcome: BatchOutcome, *, why: str = "", error: str | None = None) -> Answer:
+        """Return the batch's answer, with no replies, ended with ``outcome``."""
+        trace = self.notes.freeze(outcome, error=error, why=why or None)
+        return Answer(outcome, error=error, trace=trace)
 
 
 class Answerer:
@@ -104,11 +159,12 @@ class Answerer:
         self._pictures = pictures or {}
         self._store = store
         self._llm = llm
-        self._splitter = splitter
         self._memory = memory
         self._prompter = prompter
         self._now = now
         self._stickers = stickers
+        self._calls = Calls(spending, json_mode=config.llm.json_mode)
+        self._reader = Reader(config, self._calls, splitter=splitter, spending=spending)
 
     async def answer(
         self,
@@ -120,90 +176,34 @@ class Answerer:
     ) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome.
 
-        ``rearmed_by`` names the messages that re-armed its quiet timer, for the trace.
-        Its voice notes still being heard are waited for first, ``llm.timeout_s`` at most.
+        The steps: admit (the gate), look (the pictures), ask (one call), tools (the memory
+        tool's round), read (the fallback chain, a nudge), guard, plan. ``rearmed_by``
+        names the messages that re-armed its quiet timer, for the trace. Its voice notes
+        still being heard are waited for first, ``llm.timeout_s`` at most.
         """
         if self._hearing is not None:
             batch = await self._hearing.heard(batch, timeout_s=self._config.llm.timeout_s)
-        log = logger.bind(chat=str(batch.chat), batch=batch.id)
         notes = TraceNotes(
             batch, self._now(), rearmed_by=tuple(rearmed_by), prices=self._config.budget
         )
-        verdict = await self._gate.admit(batch)
-        notes.gate = verdict.reasons
+        reply_mode = self._config.groups.for_chat(batch.chat).reply_mode
+        turn = _Turn(batch, notes, chat_title, decide(batch, reply_mode=reply_mode))
+        verdict = await self._admit(turn)
         if not verdict.go:
-            log.debug("no LLM call, {}: {}; kept as context", verdict.why, "; ".join(notes.gate))
-            skipped = BatchOutcome.SKIPPED
-            return Answer(skipped, trace=notes.freeze(skipped, why=verdict.why))
-        decision = decide(batch, reply_mode=self._config.groups.for_chat(batch.chat).reply_mode)
-        images: tuple[ImageInput, ...] = ()
-        if self._config.llm.vision:
-            images = await look_at(batch, self._pictures, max_images=self._config.llm.max_images)
-        prompt = await self._prompter.request(
-            batch, chat_title=chat_title, images=images, notes=notes
-        )
-        model = self._config.llm.model
-        tools = (SEARCH_MEMORY,) if self._config.llm.memory_tool else ()
+            return turn.ended(BatchOutcome.SKIPPED, why=verdict.why)
         try:
-            try:
-                completion = await self._ask(
-                    self._llm, prompt.messages, kind="reply", model=model, notes=notes, tools=tools
-                )
-            except ImagesRefused as exc:
-                self._warn_vision_refused(exc)
-                images = ()
-                prompt = await self._prompter.request(
-                    batch, chat_title=chat_title, notes=notes, recalled=prompt.recalled
-                )
-                completion = await self._ask(
-                    self._llm, prompt.messages, kind="reply", model=model, notes=notes, tools=tools
-                )
-            messages = prompt.messages
-            searched = bool(completion.tool_calls)
-            if searched:
-                log.info("the model searched memory {} time(s)", len(completion.tool_calls))
-                results = await tool_results(
-                    self._memory,
-                    batch.chat,
-                    completion.tool_calls,
-                    may_embed=not prompt.recalled.embedded,
-                )
-                for call, result in zip(completion.tool_calls, results, strict=True):
-                    notes.tool(call, result.content)
-                messages = follow_up(messages, completion, results)
-                completion = await self._ask(
-                    self._llm,
-                    messages,
-                    kind="reply+memory",
-                    model=model,
-                    notes=notes,
-                    tools=tools,
-                    tool_choice="none",
-                )
-            if images:
-                await self._keep_image_notes(batch, completion, images, log)
-            replies = await self._read(completion, log, notes, prompt)
-            if not replies and decision is Decision.ANSWER and not searched:
-                log.info("fallback: empty reply where an answer is due; asking once more")
-                nudged = [*messages, ChatMessage("assistant", completion.text)]
-                nudged.append(ChatMessage("user", _NUDGE))
-                completion = await self._ask(
-                    self._llm, nudged, kind="nudge", model=model, notes=notes
-                )
-                replies = await self._read(completion, log, notes, prompt)
-        except LLMUnavailable as exc:
-            log.warning("LLM unavailable, staying silent: {}", exc)
-            failed = BatchOutcome.FAILED
-            return Answer(failed, error=str(exc), trace=notes.freeze(failed, error=str(exc)))
-        except BadLLMReply as exc:
-            log.warning("no usable reply, staying silent: {}", exc)
-            failed = BatchOutcome.FAILED
-            return Answer(failed, error=str(exc), trace=notes.freeze(failed, error=str(exc)))
-        replies = self._guarded(batch, replies, notes, prompt)
+            await self._look(turn)
+            await self._ask(turn)
+            await self._use_tools(turn)
+            replies = await self._read(turn)
+        except (LLMUnavailable, BadLLMReply) as exc:
+            why = "LLM unavailable" if isinstance(exc, LLMUnavailable) else "no usable reply"
+            turn.log.warning("{}, staying silent: {}", why, exc)
+            return turn.ended(BatchOutcome.FAILED, error=str(exc))
+        replies = self._guarded(turn, replies)
         if not replies:
-            return Answer(BatchOutcome.SILENT, trace=notes.freeze(BatchOutcome.SILENT))
+            return turn.ended(BatchOutcome.SILENT)
         promises = await self._promised(batch, replies, notes)
-        self._gate.talked_with(batch.chat, answered_senders(batch.messages))
         planned = plan_replies(
             replies,
             start=self._now(),
@@ -212,6 +212,88 @@ class Answerer:
         )
         answered = BatchOutcome.ANSWERED
         return Answer(answered, planned, trace=notes.freeze(answered), promises=promises)
+
+    # -- the steps ----------------------------------------------------------------------
+
+    async def _admit(self, turn: _Turn) -> Verdict:
+        """Ask the gate whether the batch may cost a call; note its reasons either way."""
+        verdict = await self._gate.admit(turn.batch)
+        turn.notes.gate = verdict.reasons
+        if not verdict.go:
+            reasons = "; ".join(verdict.reasons)
+            turn.log.debug("no LLM call, {}: {}; kept as context", verdict.why, reasons)
+        return verdict
+
+    async def _look(self, turn: _Turn) -> None:
+        """With ``llm.vision``, fetch the batch's newest pictures for the call."""
+        if self._config.llm.vision:
+            max_images = self._config.llm.max_images
+            turn.images = await look_at(turn.batch, self._pictures, max_images=max_images)
+
+    async def _ask(self, turn: _Turn) -> None:
+        """Build the request and make the one call; a provider that refuses the pictures
+        is asked again without them."""
+        turn.request = await self._prompter.request(
+            turn.batch, chat_title=turn.chat_title, images=turn.images, notes=turn.notes
+        )
+        try:
+            turn.completion = await self._reply_call(turn, kind="reply")
+        except ImagesRefused as exc:
+            self._warn_vision_refused(exc)
+            turn.images = ()
+            turn.request = await self._prompter.request(
+                turn.batch,
+                chat_title=turn.chat_title,
+                notes=turn.notes,
+                recalled=turn.request.recalled,
+            )
+            turn.completion = await self._reply_call(turn, kind="reply")
+        turn.messages = list(turn.request.messages)
+
+    async def _use_tools(self, turn: _Turn) -> None:
+        """If the model searched memory, answer its calls and ask once more, tools off."""
+        calls = turn.answer.tool_calls
+        if not calls:
+            return
+        turn.log.info("the model searched memory {} time(s)", len(calls))
+        results = await tool_results(
+            self._memory, turn.batch.chat, calls, may_embed=not turn.offer.recalled.embedded
+        )
+        for call, result in zip(calls, results, strict=True):
+            turn.notes.tool(call, result.content)
+        turn.messages = follow_up(turn.messages, turn.answer, results)
+        turn.rounds += 1
+        turn.completion = await self._reply_call(turn, kind="reply+memory", tool_choice="none")
+
+    async def _read(self, turn: _Turn) -> list[Reply]:
+        """Keep the image notes, read the replies; when an answer is due and none came
+        (and no tool round was spent), nudge once."""
+        if turn.images:
+            await self._keep_image_notes(turn.batch, turn.answer, turn.images, turn.log)
+        replies = await self._reader.read(turn.answer, turn.notes, turn.offer)
+        if replies or turn.rounds or turn.decision is not Decision.ANSWER:
+            return replies
+        turn.log.info("fallback: empty reply where an answer is due; asking once more")
+        nudged = [*turn.messages, ChatMessage("assistant", turn.answer.text)]
+        nudged.append(ChatMessage("user", _NUDGE))
+        model = self._config.llm.model
+        turn.completion = await self._calls.ask(
+            self._llm, nudged, kind="nudge", model=model, notes=turn.notes
+        )
+        return await self._reader.read(turn.answer, turn.notes, turn.offer)
+
+    async def _reply_call(self, turn: _Turn, *, kind: str, tool_choice: str = "auto") -> Completion:
+        """Make a reply call on what the turn holds so far, the memory tool offered."""
+        tools = (SEARCH_MEMORY,) if self._config.llm.memory_tool else ()
+        return await self._calls.ask(
+            self._llm,
+            turn.messages or turn.offer.messages,
+            kind=kind,
+            model=self._config.llm.model,
+            notes=turn.notes,
+            tools=tools,
+            tool_choice=tool_choice,
+        )
 
     async def answer_occasion(
         self, batch: Batch, occasion: Occasion, *, text_limit: int, chat_title: str | None
@@ -237,10 +319,10 @@ class Answerer:
             )
             try:
                 model = self._config.llm.model
-                completion = await self._ask(
+                completion = await self._calls.ask(
                     self._llm, prompt.messages, kind="initiative", model=model, notes=notes
                 )
-                replies = await self._read(completion, log, notes, prompt, splitter=False)
+                replies = await self._reader.read(completion, notes, prompt, splitter=False)
             except (LLMUnavailable, BadLLMReply) as exc:
                 error = str(exc)
                 log.warning("the {} got no usable answer: {}", occasion.kind, exc)
@@ -278,19 +360,15 @@ class Answerer:
         notes.promised += kept
         return tuple(kept)
 
-    def _guarded(
-        self, batch: Batch, replies: list[Reply], notes: TraceNotes, offer: Request
-    ) -> list[Reply]:
+    def _guarded(self, turn: _Turn, replies: list[Reply]) -> list[Reply]:
         """Drop a repeat of the bot's last words; on QQ with ``strip_urls``, replace links."""
-        replies, repeats = without_repeats(replies, offer.bot_said)
-        _note_dropped(notes, repeats)
-        if batch.chat.platform == "qq" and self._config.qq.strip_urls:
+        replies, repeats = without_repeats(replies, turn.offer.bot_said)
+        note_dropped(turn.notes, repeats)
+        if turn.batch.chat.platform == "qq" and self._config.qq.strip_urls:
             replies, replaced = without_links(replies)
             if replaced:
-                logger.bind(chat=str(batch.chat), batch=batch.id).info(
-                    "{} link(s) replaced with [link] (qq.strip_urls)", replaced
-                )
-                notes.guards.append(f"{replaced} link(s) replaced with [link]")
+                turn.log.info("{} link(s) replaced with [link] (qq.strip_urls)", replaced)
+                turn.notes.guards.append(f"{replaced} link(s) replaced with [link]")
         return replies
 
     def _warn_vision_refused(self, exc: ImagesRefused) -> None:
@@ -325,139 +403,3 @@ class Answerer:
             log.warning("image notes not kept: {}", exc)
             return
         log.debug("{} image note(s) kept", kept)
-
-    async def _ask(
-        self,
-        llm: LLM,
-        messages: list[ChatMessage],
-        *,
-        kind: str,
-        model: str,
-        notes: TraceNotes,
-        tools: Sequence[ToolSpec] = (),
-        tool_choice: str = "auto",
-    ) -> Completion:
-        """Make one LLM call; keep what it cost, and note it, how long it took and how it
-        ended, in ``notes``."""
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        try:
-            completion = await llm.complete(
-                messages, json_mode=self._config.llm.json_mode, tools=tools, tool_choice=tool_choice
-            )
-        except LLMError as exc:
-            notes.call(kind, model, loop.time() - started, error=str(exc))
-            raise
-        usage = usage_of(messages, completion)
-        notes.call(kind, model, loop.time() - started, completion, usage=usage)
-        await self._spending.note(notes.batch.chat, kind, usage)
-        return completion
-
-    async def _read(
-        self,
-        completion: Completion,
-        log: Logger,
-        notes: TraceNotes,
-        offer: Request,
-        *,
-        splitter: bool = True,
-    ) -> list[Reply]:
-        """Read replies from a completion, down the fallback chain; raise if all fail.
-
-        Without ``splitter`` (an initiative batch, which makes one call) the text split
-        follows the JSON at once.
-
-        Whatever tier reads them, no reply JSON is left in a text, and only the kinds of
-        item the chat is offered are kept, a reaction only on a message the prompt showed
-        (each one dropped is logged and traced).
-        """
-        pacing = self._config.pacing
-        try:
-            plan = parse_replies(
-                completion.text,
-                finish_reason=completion.finish_reason,
-                max_delay_s=pacing.max_delay_s,
-            )
-        except BadLLMReply as exc:
-            reason = str(exc)
-        else:
-            notes.tier = "fenced" if "```" in completion.text else "json"
-            return self._kept(plan.replies, plan.dropped, notes, offer)
-        if not completion.text.strip():
-            msg = f"empty output ({reason})"
-            raise BadLLMReply(msg)
-        if splitter:
-            replies = await self._split(completion, reason, log, notes, offer)
-            if replies:
-                return replies
-        else:
-            log.info("fallback: text split ({})", reason)
-        return self._split_by_hand(completion, notes, offer, reason)
-
-    async def _split(
-        self, completion: Completion, reason: str, log: Logger, notes: TraceNotes, offer: Request
-    ) -> list[Reply]:
-        """Ask the splitter to turn the output into a plan; ``[]`` when it cannot."""
-        pacing = self._config.pacing
-        capped = await self._spending.refusal(notes.batch.chat, optional=True)
-        if capped is not None:
-            log.info("fallback: text split ({}; the splitter is an optional call)", capped)
-            notes.guards.append(f"splitter skipped: {capped}")
-            return []
-        log.info("fallback: splitter ({})", reason)
-        splitter_model = self._config.llm.splitter.model or self._config.llm.model
-        try:
-            split = await self._ask(
-                self._splitter,
-                splitter_messages(completion.text),
-                kind="splitter",
-                model=splitter_model,
-                notes=notes,
-            )
-            plan = parse_replies(
-                split.text, finish_reason=split.finish_reason, max_delay_s=pacing.max_delay_s
-            )
-        except (LLMUnavailable, BadLLMReply) as exc:
-            log.info("fallback: text split (splitter failed: {})", exc)
-        else:
-            replies = self._kept(plan.replies, plan.dropped, notes, offer)
-            if replies:
-                notes.tier = "splitter"
-                return replies
-            # The main model said something; the splitter may not silence it.
-            log.info("fallback: text split (the splitter returned no replies)")
-        return []
-
-    def _split_by_hand(
-        self, completion: Completion, notes: TraceNotes, offer: Request, reason: str
-    ) -> list[Reply]:
-        """The last fallback: cut the text into messages; raise if nothing is left."""
-        pacing = self._config.pacing
-        split_up = split_text(
-            completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
-        )
-        replies = self._kept(split_up, [], notes, offer)
-        if not replies:
-            msg = f"nothing to say could be read from the output ({reason})"
-            raise BadLLMReply(msg)
-        notes.tier = "text-split"
-        return replies
-
-    @staticmethod
-    def _kept(
-        replies: list[Reply], dropped: list[DroppedItem], notes: TraceNotes, offer: Request
-    ) -> list[Reply]:
-        """Keep what may reach the chat: no reply JSON in a text, only offered kinds."""
-        kept, refused = deliverable(
-            without_reply_json(replies), kinds=offer.kinds, shown_ids=offer.message_ids
-        )
-        _note_dropped(notes, [*dropped, *refused])
-        return kept
-
-
-def _note_dropped(notes: TraceNotes, items: Sequence[DroppedItem]) -> None:
-    """Log each item of a plan that will not be sent, and list it in the trace."""
-    log = logger.bind(chat=str(notes.batch.chat), batch=notes.batch.id)
-    for item in items:
-        log.info("{} item dropped: {}", item.kind, item.reason)
-        notes.dropped.append(item)

@@ -5,7 +5,7 @@ died, or written while the bot was down or disconnected, is found only in the pl
 history. Each time a platform that keeps one (a :class:`~bot.ports.History`) connects,
 :class:`Backfill` asks it for the newest messages of each of its chats where someone
 wrote lately, the most recently active first, and hands them to
-:meth:`~bot.pipeline.Pipeline.receive_history`: each one missing from the store is
+a :class:`HistorySink` (the pipeline): each one missing from the store is
 stored once, answered like a live message if it is still fresh, kept as context if not.
 
 Commands found there are left alone: they are never stored, so whether one already ran
@@ -16,17 +16,16 @@ out to have no history is noted once and not asked again until the next start.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from loguru import logger
 
-from bot.commands.menu import parse_command
 from bot.errors import HistoryUnavailable, PlatformError
-from bot.models import ChatKey
-from bot.pipeline import Pipeline
-from bot.ports import History, MessageLog
+from bot.models import ChatKey, IncomingMessage
+from bot.ports import History
 from bot.tasks import start_task
 
 
@@ -39,19 +38,40 @@ class BackfillSettings:
     count: int  # each chat's newest this many messages
 
 
+class ActiveChats(Protocol):
+    """Which chats of a platform were active lately."""
+
+    async def chats_active_since(
+        self, platform: str, since: datetime, *, limit: int
+    ) -> list[ChatKey]:
+        """Return up to ``limit`` chats of ``platform`` where a chatter wrote at or after
+        ``since``, the most recently active first."""
+        ...
+
+
+class HistorySink(Protocol):
+    """Where messages fetched back from a platform's history go (the pipeline)."""
+
+    async def receive_history(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+        """Take messages fetched back; return those stored now (the rest were stored before)."""
+        ...
+
+
 class Backfill:
     """Fetch back, on each connect of a platform, the messages its history holds and the
     store misses."""
 
     def __init__(
         self,
-        store: MessageLog,
-        pipeline: Pipeline,
+        store: ActiveChats,
+        pipeline: HistorySink,
         sources: Mapping[str, tuple[History, BackfillSettings]],
         *,
+        is_command: Callable[[str], bool],
         now: Callable[[], datetime],
     ) -> None:
         self._store = store
+        self._is_command = is_command
         self._pipeline = pipeline
         self._sources = sources
         self._now = now
@@ -97,7 +117,7 @@ class Backfill:
                     error,
                 )
                 break
-            chat_messages = [m for m in messages if parse_command(m.text) is None]
+            chat_messages = [m for m in messages if not self._is_command(m.text)]
             found[chat] = len(await self._pipeline.receive_history(chat_messages))
         _log_found(name, found)
         return found

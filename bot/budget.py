@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Protocol
 
 from loguru import logger
@@ -29,7 +29,6 @@ from loguru import logger
 from bot.config import Config
 from bot.config_groups import BudgetConfig
 from bot.errors import StorageError
-from bot.memory.dates import chat_day, chat_day_bounds
 from bot.models import ChatKey, ChatMessage, Completion, TokenCount, Usage, UsageRow
 from bot.prompt import estimate_prompt_tokens, estimate_tokens, image_tokens
 
@@ -137,7 +136,7 @@ class Spending:
         self._config = config
         self._budget = config.budget
         self._log = log
-        self._now = now
+        self._days = config.chat_days(now)
         self._told: set[tuple[date, str]] = set()  # caps logged as reached, by day
 
     @property
@@ -148,13 +147,11 @@ class Spending:
 
     def today(self) -> date:
         """Return the current chat day: caps count per chat day."""
-        memory = self._config.memory
-        return chat_day(self._now(), zone=self._config.bot.zone, boundary=memory.day_boundary_time)
+        return self._days.today()
 
     def next_day_at(self) -> datetime:
         """Return when the next chat day begins: the caps start again from zero then."""
-        zone, boundary = self._config.bot.zone, self._config.memory.day_boundary_time
-        return chat_day_bounds(self.today() + timedelta(days=1), zone=zone, boundary=boundary)[0]
+        return self._days.next_boundary()
 
     async def standing(self, chat: ChatKey | None = None) -> Standing:
         """Return today's tokens, the bot's and ``chat``'s, against the caps."""

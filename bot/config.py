@@ -7,8 +7,8 @@ Every error names the key, the bad value and the form that was expected.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
-from datetime import time
+from collections.abc import Callable, Mapping
+from datetime import datetime, time
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo
@@ -31,6 +31,7 @@ from bot.config_values import (
     http_url,
     is_loopback,
 )
+from bot.days import ChatDays
 from bot.errors import ConfigError
 from bot.hours import Window, window_minutes
 from bot.texts import Language
@@ -323,6 +324,10 @@ class Config(Section):
     def stickers_dir(self) -> Path:
         """Where the stickers collected on QQ are kept, as files."""
         return self.bot.data_dir / "stickers"
+
+    def chat_days(self, now: Callable[[], datetime]) -> ChatDays:
+        """Return the chat days of ``bot.timezone`` and ``memory.day_boundary``, on ``now``."""
+        return ChatDays(self.bot.zone, self.memory.day_boundary_time, now)
 
 
 def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:

@@ -13,15 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
 from bot.config import Config
 from bot.initiative.occasion import Occasion, reason_block
 from bot.memory.recall import Recalled
 from bot.memory.stack import Memory, Persona
-from bot.models import Batch, ChatKey, ChatMessage, ImageInput
-from bot.ports import MessageLog, Platform
+from bot.models import Batch, ChatKey, ChatMessage, ImageInput, StoredMessage
+from bot.ports import Platform
 from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_limit, system_prompt
-from bot.replies.contract import contract, offered_kinds
+from bot.replies.contract import contract
 from bot.replies.guards import REPEATS_REMEMBERED
 from bot.replies.items import ItemKind
 from bot.stickers import Stickers
@@ -56,13 +57,45 @@ def recall_found(recalled: Recalled, persona: Persona) -> RecallFound:
     )
 
 
+class ChatHistory(Protocol):
+    """What a prompt shows of a chat's past: its recent messages and what went unsaid."""
+
+    async def recent_history(
+        self, chat: ChatKey, *, exclude_batch: int, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` newest answered-or-sent messages, oldest first."""
+        ...
+
+    async def unsaid_replies(self, chat: ChatKey, *, before_batch: int) -> list[str]:
+        """Return the cancelled replies of the chat's last answered batch before this one."""
+        ...
+
+
+def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[ItemKind]:
+    """Return the kinds of item a chat's answer may hold: a text always, each other kind
+    that is on in the config and that the chat's platform delivers there, and a later item
+    (kept, never delivered) when ``initiative.later`` is on.
+
+    Any other kind the model writes is dropped (a voice note is said as text).
+    """
+    on = {ItemKind.CONTENT}
+    if config.reactions.enabled:
+        on.add(ItemKind.REACT)
+    if config.stickers.enabled:
+        on.add(ItemKind.STICKER)
+    if config.voice.speak:
+        on.add(ItemKind.VOICE)
+    kept = {ItemKind.LATER} if config.initiative.later else set()
+    return frozenset(on & delivered) | {ItemKind.CONTENT} | kept
+
+
 class Prompter:
     """Build the request for a batch, or the system prompt a chat's next batch would get."""
 
     def __init__(
         self,
         config: Config,
-        store: MessageLog,
+        store: ChatHistory,
         memory: Memory,
         platforms: Mapping[str, Platform],
         *,

@@ -12,7 +12,7 @@ The rules for writing while the bot answers ("talking over" it) are pure
 methods here, so they are tested without an event loop:
 
 - In a private chat any new message talks over the answer; in a group only one that
-  addresses the bot, or one from a person being answered (a follow-up), does.
+  addresses the bot, or one from a person being answered (it continues the exchange), does.
 - Talked over while replies go out: the unsent ones are cancelled (``cancel`` mode).
 - Talked over while the answer is still being thought out: only its first reply will
   go out, the rest is left to the next batch.
@@ -36,8 +36,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from bot.models import IncomingMessage, StoredMessage
+from bot.models import ChatKey, IncomingMessage, StoredMessage
 
 
 class Phase(enum.Enum):
@@ -47,6 +48,43 @@ class Phase(enum.Enum):
     WAITING = "waiting"
     THINKING = "thinking"
     SENDING = "sending"
+
+
+class ChatEvents(Protocol):
+    """What moves a chat's conversation on, told by the parts that run beside the pipeline
+    (the pipeline listens; the composition root builds the parts and hands them over)."""
+
+    def quiet(self, chat: ChatKey) -> None:
+        """The chat went quiet: its waiting messages may be answered (the debouncer)."""
+        ...
+
+    def item_sent(self, chat: ChatKey) -> None:
+        """One item went out to the chat (the sender)."""
+        ...
+
+    def replies_done(self, chat: ChatKey) -> None:
+        """Every reply queued for the chat is out or given up (the sender)."""
+        ...
+
+    def occasion_due(self, chat: ChatKey) -> None:
+        """A reminder, a follow-up or an opener fell due in the chat (initiative)."""
+        ...
+
+
+class Unheard:
+    """Events nobody listens to: what a part tells before it is handed to a pipeline."""
+
+    def quiet(self, chat: ChatKey) -> None:
+        return None
+
+    def item_sent(self, chat: ChatKey) -> None:
+        return None
+
+    def replies_done(self, chat: ChatKey) -> None:
+        return None
+
+    def occasion_due(self, chat: ChatKey) -> None:
+        return None
 
 
 def answered_senders(messages: Sequence[StoredMessage]) -> frozenset[str]:
@@ -107,11 +145,12 @@ class Conversation:
 
     # -- the talk-over rules ------------------------------------------------------------
 
-    def follows_up(self, message: IncomingMessage) -> bool:
+    def continues(self, message: IncomingMessage) -> bool:
         """Tell whether a group message that does not name the bot still addresses it.
 
-        It does when its sender is being answered and writes again in ``cancel`` mode:
-        that cancels what is still unsaid to them, so the message must be answered.
+        It does when its sender is being answered and writes again in ``cancel`` mode: it
+        continues the exchange, cancels what is still unsaid to them, and must be answered.
+        (A message from someone answered earlier is a *follow-up*: ``bot/company.py``.)
         """
         being_answered = self.sending or (self.thinking and self.owed)
         return (
@@ -128,9 +167,9 @@ class Conversation:
         It re-arms the quiet timer unless, in a group, someone addressed the bot since the
         last batch and this is neither from one of them nor addressed to it. It cancels
         the unsent replies only if it talks over the answer: in ``cancel`` mode, any
-        message in a private chat, and in a group one that addresses the bot (a follow-up
-        does, see :meth:`follows_up`). While the answer is thought out, it is cut to its
-        first reply once ready (:meth:`answer_ready`).
+        message in a private chat, and in a group one that addresses the bot (one that
+        continues the exchange does, see :meth:`continues`). While the answer is thought
+        out, it is cut to its first reply once ready (:meth:`answer_ready`).
         """
         self.waiting = True
         if message.chat_title:
@@ -257,3 +296,46 @@ class Conversation:
             return False
         self.thinking = True
         return True
+
+
+class Conversations:
+    """Every live chat's conversation, and where each stands (what ``/status`` reads).
+
+    A chat's conversation is made when something moves it and let go once it is idle
+    again, so the map holds only chats that are waiting, thinking or sending.
+    """
+
+    def __init__(self, *, cancel_mode: bool) -> None:
+        self._cancel_mode = cancel_mode
+        self._live: dict[ChatKey, Conversation] = {}
+
+    def of(self, chat: ChatKey) -> Conversation:
+        """Return ``chat``'s conversation, made now if the chat was idle."""
+        conversation = self._live.get(chat)
+        if conversation is None:
+            conversation = self._live[chat] = Conversation(cancel_mode=self._cancel_mode)
+        return conversation
+
+    def get(self, chat: ChatKey) -> Conversation | None:
+        """Return ``chat``'s conversation if it is live."""
+        return self._live.get(chat)
+
+    def let_go_if_idle(self, chat: ChatKey) -> None:
+        """Forget ``chat``'s conversation if it has come back to idle."""
+        conversation = self._live.get(chat)
+        if conversation is not None and conversation.phase is Phase.IDLE:
+            del self._live[chat]
+
+    def phase(self, chat: ChatKey) -> Phase:
+        """Return where ``chat``'s conversation stands."""
+        conversation = self._live.get(chat)
+        return Phase.IDLE if conversation is None else conversation.phase
+
+    def live_chats(self) -> dict[ChatKey, Phase]:
+        """Return every chat that is not idle, with its phase."""
+        return {chat: conversation.phase for chat, conversation in self._live.items()}
+
+    def title(self, chat: ChatKey) -> str | None:
+        """Return the title a live chat's latest message gave, if any."""
+        conversation = self._live.get(chat)
+        return None if conversation is None else conversation.title

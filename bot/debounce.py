@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config import PacingConfig
+from bot.conversation import ChatEvents, Unheard
 from bot.models import ChatKey
 
 # A last message like "我想想，" or "wait..." usually has more coming: wait the longest.
@@ -57,19 +57,22 @@ class _Waiting:
 
 
 class Debouncer:
-    """Call ``on_quiet(chat)`` once a chat has been quiet long enough."""
+    """Tell the events ``quiet(chat)`` once a chat has been quiet long enough."""
 
     def __init__(
         self,
         pacing: PacingConfig,
-        on_quiet: Callable[[ChatKey], None],
         *,
         rng: random.Random | None = None,
     ) -> None:
         self._pacing = pacing
-        self._on_quiet = on_quiet
+        self._events: ChatEvents = Unheard()
         self._rng = rng or random.Random()
         self._waiting: dict[ChatKey, _Waiting] = {}
+
+    def report_to(self, events: ChatEvents) -> None:
+        """From now on, tell ``events`` each chat that went quiet."""
+        self._events = events
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -157,4 +160,4 @@ class Debouncer:
 
     def _answer(self, chat: ChatKey) -> None:
         del self._waiting[chat]
-        self._on_quiet(chat)
+        self._events.quiet(chat)

@@ -3,15 +3,16 @@
 Every batch passes here before its call. Most pass as they always did: a private chat, a
 group batch that addresses the bot. What the gate adds:
 
-- a chat paused for a bot loop (:mod:`bot.loops`) and the hard cap of ``[budget]`` turn
+- a chat paused for a bot loop (:mod:`bot.company`) and the hard cap of ``[budget]`` turn
   every batch away (its messages stay stored);
 - in a group (``groups.for_chat``: an override covers every topic of its group), a batch
   nobody addressed goes nowhere in ``mention`` mode, to the LLM in ``always`` mode, and in
   ``smart`` mode only for a **reason**: one of ``interests`` among its words (cut as recall
-  cuts them), a question to the room, or a sender the bot talked with in this group in the
-  last ten minutes. A batch with a reason is still kept out by ``quiet_hours``, by the
-  group's hourly budget of unaddressed calls, by the bot's share of the chat's last 40
-  messages, or by a soft cap; then a draw against ``talk_value`` decides.
+  cuts them), a question to the room, or a follow-up: a sender the bot answered in this
+  chat in the last ten minutes (:class:`~bot.company.Company`). A batch with a reason is
+  still kept out by ``quiet_hours``, by the group's hourly budget of unaddressed calls, by
+  the bot's share of the chat's last 40 messages, or by a soft cap; then a draw against
+  ``talk_value`` decides.
 
 Deciding makes no LLM call, and a batch without a reason not even a database read. The
 verdict's reasons are the trace's words: ``addressed``, ``interest: 猫``, ``question``,
@@ -28,14 +29,13 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from bot.budget import Spending
+from bot.company import Company
 from bot.config import Config
 from bot.config_groups import GroupSettings
 from bot.hours import in_window
-from bot.loops import LoopWatch
 from bot.models import Batch, ChatKey
 from bot.replies.questions import asks_the_room, looks_like_question
 
-FOLLOW_UP_WITHIN = timedelta(minutes=10)
 SHARE_OF_LAST = 40  # messages
 HOUR = timedelta(hours=1)
 NOT_ADDRESSED = "not addressed"
@@ -102,7 +102,7 @@ def draw_line(drawn: float, talk_value: float) -> str:
 
 
 class CallGate:
-    """Admit batches to their LLM call, or say why not; remember whom the bot talked with."""
+    """Admit batches to their LLM call, or say why not."""
 
     def __init__(
         self,
@@ -111,7 +111,7 @@ class CallGate:
         words: WordCutter,
         *,
         spending: Spending,
-        loops: LoopWatch,
+        company: Company,
         now: Callable[[], datetime],
         draw: Callable[[], float],
     ) -> None:
@@ -119,16 +119,15 @@ class CallGate:
         self._rooms = rooms
         self._words = words
         self._spending = spending
-        self._loops = loops
+        self._company = company
         self._now = now
         self._draw = draw
         self._interest_words: dict[str, frozenset[str]] = {}
-        self._partners: dict[ChatKey, dict[str, datetime]] = {}  # by room: sender → when
 
     async def admit(self, batch: Batch) -> Verdict:
         """Say whether ``batch`` may cost an LLM call, with the reasons for the trace."""
         chat = batch.chat
-        paused = self._loops.paused_until(chat)
+        paused = self._company.paused_until(chat, now=self._now())
         if paused is not None:
             local = paused.astimezone(self._config.bot.zone)
             return Verdict(False, (f"paused: bot loop until {local:%H:%M}",), PAUSED)
@@ -198,11 +197,10 @@ class CallGate:
         return {interest: self._interest_words[interest] for interest in interests}
 
     def _follows_up(self, batch: Batch) -> bool:
-        partners = self._partners.get(batch.chat.room)
-        if not partners:
-            return False
-        since = self._now() - FOLLOW_UP_WITHIN
-        return any(partners.get(m.sender_id, since) > since for m in batch.messages)
+        now = self._now()
+        return any(
+            self._company.follows_up(batch.chat, m.sender_id, now=now) for m in batch.messages
+        )
 
     async def _refusals(self, chat: ChatKey, settings: GroupSettings) -> tuple[str, ...]:
         """Return what keeps a group batch with a reason out: quiet hours, the hourly
@@ -221,19 +219,6 @@ class CallGate:
         if soft is not None:
             refusals.append(soft)
         return tuple(refusals)
-
-    def talked_with(self, chat: ChatKey, senders: frozenset[str]) -> None:
-        """Remember that the bot just answered ``senders`` in group ``chat``: their next
-        words in the next ten minutes are a follow-up, a reason to speak."""
-        if not chat.is_group:
-            return
-        now = self._now()
-        partners = self._partners.setdefault(chat.room, {})
-        for sender in senders:
-            partners[sender] = now
-        since = now - FOLLOW_UP_WITHIN
-        for sender in [s for s, at in partners.items() if at <= since]:
-            del partners[sender]
 
     async def calls_this_hour(self, chat: ChatKey) -> int:
         """Count the calls for unaddressed batches of ``chat``'s group in the last hour."""

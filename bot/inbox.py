@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from loguru import logger
 
@@ -20,10 +21,22 @@ from bot.commands.call import Command
 from bot.commands.menu import parse_command
 from bot.commands.runner import CommandRunner
 from bot.models import ChatKey, IncomingMessage
-from bot.pipeline import Pipeline
-from bot.ports import Platform
+from bot.ports import MessageSink, Platform
 from bot.replies.items import Text
 from bot.tasks import start_task
+
+
+class Story(MessageSink, Protocol):
+    """What the inbox hands chat messages to (the pipeline): it also answers everything
+    waiting on demand, and stops."""
+
+    async def drain(self) -> None:
+        """Answer everything waiting now and wait until all replies are sent."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop taking messages; unanswered batches wait for the next start."""
+        ...
 
 
 class Inbox:
@@ -31,7 +44,7 @@ class Inbox:
 
     def __init__(
         self,
-        pipeline: Pipeline,
+        pipeline: Story,
         commands: CommandRunner,
         platforms: Mapping[str, Platform],
         *,

@@ -10,19 +10,35 @@ the patience is spent each hand-over gets one try until a write succeeds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Protocol
 
 import stamina
 from loguru import logger
 
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage
-from bot.ports import Store
 from bot.retries import Retries
 
-Mark = Callable[[IncomingMessage], Awaitable[IncomingMessage | None]]
-"""Return a message as it is to be kept (marked if it addresses the bot), or ``None``."""
+
+class KeptMessages(Protocol):
+    """Where arriving messages are kept: those to answer, and those kept as context only."""
+
+    async def add_messages(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store messages all or none; say for each whether it is new (not stored before)."""
+        ...
+
+    async def add_context(
+        self, messages: Sequence[IncomingMessage], *, received_at: datetime
+    ) -> list[bool]:
+        """Store messages as context only, all or none; say for each whether it is new.
+
+        A new one never waits for an answer: it is in the chat's history at once.
+        """
+        ...
 
 
 class Keeper:
@@ -30,25 +46,22 @@ class Keeper:
 
     def __init__(
         self,
-        store: Store,
+        store: KeptMessages,
         *,
-        mark: Mark,
         retries: Retries,
         now: Callable[[], datetime],
-        stopping: Callable[[], bool],
     ) -> None:
         self._store = store
-        self._mark = mark
         self._retries = retries
         self._now = now
-        self._stopping = stopping
+        self._stopping = False
         self._failing_since: float | None = None  # loop time of the first failed write
 
     async def keep(self, messages: list[IncomingMessage]) -> list[IncomingMessage]:
-        """Store ``messages`` as ``mark`` makes them; return those stored now, in order.
+        """Store ``messages``; return those stored now, in order.
 
-        Not stored: a message stored before, one ``mark`` leaves out, or any the database
-        refused for too long (logged as lost, by chat).
+        Not stored: a message stored before, or any the database refused for too long
+        (logged as lost, by chat).
         """
         if not messages:
             return []
@@ -77,12 +90,11 @@ class Keeper:
         if not messages:
             return []
         try:
-            kept = [m for m in [await self._mark(m) for m in messages] if m is not None]
-            new = await self._store.add_context(kept, received_at=self._now())
+            new = await self._store.add_context(messages, received_at=self._now())
         except StorageError as error:
             logger.warning("{} message(s) from history not stored: {}", len(messages), error)
             return []
-        stored = [message for message, is_new in zip(kept, new, strict=True) if is_new]
+        stored = [message for message, is_new in zip(messages, new, strict=True) if is_new]
         for chat, ids in _ids_by_chat(stored).items():
             logger.bind(chat=str(chat)).info(
                 "message {} fetched back too late to answer: kept as context", ", ".join(ids)
@@ -118,12 +130,7 @@ class Keeper:
     ) -> list[IncomingMessage]:
         """Try once to store ``messages``; note when the database began failing."""
         try:
-            kept = []
-            for message in messages:
-                marked = await self._mark(message)
-                if marked is not None:
-                    kept.append(marked)
-            new = await self._store.add_messages(kept, received_at=received_at)
+            new = await self._store.add_messages(messages, received_at=received_at)
         except StorageError as error:
             if self._failing_since is None:
                 self._failing_since = asyncio.get_running_loop().time()
@@ -133,14 +140,18 @@ class Keeper:
                 )
             raise
         self._failing_since = None
-        stored = [message for message, is_new in zip(kept, new, strict=True) if is_new]
+        stored = [message for message, is_new in zip(messages, new, strict=True) if is_new]
         if len(stored) < len(messages):
-            logger.debug("{} message(s) already stored, or not kept", len(messages) - len(stored))
+            logger.debug("{} message(s) already stored", len(messages) - len(stored))
         return stored
+
+    def stop(self) -> None:
+        """Stop waiting out a failing database: a write under way gets one more try."""
+        self._stopping = True
 
     def _may_recover(self, error: Exception) -> bool:
         """Tell stamina to retry a failed write, unless pacebot is stopping."""
-        return isinstance(error, StorageError) and not self._stopping()
+        return isinstance(error, StorageError) and not self._stopping
 
 
 def _ids_by_chat(messages: Sequence[IncomingMessage]) -> dict[ChatKey, list[str]]:

@@ -1,133 +1,111 @@
 """The story of one conversation: store, debounce, answer, queue, send.
 
-``Pipeline.receive`` stores a message before anything else (:mod:`bot.keeping`, which
-waits out a failing database), cancels replies that the chatter has just talked over, and
-(re)arms the chat's debounce timer. When a chat goes quiet, one batch task per chat takes
-its waiting messages, makes one LLM call and queues the replies for the
+``Pipeline.receive_many`` stores messages before anything else (:mod:`bot.keeping`,
+which waits out a failing database), cancels replies that the chatter has just talked
+over, and (re)arms the chat's debounce timer. When a chat goes quiet, one batch task per
+chat takes its waiting messages, makes one LLM call and queues the replies for the
 :class:`~bot.sender.Sender`. An initiative batch (a reminder or a follow-up that fell due,
 an opener: :mod:`bot.initiative`) takes the chat's turn the same way, with no message in
 it. Commands never come here: the :class:`~bot.inbox.Inbox` takes them first.
+
+The parts that run beside it (the keeper, the debouncer, the sender, initiative) are built
+by the composition root and handed in; the three that tell it something tell it through
+one small interface, :class:`~bot.conversation.ChatEvents`, which the pipeline implements.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from loguru import logger
 
+from bot.addressing import Addressing
 from bot.answer import Answer, Answerer
+from bot.batches import Batches
+from bot.company import Company
 from bot.config import Config
-from bot.conversation import Conversation, Phase, answered_senders
+from bot.conversation import Conversation, Conversations, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
 from bot.gate import Decision, decide
 from bot.initiative.schedule import Initiative
 from bot.keeping import Keeper
-from bot.loops import LoopWatch
 from bot.models import Batch, BatchOutcome, ChatKey, IncomingMessage
-from bot.ports import Platform, Store, TraceLog
-from bot.retries import DEFAULT_RETRIES, Retries
-from bot.sender import ItemHooks, Sender
+from bot.ports import Platform
+from bot.sender import Sender
 from bot.stickers import Stickers
 from bot.tasks import start_task
+from bot.trace import TraceLog
 from bot.voice.hearing import Hearing
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
 
 
-class Pipeline:
-    """Carry messages from the adapters to the outbox; implements ``MessageSink``.
+@dataclass(frozen=True, slots=True)
+class Beside:
+    """The parts that run beside the pipeline, built by the composition root."""
 
-    Each chat that is not idle has one :class:`~bot.conversation.Conversation`; a chat
-    that goes idle is forgotten, so nothing per chat outlives its conversation.
+    conversations: Conversations
+    addressing: Addressing
+    keeper: Keeper
+    debouncer: Debouncer
+    sender: Sender
+    initiative: Initiative
+    company: Company
+    stickers: Stickers | None = None
+    hearing: Hearing | None = None
+
+
+class Pipeline:
+    """Carry messages from the inbox to the outbox; hears the parts beside it
+    (:class:`~bot.conversation.ChatEvents`).
+
+    Each chat that is not idle has one :class:`~bot.conversation.Conversation` (in
+    :class:`~bot.conversation.Conversations`); a chat that goes idle is let go, so nothing
+    per chat outlives its conversation.
     """
 
     def __init__(
         self,
         config: Config,
-        store: Store,
+        store: Batches,
         platforms: Mapping[str, Platform],
         answerer: Answerer,
+        beside: Beside,
         *,
         traces: TraceLog,
         now: Callable[[], datetime],
-        rng: random.Random | None = None,
-        loops: LoopWatch,
-        retries: Retries = DEFAULT_RETRIES,
-        stickers: Stickers | None = None,
-        hearing: Hearing | None = None,
-        item_hooks: ItemHooks | None = None,
-        draw: Callable[[], float] = random.random,
     ) -> None:
         self._config = config
-        self._loops = loops
         self._store = store
-        self._stickers = stickers
-        self._hearing = hearing
         self._platforms = platforms
         self._answerer = answerer
         self._traces = traces
         self._now = now
-        self._retries = retries
-        self.sender = Sender(
-            store,
-            platforms,
-            config.pacing,
-            bot_name=config.bot.name,
-            now=now,
-            on_idle=self._on_replies_done,
-            on_sent=loops.bot_sent,
-            hooks=item_hooks,
-            retries=retries,
-        )
-        self.debouncer = Debouncer(config.pacing, self._on_quiet, rng=rng)
-        self.initiative = Initiative(
-            config, store, platforms=platforms.keys(), now=now, run=self._occasion_due, draw=draw
-        )
-        self._keeper = Keeper(
-            store, mark=self._as_addressed, retries=retries, now=now, stopping=self._is_stopping
-        )
-        self._conversations: dict[ChatKey, Conversation] = {}
+        self._keeper = beside.keeper
+        self._debouncer = beside.debouncer
+        self._sender = beside.sender
+        self._initiative = beside.initiative
+        self._company = beside.company
+        self._conversations = beside.conversations
+        self._addressing = beside.addressing
+        self._stickers = beside.stickers
+        self._hearing = beside.hearing
+        for part in (self._debouncer, self._sender, self._initiative):
+            part.report_to(self)
         self._batches: set[asyncio.Task[None]] = set()
-        self._beside: set[asyncio.Task[None]] = set()  # collecting stickers, resuming notes
+        self._side_tasks: set[asyncio.Task[None]] = set()  # collecting stickers, hearing notes
         self._stopping = False
 
     # -- conversations ----------------------------------------------------------------
 
-    def phase(self, chat: ChatKey) -> Phase:
-        """Return where ``chat``'s conversation stands."""
-        conversation = self._conversations.get(chat)
-        return Phase.IDLE if conversation is None else conversation.phase
-
-    def live_chats(self) -> dict[ChatKey, Phase]:
-        """Return every chat that is not idle, with its phase."""
-        return {chat: c.phase for chat, c in self._conversations.items()}
-
-    def title(self, chat: ChatKey) -> str | None:
-        """Return the title a live chat's latest message gave, if any."""
-        conversation = self._conversations.get(chat)
-        return None if conversation is None else conversation.title
-
-    def _conversation(self, chat: ChatKey) -> Conversation:
-        conversation = self._conversations.get(chat)
-        if conversation is None:
-            cancel_mode = self._config.pacing.on_new_message == "cancel"
-            conversation = self._conversations[chat] = Conversation(cancel_mode=cancel_mode)
-        return conversation
-
-    def _forget_if_idle(self, chat: ChatKey) -> None:
-        conversation = self._conversations.get(chat)
-        if conversation is not None and conversation.phase is Phase.IDLE:
-            del self._conversations[chat]
-
     def _await_quiet(self, chat: ChatKey, *, count: int = 1, unfinished: bool = False) -> None:
         """(Re)start ``chat``'s quiet wait for ``count`` more messages."""
-        self._conversation(chat).more_waiting()
-        self.debouncer.touch(chat, count=count, unfinished=unfinished)
+        self._conversations.of(chat).more_waiting()
+        self._debouncer.touch(chat, count=count, unfinished=unfinished)
 
     # -- in -------------------------------------------------------------------------
 
@@ -156,7 +134,8 @@ class Pipeline:
         stale_before = self._now() - timedelta(seconds=self._config.pacing.stale_after_s)
         old = [message for message in messages if message.sent_at < stale_before]
         fresh = [message for message in messages if message.sent_at >= stale_before]
-        return await self._keeper.keep_as_context(old) + await self._receive(fresh)
+        kept_as_context = await self._keeper.keep_as_context(await self._addressing.marked(old))
+        return kept_as_context + await self._receive(fresh)
 
     async def _receive(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
         """Store ``messages``, then move their chats on; return those stored now."""
@@ -164,18 +143,19 @@ class Pipeline:
             logger.debug("stopping; {} message(s) not taken", len(messages))
             return []
         talked_over: dict[ChatKey, None] = {}  # in order, once each
-        stored = await self._keeper.keep(list(messages))
+        stored = await self._keeper.keep(await self._addressing.marked(messages))
         self._collect_stickers(stored)
         if self._hearing is not None:  # heard beside the quiet wait
             self._hearing.hear(stored)
+        now = self._now()
         for kept in stored:
             chat = kept.chat
-            self.initiative.heard(chat, kept.sent_at)
-            self._loops.message_in(kept)
-            arrival = self._conversation(chat).message_in(kept)
+            self._initiative.heard(chat, kept.sent_at)
+            self._company.heard(kept, at=now)
+            arrival = self._conversations.of(chat).message_in(kept)
             if arrival.cancels:
                 talked_over[chat] = None
-            self.debouncer.touch(
+            self._debouncer.touch(
                 chat,
                 unfinished=looks_unfinished(kept.text),
                 rearm=arrival.rearms,
@@ -194,7 +174,7 @@ class Pipeline:
             self._stickers.collect(with_stickers),
             name="stickers:collect",
             failure="collecting stickers failed",
-            owner=self._beside,
+            owner=self._side_tasks,
         )
 
     async def receive_edit(self, chat: ChatKey, message_id: str, text: str) -> None:
@@ -202,49 +182,17 @@ class Pipeline:
         if await self._store.edit_message(chat, message_id, text):
             logger.bind(chat=str(chat)).debug("message {} edited", message_id)
 
-    async def _addresses_bot(self, message: IncomingMessage) -> bool:
-        """Tell whether a group message that does not name the bot is meant for it anyway.
-
-        It is when it follows up on an answer to its sender (see ``Conversation``), or
-        quotes the bot's words: Telegram says who wrote a quoted message and its adapter
-        marks the quote itself; OneBot gives only the quoted id, looked up among the bot's
-        sent replies.
-        """
-        conversation = self._conversations.get(message.chat)
-        if conversation is not None and conversation.follows_up(message):
-            return True
-        quoted = message.reply_to_id
-        if not message.chat.is_group or message.addresses_bot or quoted is None:
-            return False
-        return await self._store.is_bot_message(message.chat, quoted)
-
-    async def _as_addressed(self, message: IncomingMessage) -> IncomingMessage | None:
-        """Return ``message`` marked if it addresses the bot, or ``None`` if it is not kept."""
-        if await self._addresses_bot(message):
-            message = replace(message, addresses_bot=True)
-        unaddressed = message.chat.is_group and not message.addresses_bot
-        if unaddressed and not self._store_unaddressed(message.chat):
-            return None
-        return message
-
-    def _is_stopping(self) -> bool:
-        return self._stopping
-
     def platform_ready(self, platform: str) -> None:
         """Send what waits for ``platform`` now, not after the retry back-off; hear the
         voice notes a restart cut short, now that they can be fetched."""
-        self.sender.wake_platform(platform)
+        self._sender.wake_platform(platform)
         if self._hearing is not None and not self._stopping:
             start_task(
                 self._hearing.resume(platform),
                 name=f"voice:resume:{platform}",
                 failure="hearing the cut-short voice notes failed",
-                owner=self._beside,
+                owner=self._side_tasks,
             )
-
-    def _store_unaddressed(self, chat: ChatKey) -> bool:
-        groups = self._config.groups
-        return groups.store_unaddressed or groups.for_chat(chat).reply_mode != "mention"
 
     async def _cancel_unsent(self, chat: ChatKey) -> None:
         """Cancel the replies still unsent: the person being answered wrote again."""
@@ -253,15 +201,35 @@ class Pipeline:
             logger.bind(chat=str(chat)).info(
                 "{} unsent replies cancelled: they wrote again", cancelled
             )
-            self.sender.wake(chat)
+            self._sender.wake(chat)
+
+    # -- what the parts beside it tell (ChatEvents) ------------------------------------
+
+    def quiet(self, chat: ChatKey) -> None:
+        """The chat went quiet: answer its waiting messages, or once it is free."""
+        if not self._stopping and self._conversations.of(chat).timer_fired():
+            self._start_batch(chat)
+
+    def item_sent(self, chat: ChatKey) -> None:
+        """An item went out: the bot spoke there (a loop may be under way)."""
+        self._company.bot_spoke(chat, at=self._now())
+
+    def replies_done(self, chat: ChatKey) -> None:
+        """Every reply is out: the silence starts now, and the next batch may start."""
+        self._initiative.heard(chat, self._now())  # its words end a silence too
+        conversation = self._conversations.get(chat)
+        if conversation is None:
+            return
+        if conversation.replies_done():
+            self._start_batch(chat)
+        self._conversations.let_go_if_idle(chat)
+
+    def occasion_due(self, chat: ChatKey) -> None:
+        """Run an initiative batch in ``chat`` once it is free."""
+        if not self._stopping and self._conversations.of(chat).occasion_due():
+            self._start_batch(chat)
 
     # -- batches --------------------------------------------------------------------
-
-    def _on_quiet(self, chat: ChatKey) -> None:
-        if self._stopping:
-            return
-        if self._conversation(chat).timer_fired():
-            self._start_batch(chat)
 
     def _start_batch(self, chat: ChatKey) -> None:
         start_task(
@@ -279,24 +247,10 @@ class Pipeline:
             return
         if conversation.answer_ended() and not self._stopping:
             self._start_batch(chat)
-        self._forget_if_idle(chat)
-
-    def _on_replies_done(self, chat: ChatKey) -> None:
-        self.initiative.heard(chat, self._now())  # its words end a silence too
-        conversation = self._conversations.get(chat)
-        if conversation is None:
-            return
-        if conversation.replies_done():
-            self._start_batch(chat)
-        self._forget_if_idle(chat)
-
-    def _occasion_due(self, chat: ChatKey) -> None:
-        """Run an initiative batch in ``chat`` once it is free."""
-        if not self._stopping and self._conversation(chat).occasion_due():
-            self._start_batch(chat)
+        self._conversations.let_go_if_idle(chat)
 
     async def _answer(self, chat: ChatKey) -> None:
-        conversation = self._conversation(chat)
+        conversation = self._conversations.of(chat)
         if conversation.answering_occasion:
             await self._answer_occasion(chat, conversation)
             return
@@ -329,14 +283,14 @@ class Pipeline:
         answer = await self._answered(batch, answering, platform, typing=owed)
         await self._close(batch, answer, conversation)
         # More messages than one batch holds: answer the rest next.
-        if len(batch.messages) == limit and self.debouncer.waiting(chat) == 0:
+        if len(batch.messages) == limit and self._debouncer.waiting(chat) == 0:
             waiting = (await self._store.waiting_counts(chat)).get(chat, 0)
             if waiting:
                 self._await_quiet(chat, count=waiting)
 
     async def _answer_occasion(self, chat: ChatKey, conversation: Conversation) -> None:
         """Run the chat's next initiative batch, if it may still run: one LLM call."""
-        occasion = await self.initiative.next_ready(chat)
+        occasion = await self._initiative.next_ready(chat)
         if occasion is None:
             return
         platform = self._platforms[chat.platform]  # only occasions of running ones are ready
@@ -367,7 +321,7 @@ class Pipeline:
             # Every line logged while answering carries the chat key and batch, the LLM
             # client's and its HTTP library's too.
             with logger.contextualize(chat=str(batch.chat), batch=batch.id):
-                async with self.sender.typing(batch.chat, platform, enabled=typing):
+                async with self._sender.typing(batch.chat, platform, enabled=typing):
                     return await answering
         except Exception as exc:
             log = logger.bind(chat=str(batch.chat), batch=batch.id)
@@ -386,8 +340,11 @@ class Pipeline:
             error=answer.error,
             promises=answer.promises,
         )
-        self.initiative.promised(answer.promises)
+        self._initiative.promised(answer.promises)
         log.info("batch {}: {} reply(ies) queued", answer.outcome, len(items))
+        if items:  # its people are the bot's company now: their next words follow up
+            senders = answered_senders(batch.messages)
+            self._company.answered(batch.chat, senders, at=self._now())
         try:
             if answer.trace is not None:
                 await self._traces.keep_trace(answer.trace, keep=self._config.memory.trace_keep)
@@ -400,7 +357,7 @@ class Pipeline:
             cancelled = await self._store.cancel_replies(unsaid, now=self._now())
             log.info("{} planned replies cancelled: they wrote while it was thinking", cancelled)
         if items:
-            self.sender.wake(batch.chat)
+            self._sender.wake(batch.chat)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -421,33 +378,45 @@ class Pipeline:
                 len(waiting),
             )
         for chat in pending:
-            self._conversation(chat).replies_queued()
-            self.sender.wake(chat)
+            self._conversations.of(chat).replies_queued()
+            self._sender.wake(chat)
         for index, (chat, count) in enumerate(waiting.items(), start=1):
             if chat.platform not in self._platforms:
                 continue  # that platform is off this run: its messages wait for it
             self._await_quiet(chat, count=count)
             if index % REARM_SLICE == 0:
                 await asyncio.sleep(0)  # let the loop breathe between slices
-        await self.initiative.recover()
+        await self._initiative.recover()
 
     async def drain(self) -> None:
-        """Answer everything waiting now and wait until all replies are sent."""
-        while len(self.debouncer) or self._batches or self._beside or not self.sender.idle:
-            self.debouncer.fire_all()
-            await asyncio.gather(*self._batches, *self._beside, return_exceptions=True)
-            await self.sender.drain()
+        """Answer everything waiting now (what initiative is handing over too) and wait
+        until all replies are sent."""
+        while self._busy():
+            await self._initiative.handed_over()
+            self._debouncer.fire_all()
+            await asyncio.gather(*self._batches, *self._side_tasks, return_exceptions=True)
+            await self._sender.drain()
+
+    def _busy(self) -> bool:
+        return bool(
+            len(self._debouncer)
+            or self._batches
+            or self._side_tasks
+            or not self._sender.idle
+            or self._initiative.handing_over
+        )
 
     async def stop(self) -> None:
         """Stop taking messages; unanswered batches wait for the next start."""
         self._stopping = True
-        self.initiative.stop()
-        self.debouncer.cancel_all()
-        tasks = [*self._batches, *self._beside]
+        self._keeper.stop()
+        self._initiative.stop()
+        self._debouncer.cancel_all()
+        tasks = [*self._batches, *self._side_tasks]
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._hearing is not None:
             await self._hearing.stop()
         await self._store.abandon_open_batches(now=self._now())
-        await self.sender.stop()
+        await self._sender.stop()

@@ -152,11 +152,6 @@ def _unsaid_block(unsaid: Sequence[str]) -> str:
     )
 
 
-def build_prompt(spec: PromptInput) -> list[ChatMessage]:
-    """Return the request for one batch, trimming history to fit the budget."""
-    return assemble_prompt(spec).messages
-
-
 def assemble_prompt(spec: PromptInput) -> AssembledPrompt:
     """Build the request for one batch and count what its history and batch took."""
     system = ChatMessage("system", system_prompt(spec))

@@ -21,10 +21,12 @@ import stamina
 from loguru import logger
 
 from bot.config import PacingConfig
+from bot.conversation import ChatEvents, Unheard
 from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey
 from bot.pacing import Budget, Pacer
-from bot.ports import Outbox, Platform
+from bot.ports import Platform
+from bot.replies.hooks import AsTheyAre, ItemHooks
 from bot.replies.items import ItemKind, OutboxItem, Outgoing, said
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.tasks import start_task
@@ -33,64 +35,43 @@ _STOP_GRACE_S = 5.0  # how long a send already on the wire may take to finish at
 _NO_WAIT_S = 0.005  # shorter waits (clock rounding, timer resolution) are not waited for
 
 
-class ItemHooks(Protocol):
-    """What an item needs just before it is sent, what goes instead if the platform
-    refuses it, and what follows once it was sent."""
+class Outbox(Protocol):
+    """The outbox as the sender sees it: the next reply due, and each one's fate."""
 
-    def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
-        """Return the kind ``item`` will go out as: what the chat is shown while it waits."""
+    async def next_scheduled(self, chat: ChatKey) -> OutboxItem | None:
+        """Return the chat's earliest scheduled reply, if any."""
         ...
 
-    async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
-        """Return ``item`` ready to send (``None``: it can no longer be sent)."""
+    async def claim_for_sending(self, item_id: int, *, now: datetime) -> bool:
+        """Move a reply from scheduled to sending; ``False`` if it is no longer scheduled."""
         ...
 
-    def instead(self, item: Outgoing) -> Outgoing | None:
-        """Return what to send when the platform refuses ``item`` (``None``: nothing)."""
+    async def mark_sent(
+        self,
+        item_id: int,
+        *,
+        platform_message_id: str | None,
+        said: str | None,
+        sender_name: str,
+        now: datetime,
+        sent_as: ItemKind | None = None,
+    ) -> None:
+        """Record an item as sent, ``sent_as`` the kind it went out as (a voice note's
+        words may go as text); keep ``said`` as a bot message in the chat's history under
+        the platform's id (neither is given for a reaction, which is no message)."""
         ...
 
-    async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
-        """Note that ``item`` was sent."""
+    async def release(self, item_id: int, *, now: datetime) -> None:
+        """Return a reply that was certainly not delivered from sending to scheduled."""
         ...
 
+    async def mark_dropped(self, item_id: int, *, now: datetime, reason: str) -> None:
+        """Give up on one reply."""
+        ...
 
-class AsTheyAre:
-    """Items need nothing before or after they are sent, and nothing replaces them."""
-
-    def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
-        return item.kind
-
-    async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
-        return item
-
-    def instead(self, item: Outgoing) -> Outgoing | None:
-        return None
-
-    async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
-        return None
-
-
-class HooksByKind:
-    """The hooks of each kind of item (stickers', voice's); other kinds go as they are."""
-
-    def __init__(self, hooks: Mapping[ItemKind, ItemHooks]) -> None:
-        self._hooks = dict(hooks)
-        self._plain = AsTheyAre()
-
-    def _of(self, item: Outgoing) -> ItemHooks:
-        return self._hooks.get(item.kind, self._plain)
-
-    def kind_sent(self, chat: ChatKey, item: Outgoing) -> ItemKind:
-        return self._of(item).kind_sent(chat, item)
-
-    async def prepare(self, chat: ChatKey, item: Outgoing) -> Outgoing | None:
-        return await self._of(item).prepare(chat, item)
-
-    def instead(self, item: Outgoing) -> Outgoing | None:
-        return self._of(item).instead(item)
-
-    async def delivered(self, chat: ChatKey, item: Outgoing) -> None:
-        await self._of(item).delivered(chat, item)
+    async def drop_scheduled(self, chat: ChatKey, *, now: datetime, reason: str) -> int:
+        """Drop every scheduled reply of a chat; return how many."""
+        ...
 
 
 class _NotDelivered(Exception):
@@ -120,15 +101,12 @@ class Sender:
         *,
         bot_name: str,
         now: Callable[[], datetime],
-        on_idle: Callable[[ChatKey], None] = lambda chat: None,
-        on_sent: Callable[[ChatKey], None] = lambda chat: None,
         hooks: ItemHooks | None = None,
         retries: Retries = DEFAULT_RETRIES,
     ) -> None:
         self._store = store
         self._retries = retries
-        self._on_idle = on_idle
-        self._on_sent = on_sent
+        self._events: ChatEvents = Unheard()
         self._hooks = hooks or AsTheyAre()
         self._platforms = platforms
         self._pacing = pacing
@@ -142,14 +120,14 @@ class Sender:
         self._cut_short: set[ChatKey] = set()  # their back-off was cancelled: start again
         self._stopping = False
 
+    def report_to(self, events: ChatEvents) -> None:
+        """From now on, tell ``events`` each item sent and each chat whose replies are done."""
+        self._events = events
+
     @property
     def idle(self) -> bool:
         """Tell whether no chat has replies being delivered."""
         return not self._tasks
-
-    def busy(self, chat: ChatKey) -> bool:
-        """Tell whether ``chat`` still has replies being delivered."""
-        return chat in self._tasks
 
     def wake(self, chat: ChatKey) -> None:
         """Look at ``chat``'s outbox again: new replies were queued or some cancelled."""
@@ -210,7 +188,7 @@ class Sender:
             self.wake(chat)
             return
         if not self._stopping:
-            self._on_idle(chat)
+            self._events.replies_done(chat)
 
     def _pacer(self, platform: Platform) -> Pacer:
         pacer = self._pacers.get(platform.name)
@@ -340,7 +318,7 @@ class Sender:
             now=self._now(),
         )
         await self._hooks.delivered(chat, ready)
-        self._on_sent(chat)
+        self._events.item_sent(chat)
         log.debug("sent reply {} as message {}", item.id, message_id)
         return _Outcome.SENT
 

@@ -19,6 +19,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from pydantic import TypeAdapter
@@ -439,3 +440,16 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
     if trace.raw_output:
         lines.append(say("trace_raw") + "\n" + trace.raw_output)
     return "\n".join(lines)
+
+
+class TraceLog(Protocol):
+    """The traces of answered batches, the newest few per chat."""
+
+    async def keep_trace(self, trace: Trace, *, keep: int) -> None:
+        """Store a batch's trace; keep only the chat's ``keep`` newest."""
+        ...
+
+    async def recent_traces(self, chat: ChatKey, *, count: int) -> list[ShownTrace]:
+        """Return up to ``count`` newest traces of ``chat``, newest first, with reply fates
+        and the names their messages were written under."""
+        ...

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.app import Core, running_bot, running_core, utc_now
 from bot.config import Config, parse_config
+from bot.conversation import Phase
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
 from bot.memory.stack import render_summary
@@ -44,6 +45,9 @@ PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
 GROUP = ChatKey("test", ChatKind.GROUP, "-100")
 TEST_KEY = "sk-test-0123456789abcdef"
 
+
+CLOCK_CHECK_S = 0.01
+"""How often the harness's initiative re-reads the clock: a test's jump is seen at once."""
 
 UNPACED = PacingLimits(chat_interval_s=0.0, group_per_minute=1000, overall_per_s=1000)
 
@@ -200,6 +204,12 @@ class Harness:
         """Answer everything waiting and wait until every reply is out."""
         await self.inbox.drain()
 
+    async def catch_up(self) -> None:
+        """After the test moved its clock: let initiative see the time (it re-reads the clock
+        every ``CLOCK_CHECK_S``) and hand over what is due, then settle."""
+        await asyncio.sleep(2 * CLOCK_CHECK_S)
+        await self.settle()
+
 
 @contextlib.asynccontextmanager
 async def harness(
@@ -227,7 +237,14 @@ async def harness(
         voice_api_key=TEST_KEY if config.voice.enabled else None,
     )
     async with running_core(
-        config, secrets, platforms, nightly=False, retries=retries, now=now, draw=draw
+        config,
+        secrets,
+        platforms,
+        nightly=False,
+        retries=retries,
+        now=now,
+        draw=draw,
+        clock_check_s=CLOCK_CHECK_S,
     ) as core:
         yield Harness(config, core, platform, llm_server, now)
 
@@ -395,6 +412,17 @@ async def wait_until(condition: Callable[[], object], *, within_s: float = 5.0) 
     """Poll ``condition`` until it holds: the adapters and fakes work on tasks of their own."""
     async with asyncio.timeout(within_s):
         while not condition():  # noqa: ASYNC110 - polling plain records from outside
+            await asyncio.sleep(0.005)
+
+
+async def wait_waiting(core: Core, chat: ChatKey, count: int, *, within_s: float = 5.0) -> None:
+    """Wait until ``count`` messages of ``chat`` are stored and wait for its quiet timer,
+    read as ``/status`` reads them (the store's count, the chat's phase)."""
+    async with asyncio.timeout(within_s):
+        while (  # noqa: ASYNC110 - polling what /status reads, from outside
+            await core.ops.status.waiting_messages(chat) != count
+            or core.ops.status.phase(chat) is not Phase.WAITING
+        ):
             await asyncio.sleep(0.005)
 
 

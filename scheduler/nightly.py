@@ -17,7 +17,7 @@ from bot.memory.stack import Memory
 async def run_nightly(memory: Memory, store: MemoryStore, config: Config) -> NightlyReport:
     """Summarise every chat's finished days not summarised yet (catching up after downtime)."""
     days = days_to_summarise(memory.today(), catch_up_days=config.memory.catch_up_days)
-    work = await pending_work(store, config, days)
+    work = await pending_work(store, memory.days, days)
     report = await summarise_days(memory, work, concurrency=config.memory.summary_concurrency)
     # Also what an earlier run or a down endpoint left without a vector.
     await memory.embed_pending()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import load_config
-from bot.memory.dates import chat_day
+from bot.days import chat_day
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore

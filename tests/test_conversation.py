@@ -88,7 +88,7 @@ def test_a_bystander_in_a_group_cancels_nothing() -> None:
     """In a group, someone else chatting without naming the bot changes nothing."""
     conversation = sending(GROUP)
     bystander = said(GROUP, sender_id="99", addressed=False)
-    assert (conversation.follows_up(bystander), conversation.message_in(bystander).cancels) == (
+    assert (conversation.continues(bystander), conversation.message_in(bystander).cancels) == (
         False,
         False,
     )
@@ -102,8 +102,8 @@ def test_finish_mode_never_cancels() -> None:
     conversation.answer_started(frozenset({"7"}), owed=True)
     conversation.answer_ready(3)
     talked = conversation.message_in(said()).cancels
-    follow_up = conversation.follows_up(said(GROUP, addressed=False))
-    assert (talked, follow_up) == (False, False)
+    continues = conversation.continues(said(GROUP, addressed=False))
+    assert (talked, continues) == (False, False)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_finish_mode_never_cancels() -> None:
         ("idle", "7", False),
     ],
 )
-def test_a_group_follow_up_from_the_person_answered_addresses_the_bot(
+def test_a_group_message_from_the_person_answered_addresses_the_bot(
     state: str, sender_id: str, expected: bool
 ) -> None:
     """The person being answered writing again without naming the bot addresses it; a
@@ -127,14 +127,14 @@ def test_a_group_follow_up_from_the_person_answered_addresses_the_bot(
     else:
         conversation = Conversation(cancel_mode=True)
     message = said(GROUP, sender_id=sender_id, addressed=False)
-    assert conversation.follows_up(message) is expected
+    assert conversation.continues(message) is expected
 
 
-def test_no_follow_up_while_thinking_about_a_batch_nobody_is_owed() -> None:
+def test_nothing_continues_while_thinking_about_a_batch_nobody_is_owed() -> None:
     """In a group batch that is not owed an answer (e.g. "smart" mode), writing again while
     it is thought out does not count as addressing the bot."""
     conversation = answering(GROUP, owed=False)
-    assert conversation.follows_up(said(GROUP, addressed=False)) is False
+    assert conversation.continues(said(GROUP, addressed=False)) is False
 
 
 def test_talked_over_while_thinking_keeps_only_the_first_reply() -> None:

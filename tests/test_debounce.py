@@ -8,8 +8,9 @@ import random
 import pytest
 
 from bot.config import PacingConfig
-from bot.debounce import Debouncer, looks_unfinished, quiet_deadline
+from bot.debounce import looks_unfinished, quiet_deadline
 from bot.models import ChatKey, ChatKind
+from fakes.events import debouncer_calling
 
 CHAT = ChatKey("telegram", ChatKind.PRIVATE, "1")
 OTHER = ChatKey("telegram", ChatKind.PRIVATE, "2")
@@ -51,7 +52,7 @@ async def test_fires_once_after_quiet() -> None:
     """Three quick touches lead to one firing, after the wait following the last one."""
     fired: list[tuple[ChatKey, float]] = []
     loop = asyncio.get_running_loop()
-    debouncer = Debouncer(FAST, lambda chat: fired.append((chat, loop.time())))
+    debouncer = debouncer_calling(FAST, lambda chat: fired.append((chat, loop.time())))
     start = loop.time()
     for _ in range(2):
         debouncer.touch(CHAT)
@@ -68,7 +69,7 @@ async def test_fires_once_after_quiet() -> None:
 async def test_each_touch_resets_the_timer() -> None:
     """A message inside the wait pushes the answer back."""
     fired: list[ChatKey] = []
-    debouncer = Debouncer(FAST, fired.append)
+    debouncer = debouncer_calling(FAST, fired.append)
     debouncer.touch(CHAT)
     await asyncio.sleep(0.035)
     debouncer.touch(CHAT)
@@ -83,7 +84,7 @@ async def test_max_wait_caps_a_steady_stream() -> None:
     pacing = PacingConfig(debounce_min_s=0.05, debounce_max_s=0.05, max_wait_s=0.12, max_batch=100)
     fired: list[float] = []
     loop = asyncio.get_running_loop()
-    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()))
+    debouncer = debouncer_calling(pacing, lambda chat: fired.append(loop.time()))
     start = loop.time()
     while loop.time() - start < 0.25 and not fired:
         debouncer.touch(CHAT)
@@ -95,7 +96,7 @@ async def test_max_wait_caps_a_steady_stream() -> None:
 async def test_max_batch_fires_at_once() -> None:
     """The max_batch-th waiting message fires the chat without waiting."""
     fired: list[ChatKey] = []
-    debouncer = Debouncer(FAST.model_copy(update={"max_batch": 3}), fired.append)
+    debouncer = debouncer_calling(FAST.model_copy(update={"max_batch": 3}), fired.append)
     debouncer.touch(CHAT)
     debouncer.touch(CHAT)
     assert debouncer.waiting(CHAT) == 2
@@ -107,7 +108,7 @@ async def test_max_batch_fires_at_once() -> None:
 async def test_chats_are_independent() -> None:
     """A message in one chat does not delay another chat."""
     fired: list[ChatKey] = []
-    debouncer = Debouncer(FAST, fired.append, rng=random.Random(1))
+    debouncer = debouncer_calling(FAST, fired.append, rng=random.Random(1))
     debouncer.touch(CHAT)
     await asyncio.sleep(0.03)
     debouncer.touch(OTHER)
@@ -120,7 +121,7 @@ async def test_chats_are_independent() -> None:
 async def test_fire_all_and_cancel_all() -> None:
     """fire_all answers every waiting chat now; cancel_all forgets the rest."""
     fired: list[ChatKey] = []
-    debouncer = Debouncer(FAST, fired.append)
+    debouncer = debouncer_calling(FAST, fired.append)
     debouncer.touch(CHAT)
     debouncer.fire_all()
     debouncer.touch(OTHER)
@@ -146,7 +147,9 @@ async def test_a_shorter_fresh_wait_moves_the_answer_sooner() -> None:
     pacing = PacingConfig(debounce_min_s=0.02, debounce_max_s=0.2, max_wait_s=1.0, max_batch=10)
     fired: list[float] = []
     loop = asyncio.get_running_loop()
-    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()), rng=ScriptedDraws(1, 0))
+    debouncer = debouncer_calling(
+        pacing, lambda chat: fired.append(loop.time()), rng=ScriptedDraws(1, 0)
+    )
     debouncer.touch(CHAT)  # the longest wait: 200 ms
     await asyncio.sleep(0.01)
     second = loop.time()
@@ -161,7 +164,7 @@ async def test_a_later_deadline_fires_once_at_the_latest_message() -> None:
     pacing = PacingConfig(debounce_min_s=0.1, debounce_max_s=0.3, max_wait_s=5.0, max_batch=10)
     fired: list[float] = []
     loop = asyncio.get_running_loop()
-    debouncer = Debouncer(
+    debouncer = debouncer_calling(
         pacing, lambda chat: fired.append(loop.time()), rng=ScriptedDraws(0, 0.5, 1)
     )
     debouncer.touch(CHAT)  # 100 ms
@@ -184,7 +187,7 @@ async def test_a_message_that_does_not_re_arm_leaves_the_deadline_alone() -> Non
     pacing = PacingConfig(debounce_min_s=0.08, debounce_max_s=0.08, max_wait_s=5.0, max_batch=99)
     fired: list[float] = []
     loop = asyncio.get_running_loop()
-    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()))
+    debouncer = debouncer_calling(pacing, lambda chat: fired.append(loop.time()))
     debouncer.touch(CHAT)  # the asker
     asked = loop.time()
     waiting = []
@@ -202,7 +205,7 @@ async def test_context_does_not_count_toward_max_batch() -> None:
     an asker's wait holding five of them still ends at its quiet deadline; the asker's own
     third line, counted from the question (restart_cap), fires it at once."""
     fired: list[ChatKey] = []
-    debouncer = Debouncer(FAST.model_copy(update={"max_batch": 3}), fired.append)
+    debouncer = debouncer_calling(FAST.model_copy(update={"max_batch": 3}), fired.append)
     debouncer.touch(CHAT)  # the room, before anyone asks
     debouncer.touch(CHAT)
     debouncer.touch(CHAT, restart_cap=True)  # the question: the room's two are context now
@@ -219,7 +222,7 @@ async def test_context_does_not_count_toward_max_batch() -> None:
 async def test_the_first_waiting_message_arms_even_if_it_would_not_re_arm() -> None:
     """With nothing waiting yet, a message that would only join a wait starts one."""
     fired: list[ChatKey] = []
-    debouncer = Debouncer(FAST, fired.append)
+    debouncer = debouncer_calling(FAST, fired.append)
     debouncer.touch(CHAT, rearm=False)
     await asyncio.sleep(0.08)
     assert fired == [CHAT]
@@ -231,7 +234,7 @@ async def test_the_first_question_in_a_busy_room_gets_a_whole_max_wait() -> None
     pacing = PacingConfig(debounce_min_s=0.1, debounce_max_s=0.1, max_wait_s=0.15, max_batch=99)
     fired: list[float] = []
     loop = asyncio.get_running_loop()
-    debouncer = Debouncer(pacing, lambda chat: fired.append(loop.time()))
+    debouncer = debouncer_calling(pacing, lambda chat: fired.append(loop.time()))
     debouncer.touch(CHAT)
     await asyncio.sleep(0.05)
     debouncer.touch(CHAT)

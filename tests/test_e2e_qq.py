@@ -15,7 +15,15 @@ from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import TEST_KEY, free_port, make_config, replies_json, user_prompt, wait_until
+from fakes.harness import (
+    TEST_KEY,
+    free_port,
+    make_config,
+    replies_json,
+    user_prompt,
+    wait_until,
+    wait_waiting,
+)
 from fakes.onebot import FakeOneBot, at, reply, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
@@ -103,7 +111,7 @@ async def test_unaddressed_group_message_is_context_only(
     async with pacebot_with_onebot(qq_config(tmp_path, llm)) as (core, onebot):
         await onebot.send_group_message(GROUP_ID, BOB, "今天好热", card="阿强")
         await onebot.send_group_message(GROUP_ID, BOB, "真的热", card="阿强")
-        await wait_until(lambda: core.pipeline.debouncer.waiting(GROUP) == 2)
+        await wait_waiting(core, GROUP, 2)
         await core.inbox.drain()
         assert llm.requests == []
         await onebot.send_group_message(GROUP_ID, ALICE, "小满你说呢", card="小明")

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.models import ChatKey, ChatKind
 from fakes.bot_api import FakeBotAPI
-from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt
+from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt, wait_waiting
 from fakes.openai_api import FakeLLMServer
 
 GROUP_ID = -100777
@@ -60,7 +60,7 @@ async def test_group_mention_rules_and_quotes(
             chat_type="supergroup",
             title="爬山群",
         )
-        await api.wait_for(lambda: core.pipeline.debouncer.waiting(GROUP) == 1)
+        await wait_waiting(core, GROUP, 1)
         await core.inbox.drain()
         assert llm.requests == []
         asked = api.push_message(

@@ -17,7 +17,7 @@ from adapters.app import Core
 from bot.config import Config
 from bot.models import ChatKey, ChatKind
 from fakes.bot_api import FakeBotAPI, sticker
-from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt
+from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt, wait_waiting
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -156,7 +156,7 @@ async def test_the_groups_people_are_shared_by_its_topics(
         food = api.open_topic(FORUM, "Food")
         ask(api, "我对花生过敏", topic=pets)
         ask(api, "我家有两只猫", topic=pets, user_id=BOB)
-        await api.wait_for(lambda: core.pipeline.debouncer.waiting(topic_chat(pets)) == 2)
+        await wait_waiting(core, topic_chat(pets), 2)
         await core.inbox.drain()
         people = [
             {"user_id": str(ALICE), "facts": ["CANARY-ALICE 对花生过敏"]},

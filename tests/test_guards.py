@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import pytest
 
-from bot.loops import LoopWatch
+from bot.company import Company
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.replies.guards import without_links
 from bot.replies.items import Reply, Text
@@ -118,13 +118,13 @@ def test_a_slow_or_another_answer_starts_the_count_anew(answers: list[tuple[str,
     """Four fast rounds, then one answer after three seconds or from someone else, then
     four fast rounds again: never five in a row, so no pause."""
     clock = Clock(NOON, running=False)
-    watch = LoopWatch(now=clock.now, zone=ZoneInfo("UTC"))
+    company = Company(zone=ZoneInfo("UTC"))
     rounds = []
     for sender, after_s in answers:
-        watch.bot_sent(GROUP)
+        company.bot_spoke(GROUP, at=clock.now())
         clock.jump(seconds=after_s)
-        rounds.append(watch.message_in(answer(GROUP, sender)))
-    assert (rounds, watch.paused_until(GROUP)) == ([False] * len(answers), None)
+        rounds.append(company.heard(answer(GROUP, sender), at=clock.now()))
+    assert (rounds, company.paused_until(GROUP, now=clock.now())) == ([False] * len(answers), None)
 
 
 @pytest.mark.parametrize(
@@ -138,12 +138,12 @@ def test_only_fast_answers_to_the_bot_in_a_group_make_a_loop(
     """Five messages a second after the bot's items pause a group only when they answer
     the bot; a person writing that fast in a private chat is never paused."""
     clock = Clock(NOON, running=False)
-    watch = LoopWatch(now=clock.now, zone=ZoneInfo("UTC"))
+    company = Company(zone=ZoneInfo("UTC"))
     for _ in range(5):
-        watch.bot_sent(chat)
+        company.bot_spoke(chat, at=clock.now())
         clock.jump(seconds=1)
-        watch.message_in(answer(chat, "a", addresses_bot=addresses_bot))
-    assert (watch.paused_until(chat) is not None) is paused
+        company.heard(answer(chat, "a", addresses_bot=addresses_bot), at=clock.now())
+    assert (company.paused_until(chat, now=clock.now()) is not None) is paused
 
 
 @pytest.mark.parametrize("strip", [True, False])
@@ -160,7 +160,7 @@ async def test_links_in_qq_texts_become_link_marks(
         async with qq_bot(config, self_id=SELF_ID) as (core, onebot):
             await onebot.send_group_message(QQ_GROUP, ALICE, [at(SELF_ID), text(" 有啥好玩的")])
             [call] = await onebot.wait_for_call("send_group_msg", within_s=5)
-            await wait_until(lambda: not core.pipeline.live_chats())
+            await wait_until(lambda: not core.ops.status.live_chats())
             [shown] = await core.ops.traces.recent(chat, count=1)
     sent = "".join(s["data"]["text"] for s in call.params["message"] if s["type"] == "text")
     if strip:

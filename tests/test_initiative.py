@@ -35,14 +35,6 @@ def later(note: str, *, kind: str = "remind", **when: Any) -> dict[str, Any]:
     return {"later": {"note": note, "kind": kind, **when}}
 
 
-async def turn(bot: Harness) -> None:
-    """Let the initiative look at the clock now, then wait until all it started is sent."""
-    bot.pipeline.initiative.poke()
-    await asyncio.sleep(0.02)
-    await bot.pipeline.initiative.wait_idle()
-    await bot.settle()
-
-
 def initiative_requests(llm: FakeLLMServer) -> list[dict[str, Any]]:
     return [r for r in llm.requests if REASON in user_prompt(r)]
 
@@ -62,12 +54,12 @@ async def test_a_reminder_arrives_once_at_its_time(tmp_path: Path, llm: FakeLLMS
         await promise_one(bot, later("提醒小明交作业", at="2026-11-27 09:00"))
         [item] = await bot.ops.initiative.pending(PRIVATE)
         clock.jump_to(NINE_NEXT_MORNING - timedelta(minutes=2))
-        await turn(bot)
+        await bot.catch_up()
         early = len(llm.requests)
         llm.reply_json(plan({"content": "九点了，该交作业啦"}))
         clock.jump(seconds=121)
-        await turn(bot)
-        await turn(bot)
+        await bot.catch_up()
+        await bot.catch_up()
         pending = await bot.ops.initiative.pending(PRIVATE)
         [trace, asked] = await bot.ops.traces.recent(PRIVATE, count=2)
     assert (item.due_at, item.kind, item.note, item.asker_id) == (
@@ -95,7 +87,7 @@ async def test_a_followup_may_come_to_nothing(tmp_path: Path, llm: FakeLLMServer
         await promise_one(bot, later("问问考得怎么样", kind="followup", in_seconds=3600))
         llm.reply_json(plan())
         clock.jump(seconds=3601)
-        await turn(bot)
+        await bot.catch_up()
         [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
     assert (len(initiative_requests(llm)), bot.platform.texts()) == (1, ["好，到时候提醒你"])
     assert (trace.trace.why, trace.trace.outcome) == ("followup", "silent")
@@ -111,7 +103,7 @@ async def test_a_reminder_whose_call_fails_is_sent_as_written(
         await promise_one(bot, later("记得交作业", in_seconds=60))
         llm.fail(500)
         clock.jump(seconds=61)
-        await turn(bot)
+        await bot.catch_up()
         [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
     assert bot.platform.texts() == ["好，到时候提醒你", "记得交作业"]
     assert (trace.trace.why, trace.trace.outcome, trace.trace.tier) == ("remind", "failed", "note")
@@ -126,7 +118,7 @@ async def test_a_reminder_the_model_leaves_unsaid_is_sent_as_written(
         await promise_one(bot, later("记得交作业", in_seconds=60))
         llm.reply_json(plan())
         clock.jump(seconds=61)
-        await turn(bot)
+        await bot.catch_up()
     assert bot.platform.texts() == ["好，到时候提醒你", "记得交作业"]
 
 
@@ -140,7 +132,7 @@ async def test_a_followup_whose_call_fails_is_dropped_and_logged(
         llm.fail(500)
         clock.jump(seconds=61)
         with captured_logs() as logs:
-            await turn(bot)
+            await bot.catch_up()
         [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
     assert bot.platform.texts() == ["好，到时候提醒你"]
     assert (trace.trace.why, trace.trace.outcome) == ("followup", "failed")
@@ -167,7 +159,7 @@ async def test_after_downtime_fresh_items_run_and_stale_ones_are_dropped(
     llm.reply_json(plan({"content": "该出门了"}))
     with captured_logs() as logs:
         async with harness(tmp_path, llm, now=clock.now) as bot:
-            await turn(bot)
+            await bot.catch_up()
     assert bot.platform.texts() == ["该出门了"]
     assert len(initiative_requests(llm)) == 1
     dropped = [line for line in logs if "dropped: it fell due" in line]
@@ -231,10 +223,9 @@ async def test_an_initiative_batch_waits_for_the_batch_in_flight(
         await bot.say("你在干嘛")
         await llm.wait_for_requests(2)
         clock.jump(seconds=61)
-        bot.pipeline.initiative.poke()
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # the clock is re-read meanwhile
         during = len(llm.requests)
-        await turn(bot)
+        await bot.catch_up()
     [reminder] = initiative_requests(llm)
     assert (during, len(llm.requests)) == (2, 3)
     assert "我在想" in user_prompt(reminder)
@@ -252,11 +243,11 @@ async def test_an_initiative_batch_makes_one_call_and_promises_nothing(
         await promise_one(bot, later("提醒喝水", in_seconds=60))
         llm.reply("该喝水了。记得多喝点。")
         clock.jump(seconds=61)
-        await turn(bot)
+        await bot.catch_up()
         llm.reply_json(plan({"content": "好"}, later("再提醒", in_seconds=60)))
         await promise_one(bot, later("提醒吃药", in_seconds=60))
         clock.jump(seconds=61)
-        await turn(bot)
+        await bot.catch_up()
         [again, _, split, _] = await bot.ops.traces.recent(PRIVATE, count=4)
         pending = await bot.ops.initiative.pending(PRIVATE)
     reminders = initiative_requests(llm)
@@ -308,12 +299,12 @@ async def test_quiet_pauses_followups_and_never_reminders(
         quiet = await bot.command("/quiet 2")
         llm.reply_json(plan({"content": "关灯啦"}))
         clock.jump(seconds=121)
-        await turn(bot)
+        await bot.catch_up()
         ended = await bot.command("/quiet off")
         await promise_one(bot, later("问问晚饭", kind="followup", in_seconds=60))
         llm.reply_json(plan({"content": "晚饭吃了吗"}))
         clock.jump(seconds=61)
-        await turn(bot)
+        await bot.catch_up()
         again = await bot.command("/quiet off")
         view = await bot.ops.initiative.view(PRIVATE)
     assert quiet == (
@@ -380,7 +371,7 @@ async def test_an_item_found_hours_late_by_a_running_bot_is_dropped(
         await promise_one(bot, later("提醒开会", in_seconds=60))
         clock.jump(hours=2)
         with captured_logs() as logs:
-            await turn(bot)
+            await bot.catch_up()
         items = await bot.ops.initiative.view(PRIVATE)
     assert (bot.platform.texts(), initiative_requests(llm), items.pending) == (
         ["好，到时候提醒你"],
@@ -419,7 +410,7 @@ async def test_initiative_keeps_to_the_budget(
         await promise_one(bot, later("记得交作业", kind=kind, in_seconds=60))
         llm.reply_json(plan({"content": "到点啦，交作业"}))
         clock.jump(seconds=61)
-        await turn(bot)
+        await bot.catch_up()
         [trace, _] = await bot.ops.traces.recent(PRIVATE, count=2)
     assert (len(initiative_requests(llm)), bot.platform.texts()[1:]) == (calls, texts)
     assert trace.trace.why == kind

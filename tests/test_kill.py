@@ -44,7 +44,7 @@ import pytest
 from aiohttp import web
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
-from bot.memory.dates import chat_day, chat_day_bounds
+from bot.days import chat_day, chat_day_bounds
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import free_port
 from fakes.onebot import FakeOneBot, at, text

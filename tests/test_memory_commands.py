@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from bot.memory.dates import chat_day
+from bot.days import chat_day
 from bot.models import ChatKey, ChatKind, ChatMessage
 from bot.prompt import estimate_prompt_tokens
 from fakes.harness import GROUP, PRIVATE, Harness, harness, push_day_summary

@@ -19,7 +19,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.openai_llm import OpenAILLM
 from bot.config import Config
-from bot.memory.dates import chat_day_bounds
+from bot.days import chat_day_bounds
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.harness import TEST_KEY, make_config

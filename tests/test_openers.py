@@ -8,7 +8,6 @@ into the hours lands on the window's start.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,13 +38,6 @@ def openers(**overrides: Any) -> dict[str, Any]:
     }
 
 
-async def turn(bot: Harness) -> None:
-    bot.pipeline.initiative.poke()
-    await asyncio.sleep(0.02)
-    await bot.pipeline.initiative.wait_idle()
-    await bot.settle()
-
-
 def opener_calls(llm: FakeLLMServer) -> int:
     return sum(QUIET_MARK in user_prompt(r) for r in llm.requests)
 
@@ -60,7 +52,7 @@ async def silence(bot: Harness, clock: Clock, hours: float) -> int:
     """Let ``hours`` pass, looking each quarter hour; return the opener calls so far."""
     for _ in range(round(hours * 4)):
         clock.jump(minutes=15)
-        await turn(bot)
+        await bot.catch_up()
     return opener_calls(bot.llm)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config import load_config
-from bot.memory.dates import chat_day, chat_day_bounds
+from bot.days import chat_day, chat_day_bounds
 from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage
 from fakes.harness import free_port, start_run, wait_until
 from fakes.onebot import FakeOneBot, at, text

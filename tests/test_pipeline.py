@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.app import utc_now
+from bot.config import PacingConfig
 from bot.conversation import Phase
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
 from bot.models import BatchOutcome, ChatKey, ChatKind, ChatMessage
@@ -21,9 +23,11 @@ from bot.ports import PacingLimits
 from bot.prompt import estimate_prompt_tokens
 from bot.replies.items import ItemKind, Outgoing
 from bot.retries import Retries
+from bot.sender import Sender
 from fakes.harness import (
     GROUP,
     PRIVATE,
+    Harness,
     RecordingPlatform,
     harness,
     replies_json,
@@ -485,47 +489,44 @@ async def test_typing_shows_while_the_llm_thinks_for_those_owed_an_answer(
 
 
 @pytest.mark.parametrize("ticks", range(5))
-async def test_typing_stops_whenever_its_block_ends(
-    tmp_path: Path, llm: FakeLLMServer, ticks: int
-) -> None:
+async def test_typing_stops_whenever_its_block_ends(store: SqliteStore, ticks: int) -> None:
     """Ending the block in any loop tick, even the one a typing call finishes in, stops
     the indicator at once; a lost cancel once kept a batch (and its chat) waiting forever."""
 
+    platform = RecordingPlatform()
+
     async def think() -> None:
-        async with bot.pipeline.sender.typing(PRIVATE, bot.platform):
+        async with sender_for(store, platform).typing(PRIVATE, platform):
             for _ in range(ticks):
                 await asyncio.sleep(0)
 
-    async with harness(tmp_path, llm) as bot:
-        thinking = asyncio.create_task(think())
-        done, _ = await asyncio.wait({thinking}, timeout=1.0)
-        shown = len(bot.platform.typing)
-        await asyncio.sleep(5 * bot.platform.typing_refresh_s)
-        assert (thinking in done, len(bot.platform.typing)) == (True, shown)
+    thinking = asyncio.create_task(think())
+    done, _ = await asyncio.wait({thinking}, timeout=1.0)
+    shown = len(platform.typing)
+    await asyncio.sleep(5 * platform.typing_refresh_s)
+    assert (thinking in done, len(platform.typing)) == (True, shown)
 
 
 async def test_typing_costs_the_platform_no_more_requests_than_its_send_rate(
-    tmp_path: Path, llm: FakeLLMServer
+    store: SqliteStore,
 ) -> None:
     """Thirty chats typing at once show it at most ``overall_per_s`` times a second in all."""
     limits = PacingLimits(chat_interval_s=0.0, group_per_minute=1000, overall_per_s=10.0)
     platform = RecordingPlatform(typing_refresh_s=0.01, limits=limits)
     chats = [ChatKey("test", ChatKind.PRIVATE, str(n)) for n in range(30)]
-    async with harness(tmp_path, llm, platform=platform) as bot:
-        loop = asyncio.get_running_loop()
-        async with contextlib.AsyncExitStack() as blocks:
-            started = loop.time()
-            for chat in chats:
-                await blocks.enter_async_context(bot.pipeline.sender.typing(chat, platform))
-            await asyncio.sleep(0.2)
-            elapsed_s = loop.time() - started
+    sender = sender_for(store, platform)
+    loop = asyncio.get_running_loop()
+    async with contextlib.AsyncExitStack() as blocks:
+        started = loop.time()
+        for chat in chats:
+            await blocks.enter_async_context(sender.typing(chat, platform))
+        await asyncio.sleep(0.2)
+        elapsed_s = loop.time() - started
     allowed = 10 + int(elapsed_s * 10.0)  # one second's burst, then the refill
     assert 10 <= len(platform.typing) <= allowed, (len(platform.typing), allowed)
 
 
-async def test_cancelling_a_typing_block_cancels_its_task(
-    tmp_path: Path, llm: FakeLLMServer
-) -> None:
+async def test_cancelling_a_typing_block_cancels_its_task(store: SqliteStore) -> None:
     """A cancel that arrives while the block is winding up still reaches its task."""
     winding_up = asyncio.Event()
 
@@ -539,15 +540,16 @@ async def test_cancelling_a_typing_block_cancels_its_task(
                 await asyncio.sleep(0.05)  # a request that takes a moment to abort
                 raise
 
-    async def think() -> None:
-        async with bot.pipeline.sender.typing(PRIVATE, bot.platform):
-            await wait_until(lambda: bot.platform.typing)
+    platform = SlowToStop(typing_refresh_s=10.0)
 
-    async with harness(tmp_path, llm, platform=SlowToStop(typing_refresh_s=10.0)) as bot:
-        thinking = asyncio.create_task(think())
-        await winding_up.wait()
-        thinking.cancel()
-        done, _ = await asyncio.wait({thinking}, timeout=1.0)
+    async def think() -> None:
+        async with sender_for(store, platform).typing(PRIVATE, platform):
+            await wait_until(lambda: platform.typing)
+
+    thinking = asyncio.create_task(think())
+    await winding_up.wait()
+    thinking.cancel()
+    done, _ = await asyncio.wait({thinking}, timeout=1.0)
     assert (thinking in done, thinking.cancelled()) == (True, True)
 
 
@@ -613,20 +615,20 @@ async def test_messages_handed_over_together_are_stored_and_armed_together(
             bot.message("明天见", message_id="m-3"),
         ]
         await bot.inbox.receive_many(page)
-        waiting = (bot.pipeline.debouncer.waiting(PRIVATE), bot.pipeline.debouncer.waiting(other))
+        waiting = [await waiting_in(bot, chat) for chat in (PRIVATE, other)]
         await bot.platform.wait_for_sends(1)  # the command's answer
         ids = stored_ids(bot.config.database_path)
     assert (ids, waiting) == (
         [(str(PRIVATE), "m-0"), (str(PRIVATE), "m-1"), (str(other), "o-1"), (str(PRIVATE), "m-3")],
-        (3, 1),
+        [(3, Phase.WAITING), (1, Phase.WAITING)],
     )
 
 
 async def test_a_page_is_stored_all_or_none(tmp_path: Path, llm: FakeLLMServer) -> None:
     """While the database refuses one message of a page, none of it is stored; then all is."""
-    quiet = {"debounce_min_s": 60, "debounce_max_s": 60, "max_wait_s": 60}  # no batch forms
+    quiet = {"debounce_min_s": 60, "debounce_max_s": 60, "max_wait_s": 60, "max_batch": 200}
     with captured_logs() as logs:
-        async with harness(tmp_path, llm, pacing=quiet) as bot:
+        async with harness(tmp_path, llm, pacing=quiet) as bot:  # no batch forms
             path = bot.config.database_path
             with contextlib.closing(sqlite3.connect(path)) as db:
                 db.execute(
@@ -642,8 +644,19 @@ async def test_a_page_is_stored_all_or_none(tmp_path: Path, llm: FakeLLMServer) 
             await asyncio.to_thread(drop_trigger, path, "refuse")
             await receiving
             stored = stored_ids(path)
-            waiting = bot.pipeline.debouncer.waiting(PRIVATE)
-    assert (held, len(stored), len(set(stored)), waiting) == ([], 150, 150, 150)
+            waiting = await waiting_in(bot, PRIVATE)
+    assert (held, len(stored), len(set(stored)), waiting) == ([], 150, 150, (150, Phase.WAITING))
+
+
+async def waiting_in(bot: Harness, chat: ChatKey) -> tuple[int, Phase]:
+    """Return how many of ``chat``'s messages wait, and its phase, as ``/status`` reads them."""
+    phase = bot.ops.status.phase(chat)
+    return await bot.ops.status.waiting_messages(chat), phase
+
+
+def sender_for(store: SqliteStore, platform: RecordingPlatform) -> Sender:
+    """Return a sender of ``platform``'s chats on ``store``, as the pipeline is handed one."""
+    return Sender(store, {platform.name: platform}, PacingConfig(), bot_name="小满", now=utc_now)
 
 
 def drop_trigger(path: Path, name: str) -> None:
@@ -754,14 +767,14 @@ async def test_each_chat_phase_is_live_and_a_quiet_chat_is_forgotten(
     thinking(llm, "一", "二")
     async with harness(tmp_path, llm) as bot:
         await bot.say("小满在吗", chat=GROUP, addresses_bot=True, chat_title="爬山群")
-        waiting = bot.pipeline.live_chats()
+        waiting = bot.ops.status.live_chats()
         await llm.wait_for_requests(1)
-        thought = bot.pipeline.phase(GROUP)
+        thought = bot.ops.status.phase(GROUP)
         await bot.platform.wait_for_sends(1)
-        sent = bot.pipeline.phase(GROUP)
+        sent = bot.ops.status.phase(GROUP)
         await bot.settle()
-        await wait_until(lambda: not bot.pipeline.live_chats())
-        after = (bot.pipeline.phase(GROUP), bot.pipeline.live_chats())
+        await wait_until(lambda: not bot.ops.status.live_chats())
+        after = (bot.ops.status.phase(GROUP), bot.ops.status.live_chats())
     assert (waiting, thought, sent, after) == (
         {GROUP: Phase.WAITING},
         Phase.THINKING,

@@ -8,11 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.models import ChatKey, ChatKind, ImageInput, Jpeg, Picture, StoredMessage
+from bot.models import ChatKey, ChatKind, ChatMessage, ImageInput, Jpeg, Picture, StoredMessage
 from bot.prompt import (
     MESSAGE_CHARS_MAX,
     PromptInput,
-    build_prompt,
+    assemble_prompt,
     estimate_prompt_tokens,
     estimate_tokens,
     image_tokens,
@@ -21,6 +21,11 @@ from bot.prompt import (
 ZONE = ZoneInfo("Asia/Shanghai")
 NOW = datetime(2026, 11, 22, 6, 3, tzinfo=UTC)  # 14:03 in Shanghai
 GROUP = ChatKey("telegram", ChatKind.GROUP, "-100")
+
+
+def build(spec: PromptInput) -> list[ChatMessage]:
+    """Return the request ``spec`` makes, as the prompter sends it."""
+    return assemble_prompt(spec).messages
 
 
 def message(n: int, text: str, *, from_bot: bool = False, minutes_ago: int = 0) -> StoredMessage:
@@ -59,7 +64,7 @@ def test_estimate_tokens_counts_cjk_and_latin() -> None:
 
 def test_system_prompt_order() -> None:
     """Persona, then local date and time, then the chat, then the contract."""
-    system, user = build_prompt(spec())
+    system, user = build(spec())
     text = system.content
     assert system.role == "system"
     assert user.role == "user"
@@ -72,24 +77,24 @@ def test_system_prompt_order() -> None:
 
 def test_batch_lines_carry_ids_and_names() -> None:
     """Each new message shows its id and sender so replies can quote and address people."""
-    _, user = build_prompt(spec())
+    _, user = build(spec())
     assert "New messages (answer these):\n[#100 11-22 14:03] user1: 明天几点出发？" in user.content
 
 
 @pytest.mark.parametrize("text", ["{}%s{0}", "{name} %(x)s %%", "}{", "\u202eRTL\u202c", "😀" * 50])
 def test_hostile_text_is_kept_verbatim(text: str) -> None:
     """Braces, percent signs, RTL marks and emoji pass through unchanged."""
-    _, user = build_prompt(spec(batch=(message(1, text),)))
+    _, user = build(spec(batch=(message(1, text),)))
     assert user.content.endswith(f": {text}")
 
 
 def test_history_is_trimmed_from_the_oldest_end() -> None:
     """With a small budget the newest history survives and the oldest is dropped."""
     history = tuple(message(n, f"第{n}条消息" * 20, minutes_ago=100 - n) for n in range(50))
-    _, user = build_prompt(spec(history=history, budget_tokens=1500))
+    _, user = build(spec(history=history, budget_tokens=1500))
     assert "第49条消息" in user.content
     assert "第0条消息" not in user.content
-    assert estimate_prompt_tokens(build_prompt(spec(history=history, budget_tokens=1500))) <= 1500
+    assert estimate_prompt_tokens(build(spec(history=history, budget_tokens=1500))) <= 1500
 
 
 def test_prompt_stays_within_budget_as_history_grows() -> None:
@@ -99,7 +104,7 @@ def test_prompt_stays_within_budget_as_history_grows() -> None:
         history = tuple(
             message(i, "今天天气不错，我们去哪儿玩？", minutes_ago=n - i) for i in range(n)
         )
-        return estimate_prompt_tokens(build_prompt(spec(history=history, budget_tokens=2000)))
+        return estimate_prompt_tokens(build(spec(history=history, budget_tokens=2000)))
 
     assert size(5000) <= 2000
     assert abs(size(5000) - size(500)) <= 0.05 * size(500)
@@ -107,20 +112,20 @@ def test_prompt_stays_within_budget_as_history_grows() -> None:
 
 def test_huge_message_is_clipped() -> None:
     """A 100 kB message is clipped so the batch still fits."""
-    _, user = build_prompt(spec(batch=(message(1, "啊" * 100_000),)))
+    _, user = build(spec(batch=(message(1, "啊" * 100_000),)))
     assert len(user.content) < MESSAGE_CHARS_MAX + 200
     assert user.content.endswith("…[truncated]")
 
 
 def test_bot_lines_are_marked_as_the_bot() -> None:
     """The bot's own past messages are shown as its own."""
-    _, user = build_prompt(spec(history=(message(5, "好呀", from_bot=True),)))
+    _, user = build(spec(history=(message(5, "好呀", from_bot=True),)))
     assert "小满 (you): 好呀" in user.content
 
 
 def test_unsaid_replies_are_mentioned() -> None:
     """Replies cancelled because the person wrote again are told to the next batch."""
-    _, user = build_prompt(spec(unsaid=("还有一件事",)))
+    _, user = build(spec(unsaid=("还有一件事",)))
     assert "did not send" in user.content
     assert "- 还有一件事" in user.content
 
@@ -138,8 +143,8 @@ def test_pictures_ride_with_the_user_message_and_cost_history() -> None:
     """The batch's pictures follow the user text, and their tokens leave less for history."""
     history = [message(n, "历史消息" * 10, minutes_ago=100 - n) for n in range(60)]
     picture = ImageInput("100", Jpeg(b"jpeg", 1024, 768))
-    plain = build_prompt(spec(history=history, budget_tokens=1500))
-    seeing = build_prompt(spec(history=history, budget_tokens=1500, images=(picture,)))
+    plain = build(spec(history=history, budget_tokens=1500))
+    seeing = build(spec(history=history, budget_tokens=1500, images=(picture,)))
 
     assert seeing[-1].images == (picture,)
     assert plain[-1].images == ()
@@ -154,6 +159,6 @@ def test_a_noted_picture_is_shown_by_its_note() -> None:
         image_note="一只挥手的猫",
     )
 
-    [_, user] = build_prompt(spec(history=[seen]))
+    [_, user] = build(spec(history=[seen]))
 
     assert "user2: [photo: 一只挥手的猫] 哈哈" in user.content

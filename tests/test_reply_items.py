@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.context import offered_kinds
 from bot.errors import BadLLMReply
-from bot.replies.contract import REACT_CONTRACT, contract, offered_kinds
+from bot.replies.contract import REACT_CONTRACT, contract
 from bot.replies.items import (
     DroppedItem,
     ItemKind,

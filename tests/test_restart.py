@@ -10,7 +10,7 @@ import aiosqlite
 
 from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage
 from bot.replies.items import PlannedReply, Text
-from fakes.harness import PRIVATE, harness, make_config, replies_json, user_prompt
+from fakes.harness import PRIVATE, harness, make_config, replies_json, user_prompt, wait_waiting
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -42,7 +42,7 @@ async def test_waiting_messages_are_answered_after_restart(
         for n, text in enumerate(["在吗", "问你个事"], start=1):
             await store.add_message(incoming(n, text), received_at=datetime.now(UTC))
     async with harness(tmp_path, llm, config=config) as bot:
-        assert bot.pipeline.debouncer.waiting(PRIVATE) == 2
+        await wait_waiting(bot.core, PRIVATE, 2)
         await bot.platform.wait_for_sends(1)
     assert len(llm.requests) == 1
     new = user_prompt(llm.requests[0]).split("New messages")[1]

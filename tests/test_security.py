@@ -25,9 +25,9 @@ from adapters.app import running_bot
 from adapters.checks import check
 from adapters.qq.platform import QQPlatform
 from bot.config import Config, load_config
+from bot.days import chat_day
 from bot.errors import ConfigError
 from bot.log import setup_logging
-from bot.memory.dates import chat_day
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI

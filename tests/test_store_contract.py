@@ -1,9 +1,9 @@
 """The store's contract, on a real SQLite file.
 
-Each test uses only the ports (:class:`bot.ports.MessageLog`, :class:`bot.ports.Batches`,
-:class:`bot.ports.Outbox`), except where it reads back what the store holds through
-:class:`Tables`. What is SQLite's own (the file, WAL, migrations, durability across
-processes) is in ``test_storage.py``.
+Each test uses only what the core's ports name (:class:`bot.keeping.KeptMessages`,
+:class:`bot.batches.Batches`, :class:`bot.sender.Outbox`, …), except where it reads back
+what the store holds through :class:`Tables`. What is SQLite's own (the file, WAL,
+migrations, durability across processes) is in ``test_storage.py``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from bot.models import (
     StoredMessage,
     VoiceNote,
 )
-from bot.ports import Store
 from bot.replies.items import (
     ItemKind,
     OutboxItem,
@@ -92,14 +91,14 @@ def stored(message: IncomingMessage) -> StoredMessage:
     )
 
 
-async def add(store: Store, *messages: IncomingMessage) -> None:
-    """Store messages, received one second after they were sent."""
+async def add(store: SqliteStore, *messages: IncomingMessage) -> None:
+    """SqliteStore messages, received one second after they were sent."""
     for message in messages:
         assert await store.add_message(message, received_at=message.sent_at + timedelta(seconds=1))
 
 
 async def answered_batch(
-    store: Store, chat: ChatKey, contents: list[str], *, now: datetime = T0
+    store: SqliteStore, chat: ChatKey, contents: list[str], *, now: datetime = T0
 ) -> tuple[Batch, list[OutboxItem]]:
     """Open a batch of the waiting messages and close it as answered with ``contents``."""
     batch = await store.open_batch(chat, limit=30, now=now)
@@ -161,7 +160,7 @@ class Tables:
 
 
 @pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
+async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
     """Open a fresh store and close it after the test."""
     async with await SqliteStore.open(db_path) as opened:
         yield opened
@@ -173,7 +172,7 @@ def tables(db_path: Path) -> Tables:
     return Tables(db_path)
 
 
-async def test_closed_store_refuses_work(store: Store) -> None:
+async def test_closed_store_refuses_work(store: SqliteStore) -> None:
     """After close, calls raise StorageError; closing again does nothing."""
     await store.close()
     await store.close()
@@ -187,7 +186,7 @@ async def test_closed_store_refuses_work(store: Store) -> None:
 # -- messages ----------------------------------------------------------------------------
 
 
-async def test_duplicate_delivery_is_stored_once(store: Store) -> None:
+async def test_duplicate_delivery_is_stored_once(store: SqliteStore) -> None:
     """The same platform message delivered twice is stored once; the second add says so."""
     message = incoming(ALICE, "7")
 
@@ -198,7 +197,7 @@ async def test_duplicate_delivery_is_stored_once(store: Store) -> None:
     assert await store.waiting_counts() == {ALICE: 1}
 
 
-async def test_messages_added_together_say_which_are_new(store: Store) -> None:
+async def test_messages_added_together_say_which_are_new(store: SqliteStore) -> None:
     """A page of 1,100 messages (three INSERTs in SQLite) is stored at once; a message
     stored before, or repeated in the page, is not new; the page keeps its order."""
     await store.add_message(incoming(ALICE, "3"), received_at=at(3))
@@ -217,7 +216,7 @@ async def test_messages_added_together_say_which_are_new(store: Store) -> None:
     assert [m.message_id for m in batch.messages] == ["3", *in_page_order]
 
 
-async def test_nothing_of_a_page_is_stored_when_one_message_is_invalid(store: Store) -> None:
+async def test_nothing_of_a_page_is_stored_when_one_message_is_invalid(store: SqliteStore) -> None:
     """A naive datetime anywhere in a page refuses the page before anything is written."""
     naive = datetime(2026, 3, 5, 12, 0)  # noqa: DTZ001 - the point of the test
     page = [incoming(ALICE, "1"), incoming(ALICE, "2", sent_at=naive)]
@@ -227,14 +226,14 @@ async def test_nothing_of_a_page_is_stored_when_one_message_is_invalid(store: St
     assert await store.waiting_counts() == {}
 
 
-async def test_same_message_id_in_two_chats_is_two_messages(store: Store) -> None:
+async def test_same_message_id_in_two_chats_is_two_messages(store: SqliteStore) -> None:
     """Message ids are unique per chat, not across chats."""
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "1"))
 
     assert await store.waiting_counts() == {ALICE: 1, GROUP: 1}
 
 
-async def test_pictures_round_trip_and_take_notes(store: Store) -> None:
+async def test_pictures_round_trip_and_take_notes(store: SqliteStore) -> None:
     """A message's picture references come back in its batch, and a note sticks to them."""
     pictures = (Picture("AgACAgIAAxk-file-id", "[photo]"), Picture("https://x/图.png", "[image]"))
     message = dataclasses.replace(incoming(ALICE, "1", "[photo] 这个怎么样？"), pictures=pictures)
@@ -254,7 +253,7 @@ async def test_pictures_round_trip_and_take_notes(store: Store) -> None:
     ]
 
 
-async def test_edit_replaces_text(store: Store) -> None:
+async def test_edit_replaces_text(store: SqliteStore) -> None:
     """An edit changes the stored text; editing an unknown message reports False."""
     await add(store, incoming(ALICE, "1", "helo"))
 
@@ -280,7 +279,7 @@ async def test_edit_replaces_text(store: Store) -> None:
     ],
     ids=["empty", "emoji", "rtl", "bidi-controls", "control-chars", "braces", "100k"],
 )
-async def test_text_round_trips(store: Store, text: str) -> None:
+async def test_text_round_trips(store: SqliteStore, text: str) -> None:
     """Any text a chatter can send comes back exactly as it went in."""
     await add(store, incoming(ALICE, "1", text))
 
@@ -290,7 +289,7 @@ async def test_text_round_trips(store: Store, text: str) -> None:
     assert batch.messages[0].text == text
 
 
-async def test_lone_surrogates_are_replaced(store: Store) -> None:
+async def test_lone_surrogates_are_replaced(store: SqliteStore) -> None:
     """Text with a lone surrogate (from escaped JSON) is stored with U+FFFD, not refused."""
     await add(store, incoming(ALICE, "1", "bad \ud800 pair but good 😀"))
 
@@ -300,7 +299,7 @@ async def test_lone_surrogates_are_replaced(store: Store) -> None:
     assert batch.messages[0].text == "bad \ufffd pair but good 😀"
 
 
-async def test_timestamps_round_trip_as_aware_utc(store: Store) -> None:
+async def test_timestamps_round_trip_as_aware_utc(store: SqliteStore) -> None:
     """A time given in any zone comes back as the same instant, in UTC, to the microsecond."""
     shanghai = timezone(timedelta(hours=8))
     sent_at = datetime(2026, 3, 5, 23, 59, 58, 123456, tzinfo=shanghai)
@@ -314,7 +313,7 @@ async def test_timestamps_round_trip_as_aware_utc(store: Store) -> None:
     assert batch.messages[0].sent_at.hour == 15
 
 
-async def test_naive_datetimes_are_rejected(store: Store) -> None:
+async def test_naive_datetimes_are_rejected(store: SqliteStore) -> None:
     """A naive datetime is a programming error and raises ValueError."""
     naive = datetime(2026, 3, 5, 12, 0)  # noqa: DTZ001 - the point of the test
 
@@ -327,7 +326,7 @@ async def test_naive_datetimes_are_rejected(store: Store) -> None:
 # -- batches ------------------------------------------------------------------------------
 
 
-async def test_open_batch_takes_oldest_up_to_limit(store: Store) -> None:
+async def test_open_batch_takes_oldest_up_to_limit(store: SqliteStore) -> None:
     """A batch takes the oldest waiting messages up to the limit; the rest keep waiting."""
     messages = [incoming(ALICE, str(i)) for i in range(1, 6)]
     await add(store, *messages, incoming(GROUP, "1"))
@@ -340,7 +339,9 @@ async def test_open_batch_takes_oldest_up_to_limit(store: Store) -> None:
     assert counts == {ALICE: 2, GROUP: 1}
 
 
-async def test_open_batch_returns_none_when_nothing_waits(store: Store, tables: Tables) -> None:
+async def test_open_batch_returns_none_when_nothing_waits(
+    store: SqliteStore, tables: Tables
+) -> None:
     """With no waiting messages no batch is created."""
     await add(store, incoming(GROUP, "1"))
 
@@ -350,7 +351,7 @@ async def test_open_batch_returns_none_when_nothing_waits(store: Store, tables: 
     assert tables.batch_states() == []
 
 
-async def test_concurrent_open_batches_share_nothing(store: Store) -> None:
+async def test_concurrent_open_batches_share_nothing(store: SqliteStore) -> None:
     """Two batches opened at once never take the same message."""
     await add(store, *(incoming(ALICE, str(i)) for i in range(1, 4)))
 
@@ -364,7 +365,7 @@ async def test_concurrent_open_batches_share_nothing(store: Store) -> None:
     assert taken == ["1", "2", "3"]
 
 
-async def test_close_batch_queues_replies(store: Store) -> None:
+async def test_close_batch_queues_replies(store: SqliteStore) -> None:
     """Closing as answered queues the replies in order, scheduled, with their due times."""
     await add(store, incoming(ALICE, "1"))
     batch = await store.open_batch(ALICE, limit=30, now=T0)
@@ -393,7 +394,7 @@ async def test_close_batch_queues_replies(store: Store) -> None:
     assert await store.scheduled_count(ALICE) == 2
 
 
-async def test_close_batch_refuses_double_close(store: Store, tables: Tables) -> None:
+async def test_close_batch_refuses_double_close(store: SqliteStore, tables: Tables) -> None:
     """A batch closed twice raises StorageError and queues nothing the second time."""
     await add(store, incoming(ALICE, "1"))
     batch, _ = await answered_batch(store, ALICE, ["one"])
@@ -407,7 +408,7 @@ async def test_close_batch_refuses_double_close(store: Store, tables: Tables) ->
     assert tables.batch_states() == ["answered"]
 
 
-async def test_close_batch_that_fails_changes_nothing(store: Store, tables: Tables) -> None:
+async def test_close_batch_that_fails_changes_nothing(store: SqliteStore, tables: Tables) -> None:
     """A close that fails half-way through its replies leaves the batch open and queues
     nothing, so closing it again works."""
     await add(store, incoming(ALICE, "1"))
@@ -423,13 +424,13 @@ async def test_close_batch_that_fails_changes_nothing(store: Store, tables: Tabl
     assert (before, tables.batch_states()) == ((0, ["open"]), ["silent"])
 
 
-async def test_close_unknown_batch_is_refused(store: Store) -> None:
+async def test_close_unknown_batch_is_refused(store: SqliteStore) -> None:
     """Closing a batch that never existed raises StorageError."""
     with pytest.raises(StorageError, match="batch 99 is not open"):
         await store.close_batch(99, BatchOutcome.SILENT, now=T0)
 
 
-async def test_failed_batches_are_counted_since(store: Store) -> None:
+async def test_failed_batches_are_counted_since(store: SqliteStore) -> None:
     """Only batches that failed at or after the given moment are counted."""
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"))
     for chat, finished in [(ALICE, at(10)), (GROUP, at(20))]:
@@ -442,7 +443,7 @@ async def test_failed_batches_are_counted_since(store: Store) -> None:
     assert counts == [2, 1, 0]
 
 
-async def test_abandon_releases_messages(store: Store) -> None:
+async def test_abandon_releases_messages(store: SqliteStore) -> None:
     """Batches left open wait again after abandoning: same messages, next batch, no reclose."""
     await add(store, incoming(ALICE, "1"), incoming(ALICE, "2"))
     stale = await store.open_batch(ALICE, limit=30, now=T0)
@@ -463,7 +464,7 @@ async def test_abandon_releases_messages(store: Store) -> None:
 # -- history ------------------------------------------------------------------------------
 
 
-async def test_history_excludes_waiting_and_current_batch(store: Store) -> None:
+async def test_history_excludes_waiting_and_current_batch(store: SqliteStore) -> None:
     """History holds earlier batches and the bot's replies, oldest first, not the new ones."""
     old = [incoming(ALICE, "1"), incoming(ALICE, "2")]
     await add(store, *old)
@@ -484,7 +485,7 @@ async def test_history_excludes_waiting_and_current_batch(store: Store) -> None:
 
 
 async def test_chat_activity_lists_chats_newest_first_with_the_bots_messages(
-    store: Store,
+    store: SqliteStore,
 ) -> None:
     """Each chat once, with all its messages counted (the bot's too), latest activity first."""
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"), incoming(ALICE, "3"))
@@ -499,7 +500,7 @@ async def test_chat_activity_lists_chats_newest_first_with_the_bots_messages(
     assert activity == [ChatActivity(GROUP, 2, at(5)), ChatActivity(ALICE, 2, at(3))]
 
 
-async def test_chat_activity_is_limited_and_searchable_by_key_or_sender(store: Store) -> None:
+async def test_chat_activity_is_limited_and_searchable_by_key_or_sender(store: SqliteStore) -> None:
     """A search finds a chat by part of its key or of a sender's name, ASCII case aside."""
     bob = IncomingMessage(GROUP, "2", "77", "Bob 小王", "hi", at(2), addresses_bot=True)
     await add(store, incoming(ALICE, "1"), bob)
@@ -522,7 +523,7 @@ async def test_chat_activity_is_limited_and_searchable_by_key_or_sender(store: S
 
 
 async def test_a_chat_is_named_by_its_newest_title_or_its_chatters_newest_name(
-    store: Store,
+    store: SqliteStore,
 ) -> None:
     """A group takes the newest title its messages gave (an older one arriving late changes
     nothing), a private chat its chatter's newest name (never the bot's); a search finds a
@@ -549,7 +550,7 @@ async def test_a_chat_is_named_by_its_newest_title_or_its_chatters_newest_name(
     assert found == [GROUP]
 
 
-async def test_history_is_limited_to_newest_by_sent_time(store: Store) -> None:
+async def test_history_is_limited_to_newest_by_sent_time(store: SqliteStore) -> None:
     """The limit keeps the newest messages by platform time, returned oldest first."""
     late_arrival = incoming(ALICE, "9", sent_at=at(1.5))  # sent early, delivered last
     messages = [incoming(ALICE, "1"), incoming(ALICE, "2"), incoming(ALICE, "3"), late_arrival]
@@ -564,7 +565,7 @@ async def test_history_is_limited_to_newest_by_sent_time(store: Store) -> None:
 
 
 async def test_chats_active_since_lists_a_platforms_recent_chats_newest_first(
-    store: Store,
+    store: SqliteStore,
 ) -> None:
     """Only chats of that platform where a chatter wrote since then, the latest first,
     each once, up to the limit; the bot's own messages do not count as activity."""
@@ -593,7 +594,7 @@ async def test_chats_active_since_lists_a_platforms_recent_chats_newest_first(
     }
 
 
-async def test_context_is_stored_once_and_never_waits(store: Store, tables: Tables) -> None:
+async def test_context_is_stored_once_and_never_waits(store: SqliteStore, tables: Tables) -> None:
     """Messages kept as context are new only once, wait for no batch, are in the history at
     once (closed in a skipped batch per chat), and leave waiting messages alone."""
     await add(store, incoming(ALICE, "1"), incoming(ALICE, "2"))
@@ -612,7 +613,7 @@ async def test_context_is_stored_once_and_never_waits(store: Store, tables: Tabl
 # -- outbox -------------------------------------------------------------------------------
 
 
-async def test_unsaid_replies_come_from_last_answered_batch(store: Store) -> None:
+async def test_unsaid_replies_come_from_last_answered_batch(store: SqliteStore) -> None:
     """The cancelled replies of the newest earlier answered batch are returned in order."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["sent", "left 1", "left 2"])
@@ -636,7 +637,7 @@ async def test_unsaid_replies_come_from_last_answered_batch(store: Store) -> Non
 
 
 async def test_unsaid_replies_only_look_at_the_newest_answered_batch(
-    store: Store,
+    store: SqliteStore,
 ) -> None:
     """A fully sent answered batch hides older cancelled replies: nothing is unsaid now."""
     await add(store, incoming(ALICE, "1"))
@@ -657,7 +658,7 @@ async def test_unsaid_replies_only_look_at_the_newest_answered_batch(
     assert unsaid == []
 
 
-async def test_claim_after_cancel_fails(store: Store) -> None:
+async def test_claim_after_cancel_fails(store: SqliteStore) -> None:
     """A cancelled reply cannot be claimed; a claimed reply is not cancelled."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["one", "two"])
@@ -670,7 +671,7 @@ async def test_claim_after_cancel_fails(store: Store) -> None:
     assert await store.next_scheduled(ALICE) is None
 
 
-async def test_claim_and_cancel_racing_have_one_winner(store: Store) -> None:
+async def test_claim_and_cancel_racing_have_one_winner(store: SqliteStore) -> None:
     """A claim and a cancel issued together never both take the same reply."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["one", "two"])
@@ -682,7 +683,7 @@ async def test_claim_and_cancel_racing_have_one_winner(store: Store) -> None:
     assert (claimed, cancelled) in {(True, 1), (False, 2)}
 
 
-async def test_mark_sent_keeps_the_bot_message(store: Store, tables: Tables) -> None:
+async def test_mark_sent_keeps_the_bot_message(store: SqliteStore, tables: Tables) -> None:
     """A sent reply becomes a bot message in the chat that never waits for an answer."""
     await add(store, incoming(GROUP, "1"))
     batch, items = await answered_batch(store, GROUP, ["@Alice sure"])
@@ -699,7 +700,7 @@ async def test_mark_sent_keeps_the_bot_message(store: Store, tables: Tables) -> 
     assert await store.waiting_counts() == {}
 
 
-async def test_mark_sent_that_fails_changes_nothing(store: Store, tables: Tables) -> None:
+async def test_mark_sent_that_fails_changes_nothing(store: SqliteStore, tables: Tables) -> None:
     """A reply whose sent record fails stays being sent, with no bot message kept."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["hi"])
@@ -714,7 +715,7 @@ async def test_mark_sent_that_fails_changes_nothing(store: Store, tables: Tables
     assert (states, tables.bot_messages()) == (["sending"], [])
 
 
-async def test_mark_sent_keeps_the_quote(store: Store) -> None:
+async def test_mark_sent_keeps_the_quote(store: SqliteStore) -> None:
     """A sent reply that quoted a message keeps what it quoted."""
     await add(store, incoming(GROUP, "1"))
     batch = await store.open_batch(GROUP, limit=30, now=T0)
@@ -735,7 +736,7 @@ async def test_mark_sent_keeps_the_quote(store: Store) -> None:
     assert [(m.message_id, m.reply_to_id) for m in history] == [("1", None), ("77", "1")]
 
 
-async def test_mark_sent_tolerates_a_known_platform_id(store: Store) -> None:
+async def test_mark_sent_tolerates_a_known_platform_id(store: SqliteStore) -> None:
     """A sent reply whose platform id is already stored is marked sent without failing."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["hi"])
@@ -750,7 +751,7 @@ async def test_mark_sent_tolerates_a_known_platform_id(store: Store) -> None:
     assert await store.scheduled_count() == 0
 
 
-async def test_mark_sent_refuses_an_unclaimed_reply(store: Store) -> None:
+async def test_mark_sent_refuses_an_unclaimed_reply(store: SqliteStore) -> None:
     """Marking a reply sent that was never claimed is a bug and raises StorageError."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["hi"])
@@ -765,7 +766,7 @@ async def test_mark_sent_refuses_an_unclaimed_reply(store: Store) -> None:
     ]
 
 
-async def test_release_makes_a_reply_sendable_again(store: Store) -> None:
+async def test_release_makes_a_reply_sendable_again(store: SqliteStore) -> None:
     """A released reply is scheduled again and can be claimed once more."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["hi"])
@@ -777,7 +778,7 @@ async def test_release_makes_a_reply_sendable_again(store: Store) -> None:
     assert await store.claim_for_sending(items[0].id, now=at(2))
 
 
-async def test_release_refuses_a_reply_not_being_sent(store: Store) -> None:
+async def test_release_refuses_a_reply_not_being_sent(store: SqliteStore) -> None:
     """Releasing a reply that is only scheduled is a bug and raises StorageError."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["hi"])
@@ -788,7 +789,7 @@ async def test_release_refuses_a_reply_not_being_sent(store: Store) -> None:
     assert await store.next_scheduled(ALICE) == items[0]
 
 
-async def test_mark_dropped_leaves_final_states_alone(store: Store, tables: Tables) -> None:
+async def test_mark_dropped_leaves_final_states_alone(store: SqliteStore, tables: Tables) -> None:
     """Dropping gives up a scheduled reply, but a cancelled one stays cancelled."""
     await add(store, incoming(ALICE, "1"))
     _, items = await answered_batch(store, ALICE, ["one", "two"])
@@ -801,7 +802,7 @@ async def test_mark_dropped_leaves_final_states_alone(store: Store, tables: Tabl
     assert states == [("dropped", "chat unavailable"), ("cancelled", None)]
 
 
-async def test_drop_scheduled_counts_one_chat(store: Store) -> None:
+async def test_drop_scheduled_counts_one_chat(store: SqliteStore) -> None:
     """Dropping a chat's scheduled replies leaves other chats' replies queued."""
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"))
     await answered_batch(store, ALICE, ["a", "b"])
@@ -813,7 +814,7 @@ async def test_drop_scheduled_counts_one_chat(store: Store) -> None:
     assert (await store.scheduled_count(ALICE), await store.scheduled_count()) == (0, 1)
 
 
-async def test_next_scheduled_orders_by_due_time(store: Store) -> None:
+async def test_next_scheduled_orders_by_due_time(store: SqliteStore) -> None:
     """The earliest due reply of the chat comes first, then by batch and sequence."""
     await add(store, incoming(ALICE, "1"))
     batch = await store.open_batch(ALICE, limit=30, now=T0)
@@ -827,7 +828,7 @@ async def test_next_scheduled_orders_by_due_time(store: Store) -> None:
     assert (item.item, item.seq) == (Text("sooner"), 1)
 
 
-async def test_recover_outbox_drops_sending_and_stale(store: Store, tables: Tables) -> None:
+async def test_recover_outbox_drops_sending_and_stale(store: SqliteStore, tables: Tables) -> None:
     """After a restart, sending and stale replies are dropped; fresh ones stay scheduled."""
     await add(store, incoming(ALICE, "1"), incoming(GROUP, "2"))
     _, alice_items = await answered_batch(store, ALICE, ["in flight", "stale"], now=at(0))
@@ -846,7 +847,7 @@ async def test_recover_outbox_drops_sending_and_stale(store: Store, tables: Tabl
     assert await store.next_scheduled(GROUP) == group_items[0]
 
 
-async def test_items_of_every_kind_come_back_as_they_were_queued(store: Store) -> None:
+async def test_items_of_every_kind_come_back_as_they_were_queued(store: SqliteStore) -> None:
     """A text, a reaction, a sticker and a voice note are queued and read back as such."""
     await add(store, incoming(GROUP, "1"))
     batch = await store.open_batch(GROUP, limit=30, now=T0)
@@ -859,7 +860,7 @@ async def test_items_of_every_kind_come_back_as_they_were_queued(store: Store) -
     assert [item.item for item in items] == queued
 
 
-async def test_a_reaction_sent_is_no_message_of_the_bot(store: Store, tables: Tables) -> None:
+async def test_a_reaction_sent_is_no_message_of_the_bot(store: SqliteStore, tables: Tables) -> None:
     """An item sent without a message of its own (a reaction) is sent, and no bot message
     joins the history; a text sent after it does."""
     await add(store, incoming(GROUP, "1"))
@@ -910,7 +911,9 @@ async def test_a_voice_note_is_kept_heard_once_and_then_forgotten_as_unheard(
     ]
 
 
-async def test_what_an_item_went_out_as_is_kept_and_counted(store: Store, db_path: Path) -> None:
+async def test_what_an_item_went_out_as_is_kept_and_counted(
+    store: SqliteStore, db_path: Path
+) -> None:
     """A voice item sent as text counts as a text sent, one sent as voice as a voice
     note; a row from before sent_as existed counts by its own kind."""
     await add(store, incoming(ALICE, "1"))

@@ -13,7 +13,8 @@ from typing import Any
 from adapters.app import Core
 from adapters.web.api import trace_json
 from bot.config import Config
-from bot.memory.dates import chat_day
+from bot.conversation import Phase
+from bot.days import chat_day
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import VOICE_CONTRACT
 from bot.texts import Texts
@@ -113,11 +114,11 @@ async def test_hearing_runs_beside_the_quiet_wait(
     async with telegram_bot(config, api) as core:
         api.push_message(ALICE, extra=voice(duration=3))
         await llm.wait_for_transcriptions(1, timeout=5)
-        waiting_then = core.pipeline.debouncer.waiting(CHAT)
+        waiting_then = await core.ops.status.waiting_messages(CHAT), core.ops.status.phase(CHAT)
         asked_then = len(llm.requests)
         await api.wait_for("sendMessage", timeout=5)
         await core.inbox.drain()
-    assert (waiting_then, asked_then) == (1, 0)
+    assert (waiting_then, asked_then) == ((1, Phase.WAITING), 0)
     assert f"[voice 0:03] {llm.transcript}" in new_messages(llm.requests[0])
 
 

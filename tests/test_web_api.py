@@ -7,6 +7,7 @@ as ``pacebot run`` wires it; httpx talks to it over a real socket.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from collections.abc import AsyncIterator
@@ -125,15 +126,18 @@ async def test_status_shows_a_waiting_chat_then_the_answered_one(web: Web) -> No
 
 
 @pytest.mark.parametrize(
-    "web", [{"pacing": {"max_delay_s": 30.0}, "bot": {"admins": ["test:7"]}}], indirect=True
+    "web",
+    [{"pacing": {"max_delay_s": 30.0}, "bot": {"admins": ["test:7"]}}],
+    indirect=True,
 )
 async def test_status_command_and_api_agree_while_a_batch_waits(web: Web) -> None:
     """With one reply queued and two group messages waiting, ``/status`` in the group and
     ``GET /api/status`` give the same waiting, queued and error figures."""
     web.bot.llm.reply_json(replies_json("第一句", "第二句", delay=30.0))
     await web.bot.say("小满在吗？", chat=GROUP, sender_id="1", addresses_bot=True)
-    web.bot.pipeline.debouncer.fire_all()
+    answering = asyncio.create_task(web.bot.inbox.drain())  # answered now, not in 30 s
     await web.bot.platform.wait_for_sends(1)  # the second reply waits 30 s in the outbox
+    answering.cancel()
     await web.bot.say("今天好热", chat=GROUP, sender_id="2")
     await web.bot.say("是啊", chat=GROUP, sender_id="3")
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.commands.call import Call, Command
+from bot.commands.menu import parse_command
 from bot.config import Config
 from bot.errors import ConfigError
 from bot.models import ChatKey, IncomingMessage
@@ -24,6 +25,11 @@ class CommandRunner:
         self._config = config
         self._ops = ops
         self.texts = Texts(config.bot.language)
+
+    @staticmethod
+    def is_command(text: str) -> bool:
+        """Tell whether ``text`` runs a command (a known ``/name``), not chat text."""
+        return parse_command(text) is not None
 
     def is_admin(self, message: IncomingMessage) -> bool:
         """Admins are named by numeric platform id; the console user always is one."""

@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 from loguru import logger
 
 from bot.config import Config
+from bot.conversation import ChatEvents, Unheard
 from bot.hours import in_window
 from bot.initiative.occasion import Occasion, OccasionKind
 from bot.initiative.openers import (
@@ -39,8 +40,7 @@ from bot.initiative.openers import (
 )
 from bot.initiative.promises import LaterItem, Promise
 from bot.initiative.store import InitiativeStore
-from bot.initiative.wakeup import WakeUp
-from bot.memory.dates import chat_day, chat_day_bounds
+from bot.initiative.wakeup import LONGEST_WAIT_S, WakeUp
 from bot.models import ChatKey
 from bot.tasks import start_task
 
@@ -67,7 +67,7 @@ def occasion_of(item: LaterItem) -> Occasion:
 
 
 class Initiative:
-    """Queue each due later item and each due opener, once, and tell ``run`` its chat.
+    """Queue each due later item and each due opener, once, and tell the events its chat.
 
     The pipeline then runs the chat's next occasion when the chat is free
     (:meth:`next_ready`).
@@ -80,16 +80,16 @@ class Initiative:
         *,
         platforms: Collection[str],
         now: Callable[[], datetime],
-        run: Callable[[ChatKey], None],
         draw: Callable[[], float] = random.random,
+        clock_check_s: float = LONGEST_WAIT_S,
     ) -> None:
         self._config = config
         self._store = store
         self._platforms = tuple(platforms)
         self._now = now
-        self._run = run
+        self._events: ChatEvents = Unheard()
         self._draw = draw
-        self._wakeup = WakeUp(self._woken, now=now)
+        self._wakeup = WakeUp(self._woken, now=now, longest_s=clock_check_s)
         self._queued: dict[ChatKey, deque[Occasion]] = {}
         self._silences: dict[ChatKey, Silence] = {}
         self._openers: list[tuple[datetime, int, ChatKey]] = []  # (moment, tie, chat)
@@ -99,6 +99,10 @@ class Initiative:
         self._stopped = False
 
     # -- what the pipeline tells -------------------------------------------------------
+
+    def report_to(self, events: ChatEvents) -> None:
+        """From now on, tell ``events`` each chat where an occasion fell due."""
+        self._events = events
 
     def heard(self, chat: ChatKey, at: datetime) -> None:
         """Note a message in ``chat`` at ``at`` (a person's or the bot's): its silence
@@ -151,14 +155,15 @@ class Initiative:
         if self._turn is not None:
             self._turn.cancel()
 
-    async def wait_idle(self) -> None:
+    @property
+    def handing_over(self) -> bool:
+        """Tell whether a turn is looking for what is due, or handing it over, right now."""
+        return self._turn is not None
+
+    async def handed_over(self) -> None:
         """Wait until the turn running now, if any, has handed over what was due."""
         while self._turn is not None:
             await asyncio.wait({self._turn})
-
-    def poke(self) -> None:
-        """Look for what is due now (the clock may have moved on: tests, a resumed machine)."""
-        self._wake_soon()
 
     # -- when an occasion is about to run ----------------------------------------------
 
@@ -188,10 +193,7 @@ class Initiative:
         quiet = quiet_until(await self._store.quiet_periods(occasion.chat, limit=1), now=now)
         if occasion.kind is OccasionKind.FOLLOWUP:
             return None if quiet is None else f"quiet until {quiet.astimezone(self._zone):%H:%M}"
-        zone, boundary = self._zone, self._config.memory.day_boundary_time
-        day_start, _ = chat_day_bounds(
-            chat_day(now, zone=zone, boundary=boundary), zone=zone, boundary=boundary
-        )
+        day_start = self._config.chat_days(self._now).start_of_today()
         facts = await self._store.opener_facts(occasion.chat, day_start=day_start)
         return opener_refusal(
             occasion.chat,
@@ -199,7 +201,7 @@ class Initiative:
             now=now,
             quiet_until=quiet,
             config=self._config.initiative,
-            zone=zone,
+            zone=self._zone,
         )
 
     async def skip(self, occasion: Occasion, reason: str) -> None:
@@ -289,4 +291,4 @@ class Initiative:
 
     def _hand(self, occasion: Occasion) -> None:
         self._queued.setdefault(occasion.chat, deque()).append(occasion)
-        self._run(occasion.chat)
+        self._events.occasion_due(occasion.chat)

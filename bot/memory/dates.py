@@ -1,14 +1,11 @@
-"""Map moments to chat days, and date words in a question to the chat days they mean.
+"""Read the date words in a question as the chat days they mean.
 
-Everything here is pure: the zone, the day boundary and "today" are passed in, so recall
-costs no LLM call and the same question always finds the same days.
-
-A **chat day** runs from ``boundary`` (default 04:00) to the same wall-clock time the next
-day, in the chat's zone: a message at 02:00 on 22 November belongs to chat day 21 November.
+Everything here is pure: "today" is passed in, so recall costs no LLM call and the same
+question always finds the same days. (What a chat day is: :mod:`bot.days`.)
 
 :func:`find_dates` reads Chinese and English date expressions anywhere in free text and
 returns the inclusive ranges of chat days they refer to, relative to ``today`` (the
-current chat day, from :func:`chat_day`). The choices, where a phrase is ambiguous:
+current chat day, from :meth:`bot.days.ChatDays.today`). The choices, where a phrase is ambiguous:
 
 - Weeks run Monday to Sunday. 上周 / last week is the whole previous Monday–Sunday week;
   这周 / 本周 / this week is Monday of this week through today.
@@ -38,8 +35,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from datetime import date, timedelta
 
 from bot.memory.date_patterns import (
     CN_DIGITS,
@@ -50,9 +46,6 @@ from bot.memory.date_patterns import (
     EN_WEEKDAYS,
     ZH_PATTERN,
 )
-
-DEFAULT_DAY_BOUNDARY = time(4, 0)
-"""When a chat day starts, unless the config says otherwise (``memory.day_boundary``)."""
 
 MAX_RANGE_DAYS = 366
 """The longest range a rolling window ("最近1000天") can ask for; longer keeps the newest."""
@@ -90,47 +83,6 @@ class DateRange:
 
     def __iter__(self) -> Iterator[date]:
         return iter(self.days())
-
-
-def chat_day(moment: datetime, *, zone: ZoneInfo, boundary: time = DEFAULT_DAY_BOUNDARY) -> date:
-    """Return the chat day ``moment`` belongs to.
-
-    Defined through :func:`chat_day_bounds`, so a moment always lies inside the bounds of
-    its own day, also around a DST change.
-    """
-    if moment.utcoffset() is None:
-        msg = f"chat_day needs a timezone-aware datetime, got naive {moment.isoformat()}"
-        raise ValueError(msg)
-    day = moment.astimezone(zone).date()
-    # At most one step each way, unless a DST gap pushes a late boundary past midnight.
-    while moment < _day_start(day, zone, boundary):
-        day -= timedelta(days=1)
-    while moment >= _day_start(day + timedelta(days=1), zone, boundary):
-        day += timedelta(days=1)
-    return day
-
-
-def chat_day_bounds(
-    day: date, *, zone: ZoneInfo, boundary: time = DEFAULT_DAY_BOUNDARY
-) -> tuple[datetime, datetime]:
-    """Return the start (inclusive) and end (exclusive) of chat day ``day``, in UTC.
-
-    Each end is the zone's wall clock at ``boundary`` on that date, so a day with a DST
-    change lasts 23 or 25 hours. A boundary that falls in a DST gap is pushed forward by
-    the gap (02:30 → 03:30); one that occurs twice is the first occurrence.
-    """
-    start = _day_start(day, zone, boundary)
-    end = _day_start(day + timedelta(days=1), zone, boundary)
-    return start.astimezone(UTC), end.astimezone(UTC)
-
-
-def _day_start(day: date, zone: ZoneInfo, boundary: time) -> datetime:
-    if boundary.tzinfo is not None:
-        msg = f"the day boundary is a wall-clock time without a zone, got {boundary}"
-        raise ValueError(msg)
-    # fold=0: in a gap, the offset from before the change pushes the time forward by the
-    # gap; in an overlap, the first of the two occurrences.
-    return datetime.combine(day, boundary.replace(fold=0), tzinfo=zone)
 
 
 def find_dates(text: str, *, today: date) -> list[DateRange]:

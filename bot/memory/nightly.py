@@ -16,9 +16,8 @@ from datetime import date, timedelta
 
 from loguru import logger
 
-from bot.config import Config
+from bot.days import ChatDays
 from bot.errors import LLMError, StorageError
-from bot.memory.dates import chat_day_bounds
 from bot.memory.ports import MemoryStore
 from bot.memory.stack import FIRST_CHAT_DAY, Memory, SummaryResult
 from bot.models import ChatKey
@@ -40,7 +39,7 @@ def days_to_summarise(today: date, *, catch_up_days: int) -> list[date]:
 
 async def pending_work(
     store: MemoryStore,
-    config: Config,
+    chat_days: ChatDays,
     days: Sequence[date],
     *,
     only: ChatKey | None = None,
@@ -51,12 +50,11 @@ async def pending_work(
     A popped day counts as summarised, unless the run is ``on_purpose`` (an operator
     naming the day).
     """
-    zone, boundary = config.bot.zone, config.memory.day_boundary_time
     work: list[tuple[ChatKey, date]] = []
     for day in days:
         if day < FIRST_CHAT_DAY:
             continue
-        start, end = chat_day_bounds(day, zone=zone, boundary=boundary)
+        start, end = chat_days.bounds(day)
         chats = [only] if only else await store.chats_active_between(start, end)
         for chat in chats:
             if not await store.has_summary(chat, day, include_popped=not on_purpose):

@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError, field_validator
 from bot.budget import Spending, usage_of
 from bot.config import Config
 from bot.errors import BadLLMReply, OverBudget, StorageError, SummaryExists
-from bot.memory.dates import chat_day, chat_day_bounds
 from bot.memory.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
 from bot.memory.ports import MemoryStore
 from bot.memory.recall import Recalled, recall
@@ -210,14 +209,15 @@ class Memory:
         self._spending = spending
         self.initial_persona = initial_persona
         self._now = now
+        self.days = config.chat_days(now)
+        """The chat days summaries are written for."""
         self.people = People(config, store, now=now, today=self.today)
         self.semantic = semantic
         """Semantic recall, when ``[memory.embeddings]`` is on; ``None`` otherwise."""
 
     def today(self) -> date:
         """Return the current chat day."""
-        memory = self._config.memory
-        return chat_day(self._now(), zone=self._config.bot.zone, boundary=memory.day_boundary_time)
+        return self.days.today()
 
     async def persona(self, chat: ChatKey) -> Persona:
         """Return the chat's effective persona."""
@@ -237,9 +237,7 @@ class Memory:
             return SummaryResult.FUTURE
         if await self._store.has_summary(chat, day, include_popped=not on_purpose):
             return SummaryResult.ALREADY
-        start, end = chat_day_bounds(
-            day, zone=self._config.bot.zone, boundary=self._config.memory.day_boundary_time
-        )
+        start, end = self.days.bounds(day)
         messages = await self._store.messages_between(chat, start, end, limit=SUMMARY_MESSAGES_MAX)
         if not any(not m.from_bot for m in messages):
             return SummaryResult.NOTHING

@@ -143,7 +143,7 @@ class MemoryOps:
         else:
             days = [day or self.today() - timedelta(days=1)]
         return await pending_work(
-            self._store, self._config, days, only=only, on_purpose=day is not None
+            self._store, self._memory.days, days, only=only, on_purpose=day is not None
         )
 
     async def summarise_all(

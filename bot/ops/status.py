@@ -10,25 +10,23 @@ and its JSON API alike:
 - **what today cost**: :class:`~bot.ops.cost.CostOps` says, for ``/status``, the dashboard
   and ``pacebot cost`` alike;
 - **unaddressed calls this hour**: the gate's count for the chat's group (``bot/gate.py``);
-- **paused**: a chat where a bot loop was found, until when (``bot/loops.py``).
+- **paused**: a chat where a bot loop was found, until when (``bot/company.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
+from bot.company import Company
 from bot.config import Config
 from bot.conversation import Phase
 from bot.gate import CallGate
-from bot.loops import LoopWatch
-from bot.memory.dates import chat_day, chat_day_bounds
-from bot.memory.ports import MemoryStore
-from bot.models import ChatKey, StoredMessage
+from bot.models import ChatActivity, ChatKey, StoredMessage
 from bot.ops.cost import CostOps, Today
-from bot.ports import Batches, MessageLog, Outbox, Platform
+from bot.ports import Platform
 
 OVERVIEW_CHATS = 20  # the most recently active chats the overview shows
 ERROR_WINDOW = timedelta(hours=1)  # "LLM errors in the last hour"
@@ -36,7 +34,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class ChatStates(Protocol):
-    """Where each live chat's conversation stands (the pipeline knows)."""
+    """Where each live chat's conversation stands (``bot.conversation.Conversations``)."""
 
     def phase(self, chat: ChatKey) -> Phase:
         """Return where ``chat``'s conversation stands."""
@@ -59,8 +57,44 @@ class PromptSource(Protocol):
         ...
 
 
-class StatusStore(MessageLog, Batches, Outbox, MemoryStore, Protocol):
-    """The store's ports the status reads."""
+class StatusStore(Protocol):
+    """What the status reads of the store: what waits, what was sent, what failed, which
+    chats were active and under which names."""
+
+    async def waiting_counts(self, chat: ChatKey | None = None) -> dict[ChatKey, int]:
+        """Count, per chat (or for ``chat`` only), the messages no batch has taken yet."""
+        ...
+
+    async def scheduled_count(self, chat: ChatKey | None = None) -> int:
+        """Count scheduled replies, of one chat or of all."""
+        ...
+
+    async def sent_counts(self, chat: ChatKey | None = None, *, since: datetime) -> dict[str, int]:
+        """Count the items sent since ``since`` by kind, of one chat or of all."""
+        ...
+
+    async def failed_batches_since(self, since: datetime) -> int:
+        """Count batches that failed since ``since``."""
+        ...
+
+    async def chat_activity(self, *, search: str = "", limit: int) -> list[ChatActivity]:
+        """Return up to ``limit`` chats, the most recently active first.
+
+        With ``search``, only chats whose key, title or one of whose senders' names holds
+        it (ASCII letters in any case).
+        """
+        ...
+
+    async def chat_names(self, chats: Sequence[ChatKey]) -> dict[ChatKey, str]:
+        """Return the name to show beside each chat's key, for those that have one: a
+        group's newest title, a private chat's newest sender name."""
+        ...
+
+    async def messages_between(
+        self, chat: ChatKey, start: datetime, end: datetime, *, limit: int
+    ) -> list[StoredMessage]:
+        """Return up to ``limit`` messages (chatters' and the bot's) sent in ``[start, end)``."""
+        ...
 
 
 @runtime_checkable
@@ -134,13 +168,13 @@ class StatusOps:
         platforms: Mapping[str, Platform],
         cost: CostOps,
         gate: CallGate,
-        loops: LoopWatch,
+        company: Company,
         now: Callable[[], datetime],
     ) -> None:
         self._config = config
         self._cost = cost
         self._gate = gate
-        self._loops = loops
+        self._company = company
         self._store = store
         self._chats = chats
         self._prompts = prompts
@@ -161,10 +195,8 @@ class StatusOps:
 
     async def sent_today(self, chat: ChatKey | None = None) -> dict[str, int]:
         """Count the items sent this chat day, by kind, in ``chat`` or in every chat."""
-        zone, boundary = self._config.bot.zone, self._config.memory.day_boundary_time
-        today = chat_day(self._now(), zone=zone, boundary=boundary)
-        start, _ = chat_day_bounds(today, zone=zone, boundary=boundary)
-        return await self._store.sent_counts(chat, since=start)
+        since = self._config.chat_days(self._now).start_of_today()
+        return await self._store.sent_counts(chat, since=since)
 
     async def chat(self, chat: ChatKey) -> ChatStatus:
         """Return one chat's status."""
@@ -180,7 +212,7 @@ class StatusOps:
             settings.reply_mode,
             await self._gate.calls_this_hour(chat) if chat.is_group else None,
             settings.unaddressed_calls_per_hour,
-            self._loops.paused_until(chat),
+            self._company.paused_until(chat, now=self._now()),
         )
 
     async def overview(self) -> Status:
@@ -229,6 +261,10 @@ class StatusOps:
     def phase(self, chat: ChatKey) -> Phase:
         """Return where ``chat``'s conversation stands."""
         return self._chats.phase(chat)
+
+    def live_chats(self) -> dict[ChatKey, Phase]:
+        """Return every chat that is not idle, with its phase."""
+        return self._chats.live_chats()
 
     async def knows(self, chat: ChatKey) -> bool:
         """Tell whether ``chat`` has a stored message or a live conversation."""

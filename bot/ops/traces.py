@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from bot.models import ChatKey
-from bot.ports import TraceLog
-from bot.trace import ShownTrace
+from bot.trace import ShownTrace, TraceLog
 
 
 class TraceOps:

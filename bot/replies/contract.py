@@ -7,7 +7,6 @@ them anyway (see ``bot/answer.py``).
 
 from __future__ import annotations
 
-from bot.config import Config
 from bot.replies.items import ItemKind
 
 REPLY_CONTRACT = """\
@@ -86,21 +85,3 @@ def contract(kinds: frozenset[ItemKind], *, images: bool, later_days: int = 30) 
     if images:
         parts.append(IMAGE_NOTES_CONTRACT)
     return "".join(parts)
-
-
-def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[ItemKind]:
-    """Return the kinds of item a chat's answer may hold: a text always, each other kind
-    that is on in the config and that the chat's platform delivers there, and a later item
-    (kept, never delivered) when ``initiative.later`` is on.
-
-    Any other kind the model writes is dropped (a voice note is said as text).
-    """
-    on = {ItemKind.CONTENT}
-    if config.reactions.enabled:
-        on.add(ItemKind.REACT)
-    if config.stickers.enabled:
-        on.add(ItemKind.STICKER)
-    if config.voice.speak:
-        on.add(ItemKind.VOICE)
-    kept = {ItemKind.LATER} if config.initiative.later else set()
-    return frozenset(on & delivered) | {ItemKind.CONTENT} | kept

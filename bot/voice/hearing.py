@@ -77,11 +77,6 @@ class Hearing:
         self._running: set[asyncio.Task[object]] = set()
         self._resumed: set[str] = set()  # platforms whose cut-short notes were taken up
 
-    @property
-    def busy(self) -> bool:
-        """Whether any voice note is being heard now."""
-        return bool(self._running)
-
     def hear(self, messages: Sequence[IncomingMessage | StoredMessage]) -> None:
         """Start hearing the voice notes of stored messages."""
         for message in messages:

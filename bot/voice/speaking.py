@@ -24,7 +24,7 @@ from bot.voice.ports import Speech
 
 
 class Speaking:
-    """The sender's hooks for voice items (see :class:`bot.sender.ItemHooks`)."""
+    """The sender's hooks for voice items (see :class:`bot.replies.hooks.ItemHooks`)."""
 
     def __init__(self, config: Config, speech: Speech, formats: Mapping[str, str]) -> None:
         """``formats`` names the audio format each platform sends voice notes in."""
