@@ -21,7 +21,7 @@ Every call is metered (``bot/calls.py``): its tokens are kept and the trace note
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -32,6 +32,7 @@ from bot.budget import Spending
 from bot.calls import Calls
 from bot.config import Config
 from bot.context import Prompter, Request
+from bot.conversation import NO_WAIT, Wait
 from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
 from bot.gate import CallGate, Decision, Verdict, decide
 from bot.initiative.occasion import Occasion
@@ -172,20 +173,18 @@ class Answerer:
         *,
         text_limit: int,
         chat_title: str | None,
-        rearmed_by: Sequence[str] = (),
+        wait: Wait = NO_WAIT,
     ) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome.
 
         The steps: admit (the gate), look (the pictures), ask (one call), tools (the memory
-        tool's round), read (the fallback chain, a nudge), guard, plan. ``rearmed_by``
-        names the messages that re-armed its quiet timer, for the trace. Its voice notes
-        still being heard are waited for first, ``llm.timeout_s`` at most.
+        tool's round), read (the fallback chain, a nudge), guard, plan. ``wait`` says how
+        its quiet wait went (which messages re-armed it, why it ended), for the trace. Its
+        voice notes still being heard are waited for first, ``llm.timeout_s`` at most.
         """
         if self._hearing is not None:
             batch = await self._hearing.heard(batch, timeout_s=self._config.llm.timeout_s)
-        notes = TraceNotes(
-            batch, self._now(), rearmed_by=tuple(rearmed_by), prices=self._config.budget
-        )
+        notes = TraceNotes(batch, self._now(), wait=wait, prices=self._config.budget)
         reply_mode = self._config.groups.for_chat(batch.chat).reply_mode
         turn = _Turn(batch, notes, chat_title, decide(batch, reply_mode=reply_mode))
         verdict = await self._admit(turn)

@@ -13,6 +13,8 @@ from bot.config_errors import describe, toml_value
 from bot.config_values import (
     GroupChatKey,
     Interests,
+    NonNegativeSeconds,
+    PositiveSeconds,
     Price,
     QuietHours,
     ReplyMode,
@@ -40,6 +42,12 @@ class GroupSettings(Section):
     """Stay out while the bot wrote more than this share of the chat's last 40 messages."""
     quiet_hours: QuietHours = ""
     """Local times ``HH:MM-HH:MM`` (``bot.timezone``) without unaddressed replies; "" = none."""
+    continue_s: NonNegativeSeconds = 4.0
+    """Seconds: after an @, the asker's unaddressed lines re-arm the wait only while each
+    comes within this long of their previous line (still typing the question)."""
+    answer_within_s: PositiveSeconds = 20.0
+    """Seconds: an addressed group batch is answered at most this long after its first
+    addressed message, however the room goes on (``pacing.max_wait_s`` still caps it)."""
 
     @property
     def quiet_window(self) -> Window | None:

@@ -34,6 +34,7 @@ their next words talk over the answer, the chatter around them does not.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -50,12 +51,34 @@ class Phase(enum.Enum):
     SENDING = "sending"
 
 
+class WaitEnd(enum.StrEnum):
+    """Why a chat's quiet wait ended; a group batch's trace says it."""
+
+    QUIET = "quiet"  # nobody wrote for a fresh draw of the debounce
+    QUIET_AFTER_ASKER = "quiet after the asker"  # the people who asked stopped typing
+    ANSWER_BOUND = "the answer bound"  # groups.answer_within_s after the first @
+    MAX_WAIT = "max wait"  # pacing.max_wait_s after the wait's first message
+    FULL_BATCH = "full batch"  # pacing.max_batch messages wait
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """How a batch's wait went: the messages that re-armed it, and why it ended."""
+
+    rearmed_by: tuple[str, ...] = ()
+    ended_by: WaitEnd = WaitEnd.QUIET
+
+
+NO_WAIT = Wait()
+"""The wait of a batch nobody waited for (an initiative batch, a test's)."""
+
+
 class ChatEvents(Protocol):
     """What moves a chat's conversation on, told by the parts that run beside the pipeline
     (the pipeline listens; the composition root builds the parts and hands them over)."""
 
-    def quiet(self, chat: ChatKey) -> None:
-        """The chat went quiet: its waiting messages may be answered (the debouncer)."""
+    def quiet(self, chat: ChatKey, ended_by: WaitEnd) -> None:
+        """The chat's wait ended: its waiting messages may be answered (the debouncer)."""
         ...
 
     def item_sent(self, chat: ChatKey) -> None:
@@ -74,7 +97,7 @@ class ChatEvents(Protocol):
 class Unheard:
     """Events nobody listens to: what a part tells before it is handed to a pipeline."""
 
-    def quiet(self, chat: ChatKey) -> None:
+    def quiet(self, chat: ChatKey, ended_by: WaitEnd) -> None:
         return None
 
     def item_sent(self, chat: ChatKey) -> None:
@@ -118,12 +141,15 @@ class Conversation:
     owed: bool = False  # someone is owed the answer being thought out (always, in private)
     talked_over: bool = False  # someone being answered wrote while it was thought out
     answer_again: bool = False  # the timer fired while busy: answer once free
-    askers: frozenset[str] = frozenset()  # senders of the waiting messages that address it
+    # Who addressed the bot in the wait running now, each with the loop time of their
+    # latest line that continued the question (-inf once they went on to other talk).
+    askers: tuple[tuple[str, float], ...] = ()
     waiting_count: int = 0  # messages of the wait running now
     rearmed_by: tuple[str, ...] = ()  # waiting messages that re-armed (no list per chat)
     context_count: int = 0  # waiting messages that only joined as context
     batch_rearmed_by: tuple[str, ...] = ()  # … of the batch to come
     batch_context: int = 0  # … of the batch to come
+    batch_wait_ended: WaitEnd = WaitEnd.QUIET  # … why its wait ended
     occasions: int = 0  # initiative batches waiting for the chat to be free
     answering_occasion: bool = False  # the batch being thought out is an initiative batch
 
@@ -161,11 +187,16 @@ class Conversation:
             and message.sender_id in self.answering
         )
 
-    def message_in(self, message: IncomingMessage) -> Arrival:
+    def message_in(
+        self, message: IncomingMessage, *, at: float = 0.0, continue_s: float = math.inf
+    ) -> Arrival:
         """Take a stored message; say whether it re-arms the timer and cancels replies.
 
         It re-arms the quiet timer unless, in a group, someone addressed the bot since the
-        last batch and this is neither from one of them nor addressed to it. It cancels
+        last batch and this is neither from one of them nor addressed to it, nor an asker's
+        line that continues the question: one arriving (at loop time ``at``) within
+        ``continue_s`` of that asker's previous line (``groups.continue_s``); once an asker
+        lets that pass, their lines are context until they address the bot again. It cancels
         the unsent replies only if it talks over the answer: in ``cancel`` mode, any
         message in a private chat, and in a group one that addresses the bot (one that
         continues the exchange does, see :meth:`continues`). While the answer is thought
@@ -177,7 +208,7 @@ class Conversation:
         first_to_ask = message.chat.is_group and message.addresses_bot and not self.askers
         if first_to_ask:  # what the room said before is the asker's context
             self.context_count = self.waiting_count
-        rearms = self._rearms(message)
+        rearms = self._rearms(message, at=at, continue_s=continue_s)
         if rearms:
             self.rearmed_by += (message.message_id,)
         else:
@@ -185,13 +216,23 @@ class Conversation:
         self.waiting_count += 1
         return Arrival(rearms, self._talks_over(message), first_to_ask)
 
-    def _rearms(self, message: IncomingMessage) -> bool:
+    def _rearms(self, message: IncomingMessage, *, at: float, continue_s: float) -> bool:
         if not message.chat.is_group:
             return True
+        lines = dict(self.askers)
         if message.addresses_bot:
-            self.askers |= {message.sender_id}
-            return True
-        return not self.askers or message.sender_id in self.askers
+            lines[message.sender_id] = at
+        elif not lines:
+            return True  # nobody asked yet: the room's quiet is awaited
+        elif message.sender_id not in lines:
+            return False  # a bystander: context
+        else:
+            still_asking = at - lines[message.sender_id] <= continue_s
+            lines[message.sender_id] = at if still_asking else -math.inf
+            self.askers = tuple(lines.items())
+            return still_asking
+        self.askers = tuple(lines.items())
+        return True
 
     def _talks_over(self, message: IncomingMessage) -> bool:
         if not self.cancel_mode or (message.chat.is_group and not message.addresses_bot):
@@ -206,15 +247,18 @@ class Conversation:
         """Note messages that wait for the timer (after a restart, or past a full batch)."""
         self.waiting = True
 
-    def timer_fired(self) -> bool:
-        """The chat went quiet: return whether to start a batch now.
+    def timer_fired(self, ended_by: WaitEnd = WaitEnd.QUIET) -> bool:
+        """The chat's wait ended (``ended_by``): return whether to start a batch now.
 
         While an answer is in hand the batch waits for it, so it sees what was just said.
         The waiting messages are the next batch's; whoever writes from now on starts a new
         wait, with nobody having asked yet.
         """
+        asked = bool(self.askers)
+        quiet = ended_by is WaitEnd.QUIET
+        self.batch_wait_ended = WaitEnd.QUIET_AFTER_ASKER if quiet and asked else ended_by
         self.waiting = False
-        self.askers = frozenset()
+        self.askers = ()
         self.waiting_count = 0
         self.batch_rearmed_by += self.rearmed_by
         self.rearmed_by = ()
@@ -234,18 +278,19 @@ class Conversation:
         self.occasions += 1
         return self._next_answer_due()
 
-    def answer_started(self, senders: frozenset[str], *, owed: bool) -> tuple[str, ...]:
+    def answer_started(self, senders: frozenset[str], *, owed: bool) -> Wait:
         """A batch from ``senders`` is with the LLM; ``owed`` if someone must be answered.
 
-        Return the ids of its messages that re-armed the timer (the others joined it as
-        context), as far as this run saw them arrive.
+        Return how its wait went: the ids of its messages that re-armed the timer (the
+        others joined it as context), as far as this run saw them arrive, and why it ended.
         """
         self.answering = senders
         self.owed = owed
         self.talked_over = False
-        rearmed, self.batch_rearmed_by = self.batch_rearmed_by, ()
-        self.batch_context = 0
-        return rearmed
+        wait = Wait(self.batch_rearmed_by, self.batch_wait_ended)
+        self.batch_rearmed_by, self.batch_context = (), 0
+        self.batch_wait_ended = WaitEnd.QUIET
+        return wait
 
     def answer_ready(self, queued: int) -> bool:
         """The batch was answered with ``queued`` replies; return whether to cut them to one.

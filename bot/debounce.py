@@ -11,11 +11,12 @@ would otherwise re-sort the whole heap in one go (~0.4 s at 100,000 chats).
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from dataclasses import dataclass
 
 from bot.config import PacingConfig
-from bot.conversation import ChatEvents, Unheard
+from bot.conversation import ChatEvents, Unheard, WaitEnd
 from bot.models import ChatKey
 
 # A last message like "我想想，" or "wait..." usually has more coming: wait the longest.
@@ -35,15 +36,22 @@ def quiet_deadline(
     first_at: float,
     draw: float,
     unfinished: bool = False,
-) -> float:
-    """Return when to answer: a fresh wait after ``now``, capped at ``max_wait_s``.
+    answer_by: float = math.inf,
+) -> tuple[float, WaitEnd]:
+    """Return when to answer, and what set that moment: a fresh wait after ``now``,
+    capped at ``max_wait_s`` after ``first_at`` and at the answer bound ``answer_by``.
 
     ``draw`` is a uniform random number in [0, 1]; ``unfinished`` stretches the wait to
     its maximum.
     """
     span = pacing.debounce_max_s - pacing.debounce_min_s
     wait = pacing.debounce_max_s if unfinished else pacing.debounce_min_s + draw * span
-    return min(now + wait, first_at + pacing.max_wait_s)
+    deadline, ended_by = now + wait, WaitEnd.QUIET
+    if answer_by < deadline:
+        deadline, ended_by = answer_by, WaitEnd.ANSWER_BOUND
+    if first_at + pacing.max_wait_s < deadline:
+        deadline, ended_by = first_at + pacing.max_wait_s, WaitEnd.MAX_WAIT
+    return deadline, ended_by
 
 
 @dataclass(slots=True)
@@ -52,8 +60,10 @@ class _Waiting:
     count: int
     counted: int  # of ``count``, those that count toward max_batch
     deadline: float  # when to answer (loop time)
+    ended_by: WaitEnd  # what set the deadline
     armed_for: float  # when the handle fires: the deadline, or earlier if it moved since
     handle: asyncio.Handle
+    answer_by: float  # the answer bound once someone addressed the bot; inf before
 
 
 class Debouncer:
@@ -90,6 +100,7 @@ class Debouncer:
         unfinished: bool = False,
         rearm: bool = True,
         restart_cap: bool = False,
+        answer_within_s: float | None = None,
     ) -> None:
         """Note ``count`` new messages in ``chat`` and restart its quiet wait.
 
@@ -97,7 +108,8 @@ class Debouncer:
         bystander in a busy room): they neither move the deadline nor count toward
         ``max_batch``, since they cannot starve anyone. With ``restart_cap`` the caps count
         from these messages (the first question in a busy room gets a whole wait, not what
-        is left of the room's).
+        is left of the room's). With ``answer_within_s`` these messages start the answer
+        bound: however the wait goes on, it ends that long after them at the latest.
         """
         loop = asyncio.get_running_loop()
         now = loop.time()
@@ -105,26 +117,34 @@ class Debouncer:
         first_at = now if state is None or restart_cap else state.first_at
         total = count if state is None else state.count + count
         counted = count if state is None or restart_cap else state.counted + (count if rearm else 0)
+        answer_by = math.inf if state is None else state.answer_by
+        if answer_within_s is not None:
+            answer_by = min(answer_by, now + answer_within_s)
         if counted >= self._pacing.max_batch:
-            deadline = now
+            deadline, ended_by = now, WaitEnd.FULL_BATCH
         elif state is not None and not rearm:
-            deadline = state.deadline
+            deadline, ended_by = state.deadline, state.ended_by
         else:
-            deadline = quiet_deadline(
+            deadline, ended_by = quiet_deadline(
                 self._pacing,
                 now=now,
                 first_at=first_at,
                 draw=self._rng.random(),
                 unfinished=unfinished,
+                answer_by=answer_by,
             )
         if state is None:
             handle = self._arm(loop, chat, deadline)
-            self._waiting[chat] = _Waiting(first_at, total, counted, deadline, deadline, handle)
+            self._waiting[chat] = _Waiting(
+                first_at, total, counted, deadline, ended_by, deadline, handle, answer_by
+            )
             return
         state.count = total
         state.counted = counted
         state.first_at = first_at
         state.deadline = deadline
+        state.ended_by = ended_by
+        state.answer_by = answer_by
         if deadline < state.armed_for:
             state.handle.cancel()
             state.handle = self._arm(loop, chat, deadline)
@@ -134,7 +154,7 @@ class Debouncer:
         """Answer every waiting chat now (used when the console input ends)."""
         for chat in list(self._waiting):
             self._waiting[chat].handle.cancel()
-            self._answer(chat)
+            self._answer(chat, WaitEnd.QUIET)
 
     def cancel_all(self) -> None:
         """Forget every wait; the messages stay stored and are re-armed on start."""
@@ -156,8 +176,8 @@ class Debouncer:
             state.handle = self._arm(loop, chat, state.deadline)
             state.armed_for = state.deadline
             return
-        self._answer(chat)
+        self._answer(chat, state.ended_by)
 
-    def _answer(self, chat: ChatKey) -> None:
+    def _answer(self, chat: ChatKey, ended_by: WaitEnd) -> None:
         del self._waiting[chat]
-        self._events.quiet(chat)
+        self._events.quiet(chat, ended_by)

@@ -27,7 +27,7 @@ from bot.answer import Answer, Answerer
 from bot.batches import Batches
 from bot.company import Company
 from bot.config import Config
-from bot.conversation import Conversation, Conversations, answered_senders
+from bot.conversation import Conversation, Conversations, WaitEnd, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
 from bot.gate import Decision, decide
@@ -147,12 +147,14 @@ class Pipeline:
         self._collect_stickers(stored)
         if self._hearing is not None:  # heard beside the quiet wait
             self._hearing.hear(stored)
-        now = self._now()
+        now, arrived_at = self._now(), asyncio.get_running_loop().time()
         for kept in stored:
             chat = kept.chat
             self._initiative.heard(chat, kept.sent_at)
             self._company.heard(kept, at=now)
-            arrival = self._conversations.of(chat).message_in(kept)
+            settings = self._config.groups.for_chat(chat)
+            conversation = self._conversations.of(chat)
+            arrival = conversation.message_in(kept, at=arrived_at, continue_s=settings.continue_s)
             if arrival.cancels:
                 talked_over[chat] = None
             self._debouncer.touch(
@@ -160,6 +162,7 @@ class Pipeline:
                 unfinished=looks_unfinished(kept.text),
                 rearm=arrival.rearms,
                 restart_cap=arrival.first_to_ask,
+                answer_within_s=settings.answer_within_s if arrival.first_to_ask else None,
             )
         for chat in talked_over:
             await self._cancel_unsent(chat)
@@ -205,9 +208,9 @@ class Pipeline:
 
     # -- what the parts beside it tell (ChatEvents) ------------------------------------
 
-    def quiet(self, chat: ChatKey) -> None:
-        """The chat went quiet: answer its waiting messages, or once it is free."""
-        if not self._stopping and self._conversations.of(chat).timer_fired():
+    def quiet(self, chat: ChatKey, ended_by: WaitEnd) -> None:
+        """The chat's wait ended: answer its waiting messages, or once it is free."""
+        if not self._stopping and self._conversations.of(chat).timer_fired(ended_by):
             self._start_batch(chat)
 
     def item_sent(self, chat: ChatKey) -> None:
@@ -271,14 +274,11 @@ class Pipeline:
         # they are being answered (in a private chat always): writing again talks over it.
         reply_mode = self._config.groups.for_chat(chat).reply_mode
         owed = decide(batch, reply_mode=reply_mode) is Decision.ANSWER
-        rearmed_by = conversation.answer_started(
+        wait = conversation.answer_started(
             answered_senders(batch.messages), owed=owed or not chat.is_group
         )
         answering = self._answerer.answer(
-            batch,
-            text_limit=platform.text_limit,
-            chat_title=conversation.title,
-            rearmed_by=rearmed_by,
+            batch, text_limit=platform.text_limit, chat_title=conversation.title, wait=wait
         )
         answer = await self._answered(batch, answering, platform, typing=owed)
         await self._close(batch, answer, conversation)

@@ -136,6 +136,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_messages": "messages: {ids}",
         "trace_sender": "{id} ({name})",
         "trace_rearmed": "re-armed the wait: {rearmed}; joined as context: {context}",
+        "trace_wait_ended": "the wait ended: {why}",
         "trace_prompt": "prompt ~{total} tokens: {parts}",
         "trace_recall": "recall ({how}): dates asked {asked}; date hits {date_hits}; "
         "keyword hits {keyword_hits}; vector hits {vector_hits}; already in the prompt {in_prompt}",
@@ -305,6 +306,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_messages": "消息：{ids}",
         "trace_sender": "{id}（{name}）",
         "trace_rearmed": "重新计时的消息：{rearmed}；只作为上下文的：{context}",
+        "trace_wait_ended": "等待结束于：{why}",
         "trace_prompt": "提示词约 {total} token：{parts}",
         "trace_recall": "回忆（{how}）：问到的日期 {asked}；按日期找到 {date_hits}；"
         "按关键词找到 {keyword_hits}；按语义找到 {vector_hits}；已在提示词里 {in_prompt}",

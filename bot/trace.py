@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 
 from bot.budget import cost_of, format_cost
 from bot.config_groups import BudgetConfig
+from bot.conversation import NO_WAIT, Wait
 from bot.initiative.occasion import Occasion
 from bot.initiative.promises import Promise
 from bot.models import Batch, BatchOutcome, ChatKey, Completion, TokenCount, ToolCall, Usage
@@ -128,6 +129,7 @@ class Trace:
     dropped: tuple[DroppedItem, ...] = ()  # items of the plan that never reached the outbox
     rearmed_by: tuple[str, ...] = ()  # messages that re-armed the quiet timer; the rest of
     # a group batch joined it as context (the busy-room rule)
+    wait_ended: str = ""  # why the quiet wait ended (bot.conversation.WaitEnd); "" before
     heard: tuple[tuple[str, str], ...] = ()  # (message id, transcript; "" unheard) per voice
     # note of the batch, as the model was given it
     outcome: str = ""  # an initiative batch: "answered", "silent" or "failed"
@@ -194,7 +196,7 @@ class TraceNotes:
 
     batch: Batch
     at: datetime
-    rearmed_by: tuple[str, ...] = ()
+    wait: Wait = NO_WAIT
     prompt_tokens: dict[str, int] = field(default_factory=dict)
     recall: RecallFound = RecallFound()
     calls: list[LLMCall] = field(default_factory=list)
@@ -281,7 +283,8 @@ class TraceNotes:
             tier=self.tier,
             error=error,
             dropped=tuple(self.dropped),
-            rearmed_by=tuple(i for i in self.rearmed_by if i in message_ids),
+            rearmed_by=tuple(i for i in self.wait.rearmed_by if i in message_ids),
+            wait_ended=self.wait.ended_by if message_ids else "",
             heard=tuple(
                 (m.message_id, clip(m.transcript or "", TOOL_CHARS_MAX))
                 for m in self.batch.messages
@@ -366,6 +369,8 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
                 context=", ".join(context) or say("trace_nothing"),
             )
         )
+        if trace.wait_ended:
+            lines.append(say("trace_wait_ended", why=trace.wait_ended))
     if trace.gate:
         lines.append(say("trace_gate", reasons="; ".join(trace.gate)))
     if trace.prompt_tokens:

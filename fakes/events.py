@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 
 from bot.config import PacingConfig
-from bot.conversation import Unheard
+from bot.conversation import Unheard, WaitEnd
 from bot.debounce import Debouncer
 from bot.models import ChatKey
 
@@ -17,7 +17,7 @@ class OnQuiet(Unheard):
     def __init__(self, on_quiet: Callable[[ChatKey], object]) -> None:
         self._on_quiet = on_quiet
 
-    def quiet(self, chat: ChatKey) -> None:
+    def quiet(self, chat: ChatKey, ended_by: WaitEnd) -> None:
         self._on_quiet(chat)
 
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from bot.conversation import Conversation, Phase, answered_senders
+from bot.conversation import Conversation, Phase, WaitEnd, answered_senders
 from bot.models import ChatKey, ChatKind, IncomingMessage, StoredMessage
 
 PRIVATE = ChatKey("test", ChatKind.PRIVATE, "42")
@@ -252,7 +252,7 @@ def test_the_batch_knows_which_of_its_messages_re_armed_the_wait() -> None:
     conversation.message_in(said(GROUP, sender_id="bob", addressed=False, message_id="5"))
     conversation.timer_fired()
     second = conversation.answer_started(frozenset({"bob"}), owed=False)
-    assert (first, second) == (("1", "2", "4"), ("5",))
+    assert (first.rearmed_by, second.rearmed_by) == (("1", "2", "4"), ("5",))
 
 
 def test_chatter_from_others_neither_delays_nor_cancels_the_answer() -> None:
@@ -310,3 +310,77 @@ def test_a_wait_counts_the_context_its_batch_may_hold_beyond_max_batch() -> None
     held = conversation.batch_context
     conversation.answer_started(frozenset({"alice"}), owed=True)
     assert (held, conversation.batch_context) == (4, 0)
+
+
+def timed_room(
+    *said_in_order: tuple[float, str, bool], continue_s: float = 4.0
+) -> tuple[Conversation, list[bool]]:
+    """Let (seconds, sender, addresses the bot) arrive in a group, with
+    ``groups.continue_s``; return whether each re-armed the timer."""
+    conversation = Conversation(cancel_mode=True)
+    rearmed = [
+        conversation.message_in(
+            said(GROUP, sender_id=sender, addressed=addressed, message_id=str(number)),
+            at=at,
+            continue_s=continue_s,
+        ).rearms
+        for number, (at, sender, addressed) in enumerate(said_in_order)
+    ]
+    return conversation, rearmed
+
+
+def test_the_askers_quick_follow_up_still_joins_the_question() -> None:
+    """Alice asks, then adds "…I mean for a beginner" 2 s later and another line 3 s after
+    that: each continues her question and re-arms the wait."""
+    _, rearmed = timed_room((0.0, "alice", True), (2.0, "alice", False), (5.0, "alice", False))
+    assert rearmed == [True, True, True]
+
+
+def test_an_asker_who_goes_on_chatting_with_the_room_no_longer_delays_the_answer() -> None:
+    """Three members take turns every 3 s: Alice's lines 9 s apart are chatter with the
+    others, context for her question, not re-arms; so is her next quick line once she has
+    gone on to other talk, until she addresses the bot again."""
+    _, rearmed = timed_room(
+        (0.0, "alice", True),
+        (3.0, "bob", False),
+        (6.0, "carol", False),
+        (9.0, "alice", False),
+        (10.0, "alice", False),
+        (12.0, "bob", False),
+        (15.0, "alice", True),
+        (17.0, "alice", False),
+    )
+    assert rearmed == [True, False, False, False, False, False, True, True]
+
+
+def test_continue_s_zero_lets_only_new_mentions_re_arm() -> None:
+    """With ``continue_s = 0`` the asker's unaddressed lines never re-arm; a new @ does."""
+    _, rearmed = timed_room(
+        (0.0, "alice", True), (0.5, "alice", False), (1.0, "alice", True), continue_s=0.0
+    )
+    assert rearmed == [True, False, True]
+
+
+@pytest.mark.parametrize(
+    ("ended_by", "asked", "expected"),
+    [
+        (WaitEnd.QUIET, True, WaitEnd.QUIET_AFTER_ASKER),
+        (WaitEnd.QUIET, False, WaitEnd.QUIET),
+        (WaitEnd.ANSWER_BOUND, True, WaitEnd.ANSWER_BOUND),
+        (WaitEnd.MAX_WAIT, True, WaitEnd.MAX_WAIT),
+    ],
+)
+def test_the_batch_is_told_why_its_wait_ended(
+    ended_by: WaitEnd, asked: bool, expected: WaitEnd
+) -> None:
+    """A quiet that came after someone asked is "quiet after the asker"; the answer bound
+    and max wait are named as such; the next batch starts from a plain quiet again."""
+    conversation, _ = timed_room((0.0, "alice", asked), (1.0, "bob", False))
+    conversation.timer_fired(ended_by)
+    wait = conversation.answer_started(frozenset({"alice"}), owed=asked)
+    conversation.answer_ready(0)
+    conversation.answer_ended()
+    conversation.message_in(said(GROUP, sender_id="bob", addressed=False, message_id="9"))
+    conversation.timer_fired()
+    after = conversation.answer_started(frozenset({"bob"}), owed=False)
+    assert (wait.ended_by, after.ended_by) == (expected, WaitEnd.QUIET)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 
 import pytest
 
 from bot.config import PacingConfig
-from bot.debounce import looks_unfinished, quiet_deadline
+from bot.conversation import Unheard, WaitEnd
+from bot.debounce import Debouncer, looks_unfinished, quiet_deadline
 from bot.models import ChatKey, ChatKind
 from fakes.events import debouncer_calling
 
@@ -18,22 +20,29 @@ PACING = PacingConfig(debounce_min_s=5, debounce_max_s=15, max_wait_s=60, max_ba
 
 
 @pytest.mark.parametrize(
-    ("now", "draw", "expected"),
+    ("now", "draw", "answer_by", "expected"),
     [
-        (100.0, 0.0, 105.0),  # the shortest wait
-        (100.0, 1.0, 115.0),  # the longest wait
-        (100.0, 0.5, 110.0),
-        (155.0, 1.0, 160.0),  # capped: first message at 100, max_wait 60
+        (100.0, 0.0, math.inf, (105.0, WaitEnd.QUIET)),  # the shortest wait
+        (100.0, 1.0, math.inf, (115.0, WaitEnd.QUIET)),  # the longest wait
+        (100.0, 0.5, math.inf, (110.0, WaitEnd.QUIET)),
+        (155.0, 1.0, math.inf, (160.0, WaitEnd.MAX_WAIT)),  # first at 100, max_wait 60
+        (100.0, 1.0, 112.0, (112.0, WaitEnd.ANSWER_BOUND)),  # an @ at 92, bound 20 s
+        (155.0, 1.0, 170.0, (160.0, WaitEnd.MAX_WAIT)),  # max_wait still caps the bound
     ],
 )
-def test_quiet_deadline(now: float, draw: float, expected: float) -> None:
-    """The deadline is now + a wait drawn in [min, max], never past first + max_wait."""
-    assert quiet_deadline(PACING, now=now, first_at=100.0, draw=draw) == expected
+def test_quiet_deadline(
+    now: float, draw: float, answer_by: float, expected: tuple[float, WaitEnd]
+) -> None:
+    """The deadline is now + a wait drawn in [min, max], never past first + max_wait nor
+    past the answer bound; it says which of the three set it."""
+    deadline = quiet_deadline(PACING, now=now, first_at=100.0, draw=draw, answer_by=answer_by)
+    assert deadline == expected
 
 
 def test_unfinished_message_waits_longest() -> None:
     """A message that reads unfinished gets the longest wait whatever the draw."""
-    assert quiet_deadline(PACING, now=0.0, first_at=0.0, draw=0.0, unfinished=True) == 15.0
+    deadline = quiet_deadline(PACING, now=0.0, first_at=0.0, draw=0.0, unfinished=True)
+    assert deadline == (15.0, WaitEnd.QUIET)
 
 
 @pytest.mark.parametrize(
@@ -244,3 +253,30 @@ async def test_the_first_question_in_a_busy_room_gets_a_whole_max_wait() -> None
     await asyncio.sleep(0.2)
     assert len(fired) == 1
     assert 0.1 - 0.005 <= fired[0] - asked < 0.15
+
+
+class Ended(Unheard):
+    """Events that record each chat whose wait ended, with why and when (loop time)."""
+
+    def __init__(self) -> None:
+        self.ended: list[tuple[ChatKey, WaitEnd, float]] = []
+
+    def quiet(self, chat: ChatKey, ended_by: WaitEnd) -> None:
+        self.ended.append((chat, ended_by, asyncio.get_running_loop().time()))
+
+
+async def test_the_answer_bound_ends_a_wait_the_asker_keeps_re_arming() -> None:
+    """An @ starts a 120 ms answer bound: lines re-arming the 50 ms wait every 30 ms do not
+    hold the answer past it, and the wait says the bound ended it."""
+    events = Ended()
+    debouncer = Debouncer(FAST.model_copy(update={"max_wait_s": 5.0}))
+    debouncer.report_to(events)
+    loop = asyncio.get_running_loop()
+    asked_at = loop.time()
+    debouncer.touch(CHAT, restart_cap=True, answer_within_s=0.12)
+    while not events.ended and loop.time() - asked_at < 1.0:
+        await asyncio.sleep(0.03)
+        debouncer.touch(CHAT)
+    debouncer.cancel_all()
+    [(chat, ended_by, at)] = events.ended
+    assert (chat, ended_by, at - asked_at >= 0.12 - 0.005) == (CHAT, WaitEnd.ANSWER_BOUND, True)

@@ -177,6 +177,7 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "message_ids": list(trace.message_ids),
         "senders": dict(shown.senders),
         "rearmed_by": list(trace.rearmed_by),
+        "wait_ended": trace.wait_ended,
         "gate": list(trace.gate),
         "guards": list(trace.guards),
         "cost": trace.cost,
