@@ -51,7 +51,7 @@ import json
 import secrets
 import uuid
 from collections import Counter, defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from types import TracebackType
@@ -62,6 +62,7 @@ from aiohttp import WSMsgType, web
 from fakes.clock import Clock
 
 ChatKind = Literal["group", "c2c"]
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 Delivery = Literal["sent", "queued", "withheld"]
 T = TypeVar("T")
 
@@ -83,6 +84,7 @@ MAX_REPLIES_PER_MSG_ID: Final = 5
 TOKEN_RENEWAL_S: Final = 60  # a token asked for in its last minute is a new one
 
 _MESSAGE_TYPES: Final = frozenset({0, 2, 3, 4, 7})
+_OPEN_PATHS: Final = frozenset({"/app/getAppAccessToken", "/websocket"})  # no token wanted
 _FILE_TYPES: Final = frozenset({1, 2, 3, 4})  # picture, video, voice (SILK), file
 
 # Gateway close codes (the platform's list).
@@ -271,9 +273,7 @@ class _Session:
 
 @dataclass(frozen=True, slots=True)
 class _Scripted:
-    status: int
-    code: int
-    message: str
+    refusal: Refusal
     data: dict[str, Any] | None
 
 
@@ -349,7 +349,7 @@ class FakeQQOpenPlatform:
 
     async def start(self) -> None:
         """Listen on a free port of 127.0.0.1."""
-        app = web.Application()
+        app = web.Application(middlewares=[self._require_token])
         app.router.add_post("/app/getAppAccessToken", self._token)
         app.router.add_get("/gateway", self._gateway_url)
         app.router.add_get("/gateway/bot", self._gateway_url)
@@ -425,7 +425,8 @@ class FakeQQOpenPlatform:
         ``status=202`` with ``data={"message_audit": {"audit_id": ...}}`` plays a message
         held for the platform's content review.
         """
-        self._scripts[endpoint].extend(_Scripted(status, code, message, data) for _ in range(times))
+        scripted = _Scripted(Refusal(code, message, status), data)
+        self._scripts[endpoint].extend(scripted for _ in range(times))
 
     # --- what chatters say -----------------------------------------------------------------
 
@@ -702,9 +703,9 @@ class FakeQQOpenPlatform:
     # --- HTTP: the token and the gateway URL ------------------------------------------------
 
     async def _token(self, request: web.Request) -> web.Response:
-        scripted = self._scripted("token")
+        scripted = self._next_script("token")
         if scripted is not None:
-            return scripted
+            return _refusal(scripted.refusal, data=scripted.data)
         try:
             body = await request.json() if request.content_type == "application/json" else {}
         except ValueError:
@@ -739,19 +740,21 @@ class FakeQQOpenPlatform:
         expires = self._tokens.get(token)
         return expires is not None and expires > self._now()
 
-    def _authorized(self, request: web.Request) -> bool:
+    @web.middleware
+    async def _require_token(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        """Let a REST call through only with ``Authorization: QQBot <live token>``."""
+        if request.path in _OPEN_PATHS:
+            return await handler(request)
         header = request.headers.get("Authorization", "")
         if header.startswith("QQBot ") and self._token_alive(header.removeprefix("QQBot ")):
-            return True
+            return await handler(request)
         self.unauthorized.append(request.path)
-        return False
+        return _refusal(TOKEN_INVALID)
 
     async def _gateway_url(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return _refusal(TOKEN_INVALID)
-        scripted = self._scripted("gateway")
+        scripted = self._next_script("gateway")
         if scripted is not None:
-            return scripted
+            return _refusal(scripted.refusal, data=scripted.data)
         self.gateway_requests.append(request.path)
         await self._notify()
         if request.path == "/gateway":
@@ -764,27 +767,27 @@ class FakeQQOpenPlatform:
     # --- HTTP: sending ----------------------------------------------------------------------
 
     async def _post_message(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return _refusal(TOKEN_INVALID)
-        kind = _kind_of(request)
-        target = request.match_info["target"]
-        body = await _json_body(request)
-        sent = _sent_from(kind, target, body, self._now())
-        response = self._scripted("messages")
-        if response is None:
-            try:
-                self._check_message(sent)
-            except _Refused as refused:
-                response = _refusal(refused.refusal)
-                sent = replace(sent, code=refused.refusal.code)
-            else:
-                sent = replace(sent, id=self._message_id())
-                response = web.json_response({"id": sent.id, "timestamp": int(sent.at.timestamp())})
-        else:
-            sent = replace(sent, code=_scripted_code(response))
+        kind, target = _chat_of(request)
+        sent = _sent_from(kind, target, await _json_body(request), self._now())
+        sent, response = self._answer_message(sent)
         self.sends.append(sent)
         await self._notify()
         return response
+
+    def _answer_message(self, sent: Sent) -> tuple[Sent, web.Response]:
+        """Return ``sent`` as the platform took it (its id, or its refusal's code) and the
+        answer."""
+        scripted = self._next_script("messages")
+        if scripted is not None:
+            return replace(sent, code=scripted.refusal.code), _refusal(
+                scripted.refusal, data=scripted.data
+            )
+        try:
+            self._check_message(sent)
+        except _Refused as refused:
+            return replace(sent, code=refused.refusal.code), _refusal(refused.refusal)
+        sent = replace(sent, id=self._message_id())
+        return sent, web.json_response({"id": sent.id, "timestamp": int(sent.at.timestamp())})
 
     def _check_message(self, sent: Sent) -> None:
         """Raise ``_Refused`` if the platform would refuse ``sent``; count it if not."""
@@ -824,14 +827,11 @@ class FakeQQOpenPlatform:
         self._proactive_used[kind, target, month] += 1
 
     async def _post_file(self, request: web.Request) -> web.Response:
-        if not self._authorized(request):
-            return _refusal(TOKEN_INVALID)
-        kind = _kind_of(request)
-        target = request.match_info["target"]
+        kind, target = _chat_of(request)
         body = await _json_body(request)
-        scripted = self._scripted("files")
+        scripted = self._next_script("files")
         if scripted is not None:
-            return scripted
+            return _refusal(scripted.refusal, data=scripted.data)
         try:
             upload = _upload_from(kind, target, body)
             if upload.srv_send_msg:
@@ -850,12 +850,9 @@ class FakeQQOpenPlatform:
     def _message_id(self) -> str:
         return f"ROBOT1.0_sent_{next(self._ids)}"
 
-    def _scripted(self, endpoint: str) -> web.Response | None:
+    def _next_script(self, endpoint: str) -> _Scripted | None:
         script = self._scripts.get(endpoint)
-        if not script:
-            return None
-        failure = script.popleft()
-        return _refusal(Refusal(failure.code, failure.message, failure.status), data=failure.data)
+        return script.popleft() if script else None
 
     # --- what happened ----------------------------------------------------------------------
 
@@ -908,14 +905,9 @@ def _refusal(refusal: Refusal, *, data: dict[str, Any] | None = None) -> web.Res
     return web.json_response(body, status=refusal.status, headers={"X-Tps-trace-ID": trace})
 
 
-def _scripted_code(response: web.Response) -> int | None:
-    body = json.loads(response.text or "{}")
-    code = body.get("code") if isinstance(body, dict) else None
-    return code if isinstance(code, int) else None
-
-
-def _kind_of(request: web.Request) -> ChatKind:
-    return "group" if request.path.startswith("/v2/groups/") else "c2c"
+def _chat_of(request: web.Request) -> tuple[ChatKind, str]:
+    kind: ChatKind = "group" if request.path.startswith("/v2/groups/") else "c2c"
+    return kind, request.match_info["target"]
 
 
 async def _json_body(request: web.Request) -> dict[str, Any]:
