@@ -7,7 +7,7 @@ and shared by the runs. Each run opens it with the real ``SqliteStore`` and asks
 - **date**: questions naming days ("昨天…", "上周三…", "last Friday", "3天前", an ISO date):
   the date parser, then the summaries of those days;
 - **keyword**: questions about a topic ("那家火锅店", "concert tickets", a word no summary
-  holds): jieba in a worker thread, then FTS5 ranked by bm25, with the substring
+  holds): the question cut into pairs of characters, then FTS5 ranked by bm25, with the substring
   fallback when a term is short or matches nothing;
 - **hybrid**: the same keyword questions with semantic recall on: keyword hits
   fused with the chat's nearest summary vectors, plus the nearest facts. Every summary has

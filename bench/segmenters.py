@@ -1,14 +1,17 @@
-"""Compare Chinese segmenters for the keyword index: jieba (eager, lazy) and rjieba.
+"""Compare ways to cut Chinese for the keyword index: jieba, rjieba and pacebot's pairs.
 
 ``python -m bench.segmenters [FILE ...]`` measures, each in a fresh interpreter, the RSS a
-segmenter adds and how long it takes to be ready (import, plus the dictionary for the
-first cut), then cuts every Han run of a corpus with both in search mode (what
-``storage/search.py`` indexes) and counts where they differ. The corpus is the files
-given (UTF-8 text), plus the Chinese of the test suite and of the command answers (chat
-lines, questions, summaries, facts), the benchmark's chat lines and 500 of its summaries.
+cutter adds and how long it takes to be ready (import, plus the dictionary for the first
+cut), then cuts every Han run of a corpus with each (jieba and rjieba in search mode, as
+pacebot indexed until migration 0016; ``storage/search.py``'s dictionary-free pairs) and
+counts where jieba and rjieba differ, and how many of jieba's words the pairs still find
+in the run jieba cut them from (the gate's test: every pair of the word among the run's).
+The corpus is the files given (UTF-8 text), plus the Chinese of the test suite and of
+the command answers (chat lines, questions, summaries, facts), the benchmark's chat lines
+and 500 of its summaries. jieba and rjieba are not pacebot's dependencies: install them
+by hand to run this.
 
-A difference matters to search only where a word is in one cut and not in the other: a
-summary indexed with one segmenter and asked about with the other misses that word.
+Search quality itself is measured by ``bench/recall_quality.py``.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ _READY = {
     "jieba, eager (import + initialize)": "import jieba; jieba.initialize()",
     "jieba, lazy (import only)": "import jieba",
     "rjieba (import + first cut)": "import rjieba; rjieba.cut_for_search('我们明天去杭州')",
+    "pacebot's pairs (import + first cut)": (
+        "from storage import search; search.index_text(['我们明天去杭州'])"
+    ),
 }
 
 
@@ -96,6 +102,32 @@ def differences(runs: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+def jieba_words_found(runs: Sequence[str]) -> dict[str, int]:
+    """Count jieba's words (stop words aside), of one character and longer, and those the
+    pairs find in their own run: as recall looks (one of the question's terms among the
+    run's index words, or a one- or two-character question inside the run) and as the
+    gate looks (every word of the interest among the message's)."""
+    import jieba
+
+    from storage import search
+
+    counts: dict[str, int] = {}
+    for run in runs:
+        indexed = set(search.index_text([run]).split())
+        said = search.word_set(run)
+        for word in set(jieba.cut_for_search(run)) - search.STOP_WORDS:
+            size = "1_char" if len(word) == 1 else "longer"
+            terms = search.query_terms(word)
+            by_recall = bool(indexed.intersection(terms)) or search.is_short_han(terms)
+            for key, hit in (
+                (f"jieba_words_{size}", True),
+                (f"found_by_recall_{size}", by_recall),
+                (f"found_by_gate_{size}", search.word_set(word) <= said),
+            ):
+                counts[key] = counts.get(key, 0) + hit
+    return counts
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the comparison as Markdown tables."""
     import jieba
@@ -109,13 +141,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"| {name} | {figures['rss'] / 2**20:.1f} MiB | {figures['seconds']:.3f} s |")
     jieba.initialize()
     print(f"\ncorpus: {len(runs):,} Han runs, {sum(map(len, runs)):,} characters\n")
+    from storage import search
+
     print("| segmenter | search-mode cut |\n|---|---|")
     for name, cut in (
         ("jieba", jieba.cut_for_search),
         ("rjieba", lambda text: rjieba.cut_for_search(text, True)),
+        ("pacebot's pairs (index)", lambda text: search.index_text([text]).split()),
+        ("pacebot's pairs (question)", search.word_set),
     ):
         print(f"| {name} | {cut_speed(cut, runs) / 1e6:.2f} M chars/s |")
     print("\n" + json.dumps(differences(runs), ensure_ascii=False))
+    print(json.dumps(jieba_words_found(runs), ensure_ascii=False))
     return 0
 
 

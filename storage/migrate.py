@@ -1,7 +1,9 @@
 """Bring an SQLite file's schema up to date with the numbered ``migrations/*.sql`` files.
 
 The schema is versioned with ``PRAGMA user_version``: ``storage/migrations/NNNN_*.sql``
-are applied in order, each in its own transaction.
+are applied in order, each in its own transaction. A step that must cut words as the
+store does calls ``index_text(part, ...)`` (:func:`storage.search.index_text` of the
+non-NULL parts), which :func:`migrate` lends to the connection.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from importlib import resources
 import aiosqlite
 
 from bot.errors import StorageError
+from storage import search
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_\w+\.sql$")
 
@@ -73,6 +76,7 @@ async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> 
     """
     newest = migrations[-1].version if migrations else 0
     version = await _user_version(db)
+    await db.create_function("index_text", -1, _index_text, deterministic=True)
     if version > newest:
         msg = (
             f"the database schema is version {version}, newer than this pacebot knows "
@@ -97,6 +101,11 @@ async def migrate(db: aiosqlite.Connection, migrations: Sequence[Migration]) -> 
             raise
         await db.commit()
     return version
+
+
+def _index_text(*parts: str | None) -> str:
+    """Return the index words of the non-NULL ``parts`` (the SQL function ``index_text``)."""
+    return search.index_text([part for part in parts if part is not None])
 
 
 async def _user_version(db: aiosqlite.Connection) -> int:

@@ -1,8 +1,8 @@
 """Keep each chat's prompt stack and its knowledge index in SQL.
 
 :class:`SqliteSummaries` holds the lock around the functions here, which run inside the
-transaction it opened and never commit; it cuts words (``storage/search.py``) in a worker
-thread, outside the lock. A summary is a ``prompt_history`` row (the
+transaction it opened and never commit; it cuts words (``storage/search.py``) before
+taking the lock. A summary is a ``prompt_history`` row (the
 stack, in push order by id) and a ``knowledge_index`` row (what recall searches). Popping
 is a soft delete of both; the FTS rows stay, and every query keeps ``is_deleted = 0``.
 Times come in as unix seconds and go out as aware UTC datetimes.
@@ -10,7 +10,6 @@ Times come in as unix seconds and go out as aware UTC datetimes.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from collections.abc import Sequence
@@ -319,7 +318,7 @@ class SqliteSummaries(Database):
             keywords=tuple(clean(keyword) for keyword in content.keywords),
         )
         parts = [content.summary, *content.topics, *content.key_points, *content.keywords]
-        search_text = await asyncio.to_thread(search.index_text, parts)
+        search_text = search.index_text(parts)
         async with self._transaction() as db:
             record = await _push(
                 db,
@@ -375,12 +374,11 @@ class SqliteSummaries(Database):
         """Return the live summaries that best match ``query``'s keywords, best first.
 
         Any text is a valid query: one with no searchable words finds nothing. A chat
-        without live summaries is not searched at all, so its questions are not cut
-        either: a bot whose chats have none yet never loads the segmenter's dictionary.
+        without live summaries is not searched at all.
         """
         if limit < 1 or not await self._has_live_summaries(chat):
             return []
-        terms = await asyncio.to_thread(search.query_terms, query)
+        terms = search.query_terms(query)
         if not terms:
             return []
         async with self._connection() as db:

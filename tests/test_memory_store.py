@@ -457,7 +457,7 @@ def test_query_terms_keep_what_the_question_is_about() -> None:
     """Stop words, punctuation, emoji and repeats are dropped; case is folded."""
     terms = search.query_terms("我们上次在香山爬山是什么时候？？😀 Budget, budget, and 香山!")
 
-    assert terms == ["香山", "爬山", "budget"]
+    assert terms == ["在香", "香山", "山爬", "爬山", "山是", "budget"]
 
 
 def test_query_terms_are_capped() -> None:
@@ -528,6 +528,40 @@ async def test_no_indexed_word_falls_back_to_substrings(store: SqliteStore) -> N
     found = await store.search_summaries(ALICE, "spreadsheets? spread", limit=5)
 
     assert [r.id for r in found] == [budget.id]
+
+
+async def test_two_character_question_finds_a_word_inside_a_longer_one(store: SqliteStore) -> None:
+    """A two-character question finds the summary whose longer word holds it."""
+    hotpot = await push(store, ALICE, day(1), plain("周末去吃了海底捞火锅，排队排了一个小时"))
+    await push(store, ALICE, day(2), plain("今天去公园爬山"))
+
+    found = await store.search_summaries(ALICE, "海底捞", limit=5)
+
+    assert [r.id for r in found] == [hotpot.id]
+
+
+async def test_one_character_word_glued_to_the_next_is_found(store: SqliteStore) -> None:
+    """A one-character word the question runs into its next word ("猫后来") finds the
+    summary that holds it as a word of its own, not the one where it is part of another."""
+    cat = await push(
+        store, ALICE, day(1), DaySummary("Lily的猫跑丢了，晚上找到了。", keywords=("猫",))
+    )
+    await push(store, ALICE, day(2), plain("去动物园看了熊猫，熊猫在吃竹子"))
+
+    found = await store.search_summaries(ALICE, "上次聊的猫后来怎么样了", limit=5)
+
+    assert [r.id for r in found] == [cat.id]
+
+
+async def test_mixed_chinese_and_english_question(store: SqliteStore) -> None:
+    """A question mixing English and Chinese finds the summary by both kinds of word."""
+    phone = await push(store, ALICE, day(1), plain("大家聊iPhone 17的电池续航，老王还在用安卓"))
+    await push(store, ALICE, day(2), HIKING)
+    await push(store, ALICE, day(3), BUDGET)
+
+    found = await store.search_summaries(ALICE, "iPhone电池怎么样", limit=5)
+
+    assert [r.id for r in found] == [phone.id]
 
 
 async def test_question_of_stop_words_finds_nothing(store: SqliteStore) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import closing
@@ -191,8 +192,8 @@ async def test_a_memory_database_gains_people_and_traces(db_path: Path) -> None:
     assert traces == []
 
 
-# Summaries as pacebot wrote them while it cut Chinese with jieba 0.42: the index parts
-# (summary, topics, key points, keywords) and the search_text jieba made of them.
+# Summaries as pacebot wrote them while it cut Chinese with jieba 0.42 (schema 15): the
+# index parts (summary, topic, key point, keywords) and the search_text jieba made of them.
 JIEBA_INDEXED = (
     (
         ("小明和阿花周末坐高铁去杭州旅游，在西湖边吃了东坡肉。", "旅游", "小明订了高铁票", "西湖"),
@@ -209,47 +210,85 @@ JIEBA_INDEXED = (
         "lily 的 猫 又 把 杯子 打翻 了 她 想 给 猫 买 一个 自动 喂食 器 猫 喂食 器",
     ),
 )
+CHAT = "telegram:private:1"
+DICTIONARY_FREE = len(load_migrations()) - 1  # the step that cuts the index again
 
 
-def test_the_segmenter_cuts_as_jieba_did() -> None:
-    """rjieba makes the very search_text jieba 0.42 wrote, so old index rows need no re-index."""
-    assert [search.index_text(parts) for parts, _ in JIEBA_INDEXED] == [
-        text for _, text in JIEBA_INDEXED
-    ]
-
-
-async def test_a_jieba_indexed_database_is_searched_as_it_is(db_path: Path) -> None:
-    """Summaries indexed with jieba by an older pacebot are found by today's keyword search."""
+async def jieba_indexed_database(db_path: Path) -> None:
+    """Write a database of schema 15 whose summaries jieba cut, the third one popped."""
     db_path.parent.mkdir(parents=True)
-    chat = "telegram:private:1"
     async with aiosqlite.connect(db_path, isolation_level=None) as old:
-        await migrate(old, load_migrations())
-        for day, ((summary, *_), search_text) in enumerate(JIEBA_INDEXED, start=1):
+        await migrate(old, load_migrations()[:DICTIONARY_FREE])
+        for day, ((summary, topic, point, *keywords), search_text) in enumerate(
+            JIEBA_INDEXED, start=1
+        ):
             cursor = await old.execute(
                 "INSERT INTO prompt_history (chat_key, summary_date, added_prompt,"
                 " full_prompt_before, full_prompt_after, created_at)"
                 " VALUES (?, ?, ?, '', '', 0)",
-                (chat, f"2026-03-0{day}", summary),
+                (CHAT, f"2026-03-0{day}", summary),
             )
             await old.execute(
                 "INSERT INTO knowledge_index (prompt_history_id, chat_key, summary_date,"
-                " summary, search_text) VALUES (?, ?, ?, ?, ?)",
-                (cursor.lastrowid, chat, f"2026-03-0{day}", summary, search_text),
+                " summary, topics, key_points, keywords, search_text, is_deleted)"
+                " VALUES (?, ?, ?, ?, json_array(?), json_array(?), ?, ?, ?)",
+                (
+                    cursor.lastrowid,
+                    CHAT,
+                    f"2026-03-0{day}",
+                    summary,
+                    topic,
+                    point,
+                    json.dumps(keywords, ensure_ascii=False),
+                    search_text,
+                    int(day == 3),
+                ),
             )
+
+
+async def test_the_migration_cuts_a_jieba_index_again(db_path: Path) -> None:
+    """Migration 0016 cuts every stored row again, popped ones too, as a new summary is cut,
+    and the FTS index follows: jieba's word 东坡肉 is gone, the pair 小明 is found."""
+    await jieba_indexed_database(db_path)
+
+    async with await SqliteStore.open(db_path):
+        pass
+
+    with closing(sqlite3.connect(db_path)) as check:
+        stored = [text for (text,) in check.execute("SELECT search_text FROM knowledge_index")]
+        by_word = {
+            word: [
+                rowid
+                for (rowid,) in check.execute(
+                    "SELECT rowid FROM knowledge_fts WHERE knowledge_fts MATCH ?", (f'"{word}"',)
+                )
+            ]
+            for word in ("小明", "东坡肉", "喂食")
+        }
+    assert user_version(db_path) == len(load_migrations())
+    assert stored == [search.index_text(parts) for parts, _ in JIEBA_INDEXED]
+    assert by_word == {"小明": [1], "东坡肉": [], "喂食": [3]}
+
+
+async def test_a_jieba_indexed_database_still_recalls_after_the_migration(db_path: Path) -> None:
+    """Summaries an older pacebot indexed with jieba are found by keyword once migrated."""
+    await jieba_indexed_database(db_path)
+    questions = ("上次坐高铁去杭州玩", "大刘考研怎么样了", "小明订的票", "自动喂食器买了吗")
 
     async with await SqliteStore.open(db_path) as store:
         found = {
             question: [
                 record.day.isoformat()
-                for record in await store.search_summaries(ChatKey.parse(chat), question, limit=3)
+                for record in await store.search_summaries(ChatKey.parse(CHAT), question, limit=3)
             ]
-            for question in ("上次坐高铁去杭州玩", "大刘考研怎么样了", "自动喂食器买了吗")
+            for question in questions
         }
 
     assert found == {
         "上次坐高铁去杭州玩": ["2026-03-01"],
         "大刘考研怎么样了": ["2026-03-02"],
-        "自动喂食器买了吗": ["2026-03-03"],
+        "小明订的票": ["2026-03-01"],
+        "自动喂食器买了吗": [],  # popped: hidden from recall, though cut again
     }
 
 
