@@ -178,15 +178,25 @@ class CallGate:
         return tuple(found)
 
     async def _interests(self, batch: Batch, settings: GroupSettings) -> list[str]:
-        """Return the interests among the batch's words: every word of one in one message."""
+        """Return the interests among the batch's words: every word of one in one message.
+
+        A one-character interest (猫) is found wherever it is written, since a cut with no
+        dictionary cannot tell 养猫 from 熊猫: missing the first costs more than a draw.
+        """
         wanted = await self._cut_interests(settings.interests)
         if not wanted:
             return []
-        said = await self._words.words([message.text for message in batch.messages])
+        texts = [message.text.casefold() for message in batch.messages]
+        said = await self._words.words(texts)
         return [
             interest
             for interest, words in wanted.items()
-            if words and any(words <= message for message in said)
+            if words
+            and (
+                any(interest.casefold() in text for text in texts)
+                if len(interest.strip()) == 1
+                else any(words <= message for message in said)
+            )
         ]
 
     async def _cut_interests(self, interests: Sequence[str]) -> Mapping[str, frozenset[str]]:

@@ -66,7 +66,10 @@ async def test_a_batch_without_a_reason_costs_no_call(tmp_path: Path, llm: FakeL
     ("text", "interests", "gate"),
     [
         ("我家的猫又把杯子打翻了", ["猫"], ("interest: 猫",)),
-        ("熊猫好可爱", ["猫"], ()),  # a word of its own, not the interest
+        ("我想养猫", ["猫"], ("interest: 猫",)),  # glued to the word before it
+        ("熊猫好可爱", ["猫"], ("interest: 猫",)),  # one character: wherever it is written
+        ("今晚吃火锅吗", ["火锅"], ("interest: 火锅",)),
+        ("锅里的火太大了", ["火锅"], ()),  # both characters, not the word
         ("Just started playing GENSHIN again", ["genshin"], ("interest: genshin",)),
         ("my categories are a mess", ["cat"], ()),
         ("周末去看原神的演唱会", ["原神 演唱会", "天气"], ("interest: 原神 演唱会",)),
@@ -76,7 +79,8 @@ async def test_interests_are_matched_on_words(
     tmp_path: Path, llm: FakeLLMServer, text: str, interests: list[str], gate: tuple[str, ...]
 ) -> None:
     """An interest counts when every one of its words is a word of a message, Chinese cut
-    as recall cuts it and case aside: 猫 is in "我家的猫" but not in "熊猫"."""
+    as recall cuts it and case aside; a one-character interest counts wherever it is written
+    (猫 in "我想养猫" and in "熊猫": no dictionary tells the two apart)."""
     llm.reply_json(replies_json("我也是"))
     groups = {**SMART, "interests": interests}
     async with harness(tmp_path, llm, groups=groups, now=Clock(NOON, running=False).now) as bot:
