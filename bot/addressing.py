@@ -58,19 +58,22 @@ class Addressing:
         self._quotes = quotes
         self._conversations = conversations
 
-    async def marked(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
+    async def marked(
+        self, messages: Sequence[IncomingMessage], *, at: float
+    ) -> list[IncomingMessage]:
         """Return the messages to keep, each marked if it addresses the bot; an unaddressed
-        group message is left out where ``groups.store_unaddressed`` says so."""
+        group message is left out where ``groups.store_unaddressed`` says so. ``at`` is the
+        loop time they arrived at."""
         kept = []
         for message in messages:
-            if await self._addresses_bot(message):
+            if await self._addresses_bot(message, at=at):
                 message = replace(message, addresses_bot=True)
             unaddressed = message.chat.is_group and not message.addresses_bot
             if not unaddressed or self._keeps_unaddressed(message.chat):
                 kept.append(message)
         return kept
 
-    async def _addresses_bot(self, message: IncomingMessage) -> bool:
+    async def _addresses_bot(self, message: IncomingMessage, *, at: float) -> bool:
         """Tell whether a group message that does not name the bot is meant for it anyway.
 
         It is when it continues the exchange being answered (``Conversation.continues``),
@@ -79,7 +82,10 @@ class Addressing:
         sent replies (a database that cannot say leaves it unmarked: it is still stored).
         """
         conversation = self._conversations.get(message.chat)
-        if conversation is not None and conversation.continues(message):
+        continue_s = self._config.groups.for_chat(message.chat).continue_s
+        if conversation is not None and conversation.continues(
+            message, at=at, continue_s=continue_s
+        ):
             return True
         quoted = message.reply_to_id
         if not message.chat.is_group or message.addresses_bot or quoted is None:

@@ -144,6 +144,8 @@ class Conversation:
     # Who addressed the bot in the wait running now, each with the loop time of their
     # latest line that continued the question (-inf once they went on to other talk).
     askers: tuple[tuple[str, float], ...] = ()
+    batch_askers: tuple[tuple[str, float], ...] = ()  # … of the batch to come
+    answering_lines: tuple[tuple[str, float], ...] = ()  # … of the batch being answered
     waiting_count: int = 0  # messages of the wait running now
     rearmed_by: tuple[str, ...] = ()  # waiting messages that re-armed (no list per chat)
     context_count: int = 0  # waiting messages that only joined as context
@@ -171,21 +173,35 @@ class Conversation:
 
     # -- the talk-over rules ------------------------------------------------------------
 
-    def continues(self, message: IncomingMessage) -> bool:
-        """Tell whether a group message that does not name the bot still addresses it.
+    def continues(
+        self, message: IncomingMessage, *, at: float = 0.0, continue_s: float = math.inf
+    ) -> bool:
+        """Hear a group message that does not name the bot; tell whether it addresses it.
 
-        It does when its sender is being answered and writes again in ``cancel`` mode: it
-        continues the exchange, cancels what is still unsaid to them, and must be answered.
-        (A message from someone answered earlier is a *follow-up*: ``bot/company.py``.)
+        It does when its sender is being answered and writes again in ``cancel`` mode,
+        still typing to the bot: within ``continue_s`` of their previous line (loop time
+        ``at``), as for the wait. It continues the exchange, cancels what is still unsaid
+        to them, and must be answered. A line after a longer pause is talk with the room:
+        context, and so are their later lines until they address the bot again. (A message
+        from someone answered earlier is a *follow-up*: ``bot/company.py``.)
         """
         being_answered = self.sending or (self.thinking and self.owed)
-        return (
+        if not (
             self.cancel_mode
             and message.chat.is_group
             and not message.addresses_bot
             and being_answered
             and message.sender_id in self.answering
-        )
+        ):
+            return False
+        lines = dict(self.answering_lines)
+        last = lines.get(message.sender_id)
+        if last is None:  # answered without asking (everyone, in "always" or "smart" mode)
+            return True
+        still_asking = at - last <= continue_s
+        lines[message.sender_id] = at if still_asking else -math.inf
+        self.answering_lines = tuple(lines.items())
+        return still_asking
 
     def message_in(
         self, message: IncomingMessage, *, at: float = 0.0, continue_s: float = math.inf
@@ -258,6 +274,7 @@ class Conversation:
         quiet = ended_by is WaitEnd.QUIET
         self.batch_wait_ended = WaitEnd.QUIET_AFTER_ASKER if quiet and asked else ended_by
         self.waiting = False
+        self.batch_askers = (*self.batch_askers, *self.askers)
         self.askers = ()
         self.waiting_count = 0
         self.batch_rearmed_by += self.rearmed_by
@@ -285,6 +302,7 @@ class Conversation:
         others joined it as context), as far as this run saw them arrive, and why it ended.
         """
         self.answering = senders
+        self.answering_lines, self.batch_askers = self.batch_askers, ()
         self.owed = owed
         self.talked_over = False
         wait = Wait(self.batch_rearmed_by, self.batch_wait_ended)
@@ -326,6 +344,7 @@ class Conversation:
 
     def _forget_answer(self) -> None:
         self.answering = frozenset()
+        self.answering_lines = ()
         self.owed = False
 
     def _next_answer_due(self) -> bool:

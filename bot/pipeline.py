@@ -134,7 +134,9 @@ class Pipeline:
         stale_before = self._now() - timedelta(seconds=self._config.pacing.stale_after_s)
         old = [message for message in messages if message.sent_at < stale_before]
         fresh = [message for message in messages if message.sent_at >= stale_before]
-        kept_as_context = await self._keeper.keep_as_context(await self._addressing.marked(old))
+        arrived_at = asyncio.get_running_loop().time()
+        marked = await self._addressing.marked(old, at=arrived_at)
+        kept_as_context = await self._keeper.keep_as_context(marked)
         return kept_as_context + await self._receive(fresh)
 
     async def _receive(self, messages: Sequence[IncomingMessage]) -> list[IncomingMessage]:
@@ -143,11 +145,12 @@ class Pipeline:
             logger.debug("stopping; {} message(s) not taken", len(messages))
             return []
         talked_over: dict[ChatKey, None] = {}  # in order, once each
-        stored = await self._keeper.keep(await self._addressing.marked(messages))
+        arrived_at = asyncio.get_running_loop().time()
+        stored = await self._keeper.keep(await self._addressing.marked(messages, at=arrived_at))
         self._collect_stickers(stored)
         if self._hearing is not None:  # heard beside the quiet wait
             self._hearing.hear(stored)
-        now, arrived_at = self._now(), asyncio.get_running_loop().time()
+        now = self._now()
         for kept in stored:
             chat = kept.chat
             self._initiative.heard(chat, kept.sent_at)

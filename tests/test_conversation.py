@@ -384,3 +384,23 @@ def test_the_batch_is_told_why_its_wait_ended(
     conversation.timer_fired()
     after = conversation.answer_started(frozenset({"bob"}), owed=False)
     assert (wait.ended_by, after.ended_by) == (expected, WaitEnd.QUIET)
+
+
+@pytest.mark.parametrize(
+    ("after_s", "expected"),
+    [(2.0, True), (9.0, False)],
+    ids=["still typing to the bot", "chatting with the room"],
+)
+def test_the_asker_being_answered_talks_over_only_while_still_typing(
+    after_s: float, expected: bool
+) -> None:
+    """While Alice's answer is thought out, her unaddressed line 2 s after her question
+    continues the exchange (it cuts the answer and is answered); one 9 s later is talk
+    with the room: context, and so is her next quick line."""
+    conversation, _ = timed_room((0.0, "alice", True))
+    conversation.timer_fired()
+    conversation.answer_started(frozenset({"alice"}), owed=True)
+    line = said(GROUP, sender_id="alice", addressed=False, message_id="2")
+    continues = conversation.continues(line, at=after_s, continue_s=4.0)
+    again = conversation.continues(line, at=after_s + 1.0, continue_s=4.0)
+    assert (continues, again) == (expected, expected)

@@ -185,8 +185,9 @@ async def test_people_and_traces_through_pacebot_run_on_qq(
     assert lines[0].endswith("：answered")
     assert re.fullmatch(r"消息：\d+（u42）", lines[1])
     assert re.fullmatch(r"重新计时的消息：\d+；只作为上下文的：无", lines[2])
-    assert lines[3] == "闸门：addressed"
-    people_tokens = re.search(r"people (\d+)", lines[4])
+    assert lines[3] == "等待结束于：quiet after the asker"
+    assert lines[4] == "闸门：addressed"
+    people_tokens = re.search(r"people (\d+)", lines[5])
     assert people_tokens is not None
     assert int(people_tokens[1]) > 0
     assert "第 1 条回复：sent · 吃面吧" in lines
