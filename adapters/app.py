@@ -39,7 +39,7 @@ from adapters import shell
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir
 from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
-from adapters.file_sources import opened_picture_sources, opened_sticker_sources
+from adapters.media import opened_media
 from adapters.platforms import (
     GivesUp,
     PlatformAdapter,
@@ -47,7 +47,6 @@ from adapters.platforms import (
     history_sources,
     load_platform_modules,
 )
-from adapters.voice_sources import opened_voice
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config import Config, enabled_platforms, load_config, read_persona
@@ -178,9 +177,7 @@ async def running_core(
             parts = await stack.enter_async_context(opened_parts(config, secrets, now=now))
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
-        sources = opened_picture_sources(config, secrets, platforms)
-        stickers = opened_sticker_sources(config, secrets, platforms)
-        voice = opened_voice(config, secrets, platforms)
+        media = await stack.enter_async_context(opened_media(config, secrets, platforms))
         core = build_core(
             config,
             parts.store,
@@ -188,13 +185,13 @@ async def running_core(
             platforms,
             llm=parts.llm,
             splitter=splitter,
-            pictures=await stack.enter_async_context(sources),
-            sticker_sources=await stack.enter_async_context(stickers),
+            pictures=media.pictures,
+            sticker_sources=media.stickers,
             spending=parts.spending,
             words=RecallWords(),
             now=now,
             retries=retries,
-            voice=await stack.enter_async_context(voice),
+            voice=media.voice,
             history=history_sources(config, platforms),
             draw=draw,
         )
