@@ -64,7 +64,6 @@ from bot.secrets import Secrets, read_secrets
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler
-from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
 from storage.words import RecallWords
 
@@ -200,7 +199,7 @@ async def running_core(
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()
         if nightly:
-            job = functools.partial(run_nightly, parts.memory, parts.store, config)
+            job = core.ops.memory.run_nightly
             scheduler = start_scheduler(config, job)
             stack.callback(scheduler.shutdown, wait=False)
             catch_up = start_task(
