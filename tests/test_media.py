@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from adapters.media import opened_media
 from bot.config import Config
@@ -36,38 +36,29 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     writer.close()
 
 
-class CountingRelay:
-    """A TCP relay on 127.0.0.1 in front of ``port`` that counts the connections opened
-    through it: one client keeping its connection alive opens one, three clients three."""
+@dataclass
+class Relay:
+    """Where the relay listens, and how many connections were opened through it."""
 
-    def __init__(self, port: int) -> None:
-        self.connections = 0
-        self._target = port
-        self._server: asyncio.Server | None = None
+    port: int = 0
+    connections: int = 0
 
-    async def __aenter__(self) -> Self:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+@contextlib.asynccontextmanager
+async def counting_relay(target_port: int) -> AsyncIterator[Relay]:
+    """Relay 127.0.0.1 to ``target_port``, counting the connections: one client keeping
+    its connection alive opens one, three clients three."""
+    relay = Relay()
 
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        return int(self._server.sockets[0].getsockname()[1])
-
-    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self._target)
+    async def forward(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        relay.connections += 1
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", target_port)
         await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+
+    server = await asyncio.start_server(forward, "127.0.0.1", 0)
+    relay.port = int(server.sockets[0].getsockname()[1])
+    async with server:
+        yield relay
 
 
 def telegram_everything_on(tmp_path: Path, llm: FakeLLMServer, api_base_url: str) -> Config:
@@ -85,7 +76,7 @@ async def test_telegram_pictures_stickers_and_voice_notes_share_one_client(
     api.add_file("sticker-1", webp_sticker(), path="stickers/file_1.webp")
     api.add_file("voice-1", audio.ogg_opus(2.0), path="voice/file_1.oga")
     secrets = Secrets(TEST_KEY, TEST_KEY, telegram_token=api.token, voice_api_key=TEST_KEY)
-    async with CountingRelay(api.port) as relay:
+    async with counting_relay(api.port) as relay:
         config = telegram_everything_on(tmp_path, llm, f"http://127.0.0.1:{relay.port}/bot")
         async with opened_media(config, secrets, {"telegram": RecordingPlatform()}) as media:
             assert media.voice is not None
@@ -109,7 +100,7 @@ async def test_qq_pictures_stickers_and_voice_notes_share_one_client(
     config = make_config(tmp_path, llm.base_url, qq=qq, **EVERYTHING_ON)
     secrets = Secrets(TEST_KEY, TEST_KEY, voice_api_key=TEST_KEY)
     platform = QQPlatform(host="127.0.0.1", port=free_port(), access_token=None, bot_name="小满")
-    async with ImageHost() as host, CountingRelay(host.port) as relay:
+    async with ImageHost() as host, counting_relay(host.port) as relay:
         for path, body in [("/cat.jpg", jpeg(64, 48)), ("/sticker.webp", webp_sticker())]:
             host.serve(path, body)
         host.serve("/r.silk", audio.silk(2.0))
