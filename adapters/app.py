@@ -1,8 +1,10 @@
 """The composition root: wire the real parts together and run their lifecycles.
 
-Every ``pacebot`` command ends here once its arguments are parsed. Start in order
-(store, LLM, pipeline recovery, platforms), stop in reverse: platforms stop taking
-updates first, then the pipeline persists what is in flight, then the database closes.
+``pacebot run`` and ``console`` end here once their arguments are parsed (:func:`serve`);
+the commands that need no platform (``adapters/offline.py``) open their parts here. Start
+in order (store, LLM, pipeline recovery, platforms), stop in reverse: platforms stop
+taking updates first, then the pipeline persists what is in flight, then the database
+closes.
 
 Outside ``storage/`` and ``scheduler/``, only this module may import ``storage`` or
 ``scheduler``; the core reaches them through its ports, the command line through here.
@@ -24,22 +26,19 @@ import gc
 import os
 import random
 import signal
-import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from loguru import logger
-from rich.console import Console
-from rich.progress import Progress
 
 from adapters import shell
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir
 from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
-from adapters.file_sources import opened_picture_sources, opened_sticker_sources
+from adapters.media import opened_media
 from adapters.platforms import (
     GivesUp,
     PlatformAdapter,
@@ -47,7 +46,6 @@ from adapters.platforms import (
     history_sources,
     load_platform_modules,
 )
-from adapters.voice_sources import opened_voice
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config import Config, enabled_platforms, load_config, read_persona
@@ -56,17 +54,14 @@ from bot.errors import ConfigError, PacebotError
 from bot.initiative.wakeup import LONGEST_WAIT_S
 from bot.log import setup_logging
 from bot.memory.semantic import SemanticMemory
-from bot.memory.stack import Memory, SummaryResult
-from bot.models import ChatKey
+from bot.memory.stack import Memory
 from bot.ops import Ops
-from bot.ops.memory import MemoryOps
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler
-from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
 from storage.words import RecallWords
 
@@ -124,6 +119,13 @@ def _embedder(config: Config, api_key: str) -> OpenAIEmbedder:
 
 
 @contextlib.asynccontextmanager
+async def opened_store(config: Config) -> AsyncIterator[SqliteStore]:
+    """Open the store alone (no secret, no LLM); close it on exit."""
+    async with await SqliteStore.open(config.database_path) as store:
+        yield store
+
+
+@contextlib.asynccontextmanager
 async def opened_parts(
     config: Config, secrets: Secrets, *, now: Callable[[], datetime] = utc_now
 ) -> AsyncIterator[Parts]:
@@ -131,8 +133,7 @@ async def opened_parts(
     first call); close them on exit. ``now`` is the wall clock (tests pass their own)."""
     persona = read_persona(config)
     async with contextlib.AsyncExitStack() as stack:
-        store = await SqliteStore.open(config.database_path)
-        stack.push_async_callback(store.close)
+        store = await stack.enter_async_context(opened_store(config))
         llm = DeferredLLM(functools.partial(_main_llm, config, secrets))
         stack.push_async_callback(llm.aclose)
         semantic = None
@@ -179,9 +180,7 @@ async def running_core(
             parts = await stack.enter_async_context(opened_parts(config, secrets, now=now))
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
-        sources = opened_picture_sources(config, secrets, platforms)
-        stickers = opened_sticker_sources(config, secrets, platforms)
-        voice = opened_voice(config, secrets, platforms)
+        media = await stack.enter_async_context(opened_media(config, secrets, platforms))
         core = build_core(
             config,
             parts.store,
@@ -189,13 +188,13 @@ async def running_core(
             platforms,
             llm=parts.llm,
             splitter=splitter,
-            pictures=await stack.enter_async_context(sources),
-            sticker_sources=await stack.enter_async_context(stickers),
+            pictures=media.pictures,
+            sticker_sources=media.stickers,
             spending=parts.spending,
             words=RecallWords(),
             now=now,
             retries=retries,
-            voice=await stack.enter_async_context(voice),
+            voice=media.voice,
             history=history_sources(config, platforms),
             draw=draw,
             clock_check_s=clock_check_s,
@@ -205,7 +204,7 @@ async def running_core(
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()
         if nightly:
-            job = functools.partial(run_nightly, parts.memory, parts.store, config)
+            job = core.ops.memory.run_nightly
             scheduler = start_scheduler(config, job)
             stack.callback(scheduler.shutdown, wait=False)
             catch_up = start_task(
@@ -385,116 +384,7 @@ def serve(path: Path, *, console: bool, log_level: str | None) -> int:
         start_logging(config, secrets, level=level, stderr_level=stderr_level)
         asyncio.run(chat_in_console(config, secrets) if console else run(config, secrets))
     except (PacebotError, OSError) as exc:
-        return _failed(exc)
+        return shell.failed(exc)
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-async def _summarize(
-    config: Config,
-    secrets: Secrets,
-    *,
-    day: date | None,
-    chat: ChatKey | None,
-    all_missing: bool,
-) -> int:
-    async with opened_parts(config, secrets) as parts:
-        ops = MemoryOps(config, parts.memory, parts.store)
-        work = await ops.unsummarised(day=day, only=chat, all_missing=all_missing)
-        if not work:
-            print("nothing to summarise")
-            return 0
-        with Progress(console=Console(stderr=True)) as progress:
-            task = progress.add_task("summarising", total=len(work))
-
-            def advance(_chat: ChatKey, _day: date, _result: SummaryResult | None) -> None:
-                progress.advance(task)
-
-            report = await ops.summarise_all(work, on_purpose=day is not None, progress=advance)
-    for pushed_chat, pushed_day in report.pushed:
-        print(f"summarised {pushed_chat} {pushed_day}")
-    for failed_chat, failed_day in report.failed:
-        print(f"failed {failed_chat} {failed_day}", file=sys.stderr)
-    print(
-        f"{len(report.pushed)} pushed, {len(report.skipped)} skipped, {len(report.failed)} failed"
-    )
-    return 1 if report.failed else 0
-
-
-async def _recall(config: Config, secrets: Secrets, *, chat: ChatKey, query: str) -> int:
-    async with opened_parts(config, secrets) as parts:
-        preview = await MemoryOps(config, parts.memory, parts.store).recall_preview(chat, query)
-    print(shell.recall_text(preview, say=Texts(config.bot.language)))
-    return 0
-
-
-def _run_memory_command(
-    path: Path,
-    command: Callable[[Config, Secrets], Coroutine[Any, Any, int]],
-    *,
-    asks_llm: bool = True,
-) -> int:
-    try:
-        config = load_config(path)
-        secrets = read_secrets(config, console=True, llm=asks_llm)
-        read_persona(config)
-        prepare_data_dir(config)
-        start_logging(
-            config, secrets, level=resolve_log_level(None, config), stderr_level="WARNING"
-        )
-        return asyncio.run(command(config, secrets))
-    except (PacebotError, OSError) as exc:
-        return _failed(exc)
-    except KeyboardInterrupt:
-        return 130
-
-
-def summarize(path: Path, *, day: date | None, chat: ChatKey | None, all_missing: bool) -> int:
-    """Summarise chat days now (yesterday by default); 1 if any summary failed."""
-    return _run_memory_command(
-        path,
-        functools.partial(_summarize, day=day, chat=chat, all_missing=all_missing),
-    )
-
-
-def recall(path: Path, *, chat: ChatKey, query: str) -> int:
-    """Print what recall finds in ``chat`` for ``query``; needs no LLM key, only the
-    embeddings key when ``[memory.embeddings]`` is on (recall by meaning)."""
-    return _run_memory_command(
-        path, functools.partial(_recall, chat=chat, query=query), asks_llm=False
-    )
-
-
-def trace(path: Path, *, chat: ChatKey, count: int) -> int:
-    """Print ``chat``'s ``count`` newest batch traces; needs no secret, only the database."""
-    return _run_store_command(path, functools.partial(shell.show_traces, chat=chat, count=count))
-
-
-def cost(path: Path, *, days: int, chat: ChatKey | None, as_json: bool) -> int:
-    """Print what the LLM calls of the last ``days`` chat days cost; needs no secret."""
-    show = functools.partial(shell.show_cost, days=days, chat=chat, as_json=as_json, now=utc_now)
-    return _run_store_command(path, show)
-
-
-def _run_store_command(
-    path: Path, command: Callable[[Config, SqliteStore], Coroutine[Any, Any, int]]
-) -> int:
-    """Run a command that reads only the database (no secret, no LLM) from ``path``'s config."""
-
-    async def run(config: Config) -> int:
-        async with await SqliteStore.open(config.database_path) as store:
-            return await command(config, store)
-
-    try:
-        config = load_config(path)
-        prepare_data_dir(config)
-        return asyncio.run(run(config))
-    except (PacebotError, OSError) as exc:
-        return _failed(exc)
-
-
-def _failed(error: PacebotError | OSError) -> int:
-    """Say why a command failed, in one line and without a traceback; return its exit code."""
-    print(f"pacebot: {error}", file=sys.stderr)
-    return 1

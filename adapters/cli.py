@@ -1,9 +1,11 @@
-"""The ``pacebot`` command line: parse the arguments and hand each command to the app.
+"""The ``pacebot`` command line: parse the arguments and hand each command to its module.
 
-Everything that wires parts together or runs them lives in :mod:`adapters.app`, the only
-module outside ``storage/`` and ``scheduler/`` that may import them. This module imports
-the app (and pydantic, the database, the LLM SDK behind it) only once a command runs:
-``pacebot --help`` and ``--version`` answer from the standard library alone, at once.
+``run`` and ``console`` go to the composition root (:mod:`adapters.app`), the only module
+outside ``storage/`` and ``scheduler/`` that may import them; ``summarize``, ``recall``,
+``trace`` and ``cost`` to :mod:`adapters.offline`, which opens its parts through it;
+``check`` to :mod:`adapters.checks`. This module imports them (and pydantic, the
+database, the LLM SDK behind them) only once a command runs: ``pacebot --help`` and
+``--version`` answer from the standard library alone, at once.
 """
 
 from __future__ import annotations
@@ -144,19 +146,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         from adapters import checks
 
         return checks.check(args.config, online=args.online)
+    if args.command in {"summarize", "recall", "trace", "cost"}:
+        return _offline(args)
     from adapters import app
 
+    return app.serve(args.config, console=args.command == "console", log_level=args.log_level)
+
+
+def _offline(args: argparse.Namespace) -> int:
+    """Run a command that needs no platform."""
+    from adapters import offline
+
     if args.command == "summarize":
-        return app.summarize(
+        return offline.summarize(
             args.config, day=args.date, chat=args.chat, all_missing=args.all_missing
         )
     if args.command == "trace":
-        return app.trace(args.config, chat=args.chat, count=args.count)
+        return offline.trace(args.config, chat=args.chat, count=args.count)
     if args.command == "cost":
-        return app.cost(args.config, days=args.days, chat=args.chat, as_json=args.json)
-    if args.command == "recall":
-        return app.recall(args.config, chat=args.chat, query=args.query)
-    return app.serve(args.config, console=args.command == "console", log_level=args.log_level)
+        return offline.cost(args.config, days=args.days, chat=args.chat, as_json=args.json)
+    return offline.recall(args.config, chat=args.chat, query=args.query)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
-"""What ``pacebot trace``, ``recall`` and ``cost`` print, in the words the chat commands use.
+"""What ``pacebot trace``, ``recall`` and ``cost`` print, in the words the chat commands use,
+and how any command says it failed.
 
-The composition root opens the store and hands over the core's operations; this module
-only renders what they return, in ``bot.language`` (the cost table with rich).
+The commands (``adapters/offline.py``) open the store and hand over the core's
+operations; this module only renders what they return, in ``bot.language`` (the cost
+table with rich).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
@@ -18,6 +21,7 @@ from adapters.costs import report_json
 from bot.budget import Spending, UsageLog, format_cost
 from bot.commands.recall import in_prompt_line
 from bot.config import Config
+from bot.errors import PacebotError
 from bot.models import ChatKey
 from bot.ops.cost import CostOps, CostReport, Spent
 from bot.ops.memory import RecallPreview
@@ -107,3 +111,9 @@ def _print_cost(report: CostReport, *, zone: ZoneInfo) -> None:
     console.print(table)
     if report.total.tokens.estimated_calls:
         console.print("~ some of these tokens were counted offline: the provider reported none")
+
+
+def failed(error: PacebotError | OSError) -> int:
+    """Say why a command failed, in one line and without a traceback; return its exit code."""
+    print(f"pacebot: {error}", file=sys.stderr)
+    return 1

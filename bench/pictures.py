@@ -13,7 +13,9 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from adapters.qq.fetch import SafeFetch
 from adapters.qq.pictures import QQPictures
+from adapters.telegram.files import TelegramFiles
 from adapters.telegram.pictures import TelegramPictures
 from bench.report import Figure, spread_figures
 from bench.stats import Spread
@@ -76,20 +78,21 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     async with FakeBotAPI() as api:
         for n in range(MAX_IMAGES):
             api.add_file(f"photo-{n}", telegram_photo)
-        telegram = TelegramPictures(token=api.token, api_base_url=api.base_url)
+        files = TelegramFiles(token=api.token, api_base_url=api.base_url)
         try:
             refs = [f"photo-{n}" for n in range(MAX_IMAGES)]
             figures += await _measure_source(
-                "telegram", telegram, refs, len(telegram_photo), rounds=rounds
+                "telegram", TelegramPictures(files), refs, len(telegram_photo), rounds=rounds
             )
         finally:
-            await telegram.aclose()
+            await files.aclose()
     qq_original = photo_like(4000, 3000)
     async with ImageHost() as host:
         urls = [host.serve(f"/{n}.jpg", qq_original) for n in range(MAX_IMAGES)]
-        qq = QQPictures(allow_private_hosts=True)
+        fetch = SafeFetch(allow_private_hosts=True)
         try:
+            qq = QQPictures(fetch)
             figures += await _measure_source("qq", qq, urls, len(qq_original), rounds=rounds)
         finally:
-            await qq.aclose()
+            await fetch.aclose()
     return figures

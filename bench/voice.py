@@ -26,6 +26,7 @@ from pathlib import Path
 from adapters.openai_audio import OpenAIAudio
 from adapters.qq.fetch import SafeFetch
 from adapters.qq.voice import QQVoice
+from adapters.telegram.files import TelegramFiles
 from adapters.telegram.platform import TelegramPlatform
 from adapters.telegram.voice import TelegramVoice
 from bench.report import Figure, exactly, spread_figures
@@ -71,13 +72,14 @@ async def _notes(llm: FakeLLMServer, speech: OpenAIAudio, *, rounds: int) -> lis
     label = voice_label(NOTE_S)
     async with FakeBotAPI() as api:
         api.add_file("voice-1", audio.ogg_opus(NOTE_S), path="voice/file_1.oga")
-        telegram = TelegramVoice(token=api.token, api_base_url=api.base_url)
+        files = TelegramFiles(token=api.token, api_base_url=api.base_url)
         try:
+            telegram = TelegramVoice(files)
             figures, _ = await _hearing(
                 "telegram", telegram, speech, VoiceNote("voice-1", label, NOTE_S), rounds=rounds
             )
         finally:
-            await telegram.aclose()
+            await files.aclose()
     async with ImageHost() as host:
         silk = audio.silk(NOTE_S)
         url = host.serve("/r.silk", silk)

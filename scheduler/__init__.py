@@ -1,1 +1,1 @@
-"""Jobs that run on the clock."""
+"""When jobs run: the clock, never what the jobs do (that is the core's)."""

@@ -1,4 +1,8 @@
-"""Put the nightly job on the clock: APScheduler 3, cron at the day boundary, local time."""
+"""Put the nightly job on the clock: APScheduler 3, cron at the day boundary, local time.
+
+Only when it runs is decided here; what it does is the core's
+(:meth:`bot.ops.memory.MemoryOps.run_nightly`), which the composition root hands over.
+"""
 
 from __future__ import annotations
 

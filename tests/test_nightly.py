@@ -22,10 +22,10 @@ from bot.config import Config
 from bot.days import chat_day_bounds
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.ops.memory import MemoryOps
 from fakes.harness import TEST_KEY, make_config
 from fakes.openai_api import FakeLLMServer
 from scheduler.jobs import NIGHTLY_JOB_ID, nightly_trigger, start_scheduler
-from scheduler.nightly import run_nightly
 from storage.sqlite import SqliteStore
 
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -52,7 +52,7 @@ class World:
         await self.store.add_message(message, received_at=at.astimezone(UTC))
 
     async def nightly(self) -> None:
-        await run_nightly(self.memory, self.store, self.config)
+        await MemoryOps(self.config, self.memory, self.store).run_nightly()
 
 
 @pytest.fixture
@@ -274,6 +274,23 @@ def asleep_since(tmp_path: Path, *, hours_ago: float) -> tuple[Config, datetime]
         tmp_path, "http://127.0.0.1:9/v1", memory={"day_boundary": f"{boundary:%H:%M}"}
     )
     return config, boundary
+
+
+async def test_the_clock_runs_the_cores_nightly_recipe(world: World) -> None:
+    """The job APScheduler starts at the boundary is the core's recipe: yesterday's chat
+    is summarised by it, as by a run by hand."""
+    yesterday = TODAY - timedelta(days=1)
+    await world.say(ALPHA, "周六去爬山", on_day(yesterday), 1)
+    scheduler = start_scheduler(
+        world.config, MemoryOps(world.config, world.memory, world.store).run_nightly
+    )
+    try:
+        events = JobEvents(scheduler)
+        scheduler.modify_job(NIGHTLY_JOB_ID, next_run_time=datetime.now(UTC))
+        await events.wait_for(EVENT_JOB_EXECUTED)
+    finally:
+        scheduler.shutdown(wait=False)
+    assert [r.day for r in await world.store.live_summaries(ALPHA)] == [yesterday]
 
 
 @pytest.mark.parametrize(("hours_ago", "runs"), [(2.0, 1), (7.0, 0)])

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.qq.fetch import is_public
+from adapters.qq.fetch import SafeFetch, is_public
 from adapters.qq.pictures import QQPictures
-from adapters.telegram.files import file_base_url
+from adapters.telegram.files import TelegramFiles, file_base_url
 from adapters.telegram.pictures import TelegramPictures
 from bot.errors import PictureUnavailable
 from bot.models import Picture
@@ -23,9 +23,9 @@ TRUSTED = ipaddress.ip_address("127.0.0.1")
 @pytest.fixture
 async def telegram(api: FakeBotAPI) -> AsyncIterator[TelegramPictures]:
     """Telegram pictures fetched through the fake Bot API."""
-    pictures = TelegramPictures(token=api.token, api_base_url=api.base_url)
-    yield pictures
-    await pictures.aclose()
+    files = TelegramFiles(token=api.token, api_base_url=api.base_url)
+    yield TelegramPictures(files)
+    await files.aclose()
 
 
 @pytest.fixture
@@ -38,9 +38,9 @@ async def host() -> AsyncIterator[ImageHost]:
 @pytest.fixture
 async def qq() -> AsyncIterator[QQPictures]:
     """QQ pictures that trust 127.0.0.1 alone, standing in for the public internet."""
-    pictures = QQPictures(address_allowed=lambda address: address == TRUSTED, timeout_s=2.0)
-    yield pictures
-    await pictures.aclose()
+    fetch = SafeFetch(address_allowed=lambda address: address == TRUSTED, timeout_s=2.0)
+    yield QQPictures(fetch)
+    await fetch.aclose()
 
 
 # --- Telegram -----------------------------------------------------------------------------
@@ -149,13 +149,14 @@ async def test_qq_picture_is_fetched_from_its_url(host: ImageHost, qq: QQPicture
 async def test_loopback_is_refused_by_default(host: ImageHost) -> None:
     """Without qq.allow_private_image_hosts, a loopback URL is refused before connecting."""
     url = host.serve("/cat.jpg", jpeg(64, 64))
-    pictures = QQPictures()
+    fetch = SafeFetch()
+    pictures = QQPictures(fetch)
     try:
         for target in (url, f"http://localhost:{host.port}/cat.jpg"):
             with pytest.raises(PictureUnavailable, match="private or local address"):
                 await pictures.fetch(Picture(target, "[image]"))
     finally:
-        await pictures.aclose()
+        await fetch.aclose()
 
     assert host.requests == []
 
@@ -163,11 +164,12 @@ async def test_loopback_is_refused_by_default(host: ImageHost) -> None:
 async def test_allow_private_hosts_lets_loopback_through(host: ImageHost) -> None:
     """With qq.allow_private_image_hosts, a OneBot implementation on this host is reachable."""
     url = host.serve("/cat.jpg", jpeg(64, 64))
-    pictures = QQPictures(allow_private_hosts=True)
+    fetch = SafeFetch(allow_private_hosts=True)
+    pictures = QQPictures(fetch)
     try:
         seen = await pictures.fetch(Picture(url, "[image]"))
     finally:
-        await pictures.aclose()
+        await fetch.aclose()
 
     assert (seen.width, seen.height) == (64, 64)
 
@@ -207,12 +209,13 @@ async def test_a_body_over_10_mb_is_cut_off(host: ImageHost, qq: QQPictures) -> 
 async def test_a_slow_host_times_out(host: ImageHost) -> None:
     """A host slower than the timeout gives PictureUnavailable, not a hang."""
     url = host.serve("/slow.jpg", jpeg(64, 64), delay_s=1.0)
-    pictures = QQPictures(address_allowed=lambda address: address == TRUSTED, timeout_s=0.05)
+    fetch = SafeFetch(address_allowed=lambda address: address == TRUSTED, timeout_s=0.05)
+    pictures = QQPictures(fetch)
     try:
         with pytest.raises(PictureUnavailable, match=r"within 0\.05 s"):
             await pictures.fetch(Picture(url, "[image]"))
     finally:
-        await pictures.aclose()
+        await fetch.aclose()
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,8 @@ checked, so a second DNS answer cannot swap it (the ``Host`` header and TLS serv
 stay the URL's). Redirects are followed by hand, at most 3, each hop checked again; the
 body is streamed with a size cap and the whole fetch has 10 s.
 
-httpx is the HTTP client PTB already brings.
+One :class:`SafeFetch` serves a running bot's pictures, stickers and voice notes alike
+(``adapters/media.py`` opens it). httpx is the HTTP client PTB already brings.
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ def is_public(address: IPAddress) -> bool:
 
 
 class SafeFetch:
-    """Download what a QQ message links to under the rules above."""
+    """Download what a QQ message links to under the rules above.
+
+    Its pool is httpx's default, 100 connections at once: far more than a batch's pictures
+    take (4 at a time, ``bot/vision.py``), so a voice note being heard or a sticker being
+    kept does not queue behind them.
+    """
 
     def __init__(
         self,

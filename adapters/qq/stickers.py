@@ -1,11 +1,11 @@
 """QQ's stickers as a collection keeps them: their bytes, in files, since QQ URLs expire.
 
-A sticker is fetched from its image segment's URL under the picture rules (size cap,
-timeout, redirects checked, private addresses refused unless
-``qq.allow_private_image_hosts``), re-encoded small (``adapters.pictures.sticker_image``)
-and kept as ``<data_dir>/stickers/<sha256>.<ext>``: the same picture sent again is the
-same file, whichever chat or collection holds it. It is sent again as an image segment
-with the bytes inlined (``base64://``).
+A sticker is fetched from its image segment's URL as a picture is, by the bot's one
+:class:`~adapters.qq.fetch.SafeFetch` (size cap, timeout, redirects checked, private
+addresses refused unless ``qq.allow_private_image_hosts``), re-encoded small
+(``adapters.pictures.sticker_image``) and kept as ``<data_dir>/stickers/<sha256>.<ext>``:
+the same picture sent again is the same file, whichever chat or collection holds it. It
+is sent again as an image segment with the bytes inlined (``base64://``).
 """
 
 from __future__ import annotations

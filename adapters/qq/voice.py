@@ -4,9 +4,9 @@ First the OneBot action ``get_record`` with ``out_format = "mp3"``: NapCat conve
 note and answers its bytes in ``base64`` (or a ``file`` path, read when this process can
 read it, e.g. NapCat on the same host). An implementation without the action (Lagrange,
 go-cqhttp), a failed conversion, or an answer that is no audio, and the segment's ``url``
-is downloaded instead under the picture rules of :mod:`adapters.qq.fetch`: its SILK bytes
-are decoded by :mod:`adapters.audio`. The bot's own voice goes out as MP3 in a ``record``
-segment, which NapCat and Lagrange both take.
+is downloaded instead by the bot's one :class:`~adapters.qq.fetch.SafeFetch`, under the
+picture rules: its SILK bytes are decoded by :mod:`adapters.audio`. The bot's own voice
+goes out as MP3 in a ``record`` segment, which NapCat and Lagrange both take.
 """
 
 from __future__ import annotations

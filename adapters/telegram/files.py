@@ -1,9 +1,12 @@
-"""Download a file a Telegram message carries (a picture, a voice note) by its ``file_id``.
+"""Download a file a Telegram message carries (a picture, a sticker, a voice note) by its
+``file_id``.
 
 ``getFile`` and the download go to the configured Bot API server (a self-hosted one
 included), through a PTB ``Bot`` of their own so that downloads never queue behind
-polling or sends. The file URL holds the bot token: it is used here and nowhere else,
-and what is downloaded leaves this process only as the bytes the caller makes of it.
+polling or sends. One :class:`TelegramFiles` serves a running bot's pictures, sticker
+thumbnails and voice notes alike (``adapters/media.py`` opens it). The file URL holds the
+bot token: it is used here and nowhere else, and what is downloaded leaves this process
+only as the bytes the caller makes of it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from adapters.telegram.wire import quiet_http_loggers
 from bot.errors import MediaUnavailable
 
 OFFICIAL_API: Final = "https://api.telegram.org/bot"
+POOL_CONNECTIONS: Final = 8
+"""Connections to the Bot API server at once: twice the pictures a batch fetches together
+(4, ``bot/vision.py``)."""
 
 
 def file_base_url(api_base_url: str) -> str:
@@ -32,23 +38,30 @@ def file_base_url(api_base_url: str) -> str:
 
 
 class TelegramFiles:
-    """``getFile``, then the download, with a size cap and errors that hold no token."""
+    """``getFile``, then the download, with a size cap and errors that hold no token.
+
+    One connection pool of ``POOL_CONNECTIONS`` (8) serves every download of the bot: a
+    batch's pictures take at most half of it, so a voice note being heard or a sticker
+    drawn for the dashboard does not queue behind them.
+    """
 
     def __init__(self, *, token: str, api_base_url: str = "", timeout_s: float = 10.0) -> None:
         quiet_http_loggers(token)  # the file URL holds the token
         self._request = HTTPXRequest(
-            connection_pool_size=4,
+            connection_pool_size=POOL_CONNECTIONS,
             connect_timeout=timeout_s,
             read_timeout=timeout_s,
             write_timeout=timeout_s,
             pool_timeout=timeout_s,
         )
         # Never initialised (that would call getMe): getFile and downloads do not need it.
+        # getUpdates is never called here: its request is the same pool, not a second one.
         self._bot = Bot(
             token,
             base_url=api_base_url or OFFICIAL_API,
             base_file_url=file_base_url(api_base_url),
             request=self._request,
+            get_updates_request=self._request,
         )
 
     async def download(

@@ -2,9 +2,10 @@
 
 A ``file_id`` sends a sticker again from any chat of this bot, whatever its kind (static,
 animated, video), so nothing is downloaded to keep one. Only the dashboard's thumbnails
-fetch a file (``getFile`` on the configured Bot API server): a static sticker is drawn
-from itself, an animated (Lottie) or video one from the thumbnail Telegram gives it, and
-one without a thumbnail has its caption shown instead.
+fetch a file (``getFile`` on the configured Bot API server, through the bot's one
+:class:`~adapters.telegram.files.TelegramFiles`): a static sticker is drawn from itself,
+an animated (Lottie) or video one from the thumbnail Telegram gives it, and one without a
+thumbnail has its caption shown instead.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Which chat days to summarise, and summarising many of them a few chats at a time.
 
-The nightly job (``scheduler/nightly.py``) and ``pacebot summarize`` (through
-:class:`bot.ops.memory.MemoryOps`) both run this. It is idempotent: a day that has a
+The nightly job and ``pacebot summarize`` both run this, through
+:class:`bot.ops.memory.MemoryOps`. It is idempotent: a day that has a
 summary (live or popped) is left alone, and the store refuses a second live summary for a
 day even when two runs race. A chat that fails is logged and, having no summary, is tried
 again at the next run.

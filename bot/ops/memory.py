@@ -1,9 +1,9 @@
 """What the bot remembers, as an operator reads and changes it.
 
 ``/summary``, ``/recall``, ``/people``, ``/facts``, ``/forget`` and ``/forgetme`` in a
-chat, ``pacebot summarize`` and ``pacebot recall`` in the shell, and the dashboard's
-prompt stack and people all come here. Every change is audited: the store records who
-popped a summary or forgot a fact, and a log line names them.
+chat, ``pacebot summarize`` and ``pacebot recall`` in the shell, the dashboard's prompt
+stack and people, and the nightly job all come here. Every change is audited: the store
+records who popped a summary or forgot a fact, and a log line names them.
 
 Who may forget whom is decided here once: anyone may forget themselves in a chat they
 write in; an admin (or the dashboard) may forget anyone who was ever seen in the chat.
@@ -162,6 +162,20 @@ class MemoryOps:
             progress=progress,
         )
         await self._memory.embed_pending()
+        return report
+
+    async def run_nightly(self) -> NightlyReport:
+        """Summarise every chat's finished days of the catch-up window that have no
+        summary (a popped day stays popped), then embed what is new: the nightly job."""
+        work = await self.unsummarised(day=None, only=None, all_missing=True)
+        report = await self.summarise_all(work, on_purpose=False)
+        if work:
+            logger.info(
+                "nightly summaries: {} pushed, {} skipped, {} failed",
+                len(report.pushed),
+                len(report.skipped),
+                len(report.failed),
+            )
         return report
 
     # -- recall -------------------------------------------------------------------------
