@@ -134,7 +134,7 @@ def _chat_key(text: str) -> ChatKey:
     from bot.models import ChatKey
 
     try:
-        return ChatKey.parse(text)
+        return ChatKey.from_text(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -53,8 +53,10 @@ class BotConfig(Section):
     admins: AdminIds = ()
     """Admins by numeric platform id: ``telegram:123``, ``qq:10001``."""
     log_level: LogLevel = "INFO"
+    """Log level: TRACE, DEBUG, INFO, SUCCESS, WARNING or ERROR (``--log-level`` and
+    ``PACEBOT_LOG_LEVEL`` override it)."""
     language: Language = "en"
-    """The language of command answers, refusals and the console's own lines."""
+    """The language of command answers, refusals and the console's own lines: en or zh."""
 
     @property
     def zone(self) -> ZoneInfo:
@@ -71,7 +73,7 @@ class PacingConfig(Section):
     max_batch: int = Field(default=30, ge=1)
     """Answer at once when this many messages are waiting."""
     max_delay_s: NonNegativeSeconds = 10.0
-    """Upper clamp for ``send_delay_seconds`` between two replies."""
+    """Upper clamp for ``send_delay_seconds`` between two replies, in seconds."""
     typing_chars_per_s: float = Field(default=6.0, gt=0)
     """Typing speed used for the delays of fallback-split replies, in characters/second."""
     on_new_message: Literal["cancel", "finish"] = "cancel"
@@ -105,21 +107,25 @@ class LLMConfig(Section):
     api_key_env: EnvName = "PACEBOT_LLM_API_KEY"
     """Environment variable that holds the API key."""
     model: str = Field(default="gpt-4o-mini", min_length=1)
+    """The chat model's name."""
     temperature: float = Field(default=0.8, ge=0, le=2)
+    """Sampling temperature, 0 to 2: higher answers vary more."""
     timeout_s: PositiveSeconds = 45.0
     """Timeout of one request, in seconds."""
     max_retries: int = Field(default=2, ge=0, le=10)
-    """Retries on connection errors, 429 and 5xx, with backoff."""
+    """Retries of one request on connection errors, 429 and 5xx, with backoff, 0 to 10."""
     json_mode: bool = True
     """Send ``response_format = {"type": "json_object"}``."""
     max_output_tokens: int = Field(default=1024, ge=16)
+    """The most the model may write in one answer, in tokens."""
     vision: bool = False
     """Send the batch's pictures to the model (it must accept OpenAI image input)."""
     max_images: int = Field(default=4, ge=1, le=16)
-    """The most pictures one batch sends, newest first."""
+    """The most pictures one batch sends, newest first, 1 to 16."""
     memory_tool: bool = False
     """Offer the model a ``search_memory`` function (at most two calls per batch then)."""
     splitter: SplitterConfig = SplitterConfig()
+    """The cheaper model that turns an answer that is not valid JSON into replies."""
 
 
 class MemoryEmbeddingsConfig(Section):
@@ -141,15 +147,19 @@ class MemoryConfig(Section):
     context_budget_tokens: int = Field(default=6000, ge=500)
     """The most tokens a prompt may hold, counted offline."""
     recall_hits: int = Field(default=3, ge=0)
+    """How many keyword (and meaning) matches recall brings into the prompt."""
     catch_up_days: int = Field(default=7, ge=0)
+    """How far back start-up summarises the chat days missed while down, in days."""
     summary_concurrency: int = Field(default=4, ge=1)
+    """How many chats the nightly job summarises at once."""
     facts_per_person: int = Field(default=20, ge=1, le=200)
-    """The most live facts kept about one person in one chat; the oldest give way."""
+    """The most live facts kept about one person in one chat, 1 to 200; the oldest give way."""
     people_share: float = Field(default=0.1, ge=0, le=0.5)
-    """The part of ``context_budget_tokens`` the "people here" facts may fill."""
+    """The part of ``context_budget_tokens`` the "people here" facts may fill, 0 to 0.5."""
     trace_keep: int = Field(default=50, ge=1, le=10_000)
     """How many of each chat's newest batch traces are kept for /trace."""
     embeddings: MemoryEmbeddingsConfig = MemoryEmbeddingsConfig()
+    """Recall by meaning as well as by keywords; off while its ``model`` is ""."""
 
     @property
     def day_boundary_time(self) -> time:
@@ -158,6 +168,7 @@ class MemoryConfig(Section):
 
 class TelegramConfig(Section):
     enabled: bool = False
+    """Run the bot on Telegram (``pacebot run``)."""
     token_env: EnvName = "TELEGRAM_BOT_TOKEN"
     """Environment variable that holds the BotFather token."""
     api_base_url: Annotated[str, http_url("http://127.0.0.1:8081/bot")] = ""
@@ -166,9 +177,11 @@ class TelegramConfig(Section):
 
 class QQConfig(Section):
     enabled: bool = False
+    """Run the bot on QQ through a OneBot v11 implementation (``pacebot run``)."""
     host: str = "127.0.0.1"
     """Address the reverse WebSocket listens on."""
     port: int = Field(default=8080, ge=1, le=65535)
+    """TCP port the reverse WebSocket listens on."""
     access_token_env: EnvName = "ONEBOT_ACCESS_TOKEN"
     """Environment variable with the OneBot access token; required off loopback."""
     allow_private_image_hosts: bool = False
@@ -176,9 +189,9 @@ class QQConfig(Section):
     backfill: bool = True
     """On each OneBot connect, fetch back recent messages of active chats that were missed."""
     backfill_days: float = Field(default=2.0, gt=0, le=365)
-    """Chats with a message in this many days (the newest first) are asked, in days."""
+    """Chats with a message in the last this many days are asked, in days (fractions allowed)."""
     backfill_chats: int = Field(default=50, ge=1, le=1000)
-    """At most this many chats are asked on one connect."""
+    """At most this many chats are asked on one connect, the most recently active first."""
     backfill_count: int = Field(default=30, ge=1, le=500)
     """Each chat is asked for this many of its newest messages."""
     strip_urls: bool = False
@@ -200,9 +213,9 @@ class StickersConfig(Section):
     scope: Literal["chat", "global"] = "chat"
     """``chat``: each chat has its own collection; ``global``: one per platform for the bot."""
     max_per_chat: int = Field(default=64, ge=1, le=10_000)
-    """How many a collection keeps; the least recently seen or sent go first."""
+    """How many stickers a collection keeps; the least recently seen or sent go first."""
     in_prompt: int = Field(default=12, ge=0, le=200)
-    """How many the prompt offers (most sent and newest first)."""
+    """How many stickers the prompt offers (most sent and newest first); 0 = none."""
 
 
 class VoiceConfig(Section):
@@ -244,13 +257,13 @@ class InitiativeConfig(Section):
     openers_in_groups: bool = False
     """Openers in groups as well as private chats."""
     after_silence_s: PositiveSeconds = 28800.0
-    """Seconds without a message in the chat before an opener may come."""
+    """How long the chat must be without a message before an opener may come, in seconds."""
     active_within_s: PositiveSeconds = 259200.0
-    """Openers only where someone talked with the bot this many seconds before."""
+    """Openers only where someone talked with the bot within this time, in seconds."""
     hours: Hours = "09:00-22:00"
     """Local time (``bot.timezone``) in which the bot may speak first, ``HH:MM-HH:MM``."""
     max_openers_per_day: int = Field(default=1, ge=0, le=24)
-    """The most opener batches per chat and chat day."""
+    """The most opener batches per chat and chat day; 0 = none."""
 
     @property
     def window(self) -> Window:
@@ -281,6 +294,7 @@ class WebConfig(Section):
     host: str = "127.0.0.1"
     """Address the dashboard listens on; put TLS in front of anything but loopback."""
     port: int = Field(default=8090, ge=1, le=65535)
+    """TCP port the dashboard listens on."""
     token_env: EnvName = "PACEBOT_WEB_TOKEN"
     """Environment variable with the dashboard token; required when enabled."""
 
@@ -299,18 +313,31 @@ class Config(Section):
     """The whole validated configuration."""
 
     bot: BotConfig = BotConfig()
+    """Who the bot is, where it keeps its data, and who may command it."""
     pacing: PacingConfig = PacingConfig()
+    """How long the bot waits before it answers, and how it paces its replies."""
     groups: GroupsConfig = GroupsConfig()
+    """How the bot answers in groups, and when it joins the talk unaddressed."""
     llm: LLMConfig = LLMConfig()
+    """The chat model and how it is called."""
     memory: MemoryConfig = MemoryConfig()
+    """Chat days, summaries, recall and how much a prompt may hold."""
     telegram: TelegramConfig = TelegramConfig()
+    """The Telegram bot."""
     qq: QQConfig = QQConfig()
+    """QQ, through a OneBot v11 implementation connecting to a reverse WebSocket."""
     web: WebConfig = WebConfig()
+    """The dashboard, served by ``pacebot run``."""
     reactions: ReactionsConfig = ReactionsConfig()
+    """Emoji reactions on messages."""
     stickers: StickersConfig = StickersConfig()
+    """The stickers the bot collects and sends."""
     voice: VoiceConfig = VoiceConfig()
+    """Voice notes heard and spoken through OpenAI-compatible audio endpoints."""
     initiative: InitiativeConfig = InitiativeConfig()
+    """What the bot does on its own: reminders, follow-ups and openers."""
     budget: BudgetConfig = BudgetConfig()
+    """What the LLM calls may spend, and what they cost."""
 
     @property
     def database_path(self) -> Path:

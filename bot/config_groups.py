@@ -35,11 +35,11 @@ class GroupSettings(Section):
     interests: Interests = ()
     """Words and phrases the bot cares about: one in a message is a reason to speak."""
     talk_value: float = Field(default=0.3, ge=0, le=1)
-    """The chance (0..1) that a batch with a reason to speak goes to the LLM."""
+    """The chance, 0 to 1, that a batch with a reason to speak goes to the LLM."""
     unaddressed_calls_per_hour: int = Field(default=6, ge=0)
     """The most LLM calls per group in any hour for batches nobody addressed."""
     max_share: float = Field(default=0.25, ge=0, le=1)
-    """Stay out while the bot wrote more than this share of the chat's last 40 messages."""
+    """Stay out while the bot wrote more than this share, 0 to 1, of the last 40 messages."""
     quiet_hours: QuietHours = ""
     """Local times ``HH:MM-HH:MM`` (``bot.timezone``) without unaddressed replies; "" = none."""
     continue_s: NonNegativeSeconds = 4.0
@@ -60,6 +60,7 @@ class GroupOverride(GroupSettings):
     taken from ``[groups]``."""
 
     chat: GroupChatKey
+    """The group, by its chat key ``platform:group:id`` (a forum's, without a topic)."""
 
 
 class GroupsConfig(GroupSettings):
@@ -101,11 +102,11 @@ class GroupsConfig(GroupSettings):
 
 class BudgetConfig(Section):
     daily_tokens: Tokens = 0
-    """Soft cap: tokens the whole bot may spend per chat day before optional calls stop."""
+    """Soft cap, in tokens per chat day for the whole bot: over it optional calls stop; 0 = none."""
     hard_daily_tokens: Tokens = 0
-    """Hard cap: tokens per chat day after which no call is made until the next chat day."""
+    """Hard cap, in tokens per chat day: over it no call is made until the next; 0 = none."""
     chat_daily_tokens: Tokens = 0
-    """Soft cap per chat and chat day."""
+    """Soft cap, in tokens per chat and chat day; 0 = none."""
     price_in_per_million: Price = 0.0
     """What a million input (prompt) tokens cost, in ``currency``."""
     price_out_per_million: Price = 0.0

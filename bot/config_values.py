@@ -138,7 +138,9 @@ def _group_chat_key(value: str) -> str:
 class Section(BaseModel):
     """A table of ``config.toml``: unknown keys refused, frozen once read."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=False, use_attribute_docstrings=True
+    )
 
 
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"]

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import base64
 import enum
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.errors import ConfigError
+
+PLATFORM_ID = r"-?[A-Za-z0-9_]{1,64}"
+"""A platform's id of a chat or a person as it may be written: a number or a word, nothing a
+path or SQL could abuse."""
 
 
 class ChatKind(enum.StrEnum):
@@ -19,6 +24,15 @@ class ChatKind(enum.StrEnum):
 
     PRIVATE = "private"
     GROUP = "group"
+
+
+_KINDS = "|".join(ChatKind)
+_CHAT_KEY = re.compile(
+    rf"(?P<platform>[a-z][a-z0-9_]{{0,31}}):(?P<kind>{_KINDS}):(?P<id>{PLATFORM_ID})"
+    r"(?::(?P<topic>[0-9]{1,20}))?"
+)
+_MEANT_AS_CHAT_KEY = re.compile(rf"[^:]*:(?:{_KINDS})(?::|$)", re.IGNORECASE)
+_SHOWN_CHARS_MAX = 80  # of a bad key, in an error: an argument may be kilobytes long
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +64,52 @@ class ChatKey:
         return ChatKey(self.platform, self.kind, self.id) if self.topic else self
 
     @classmethod
+    def named(cls, text: str) -> ChatKey | None:
+        """Tell whether ``text`` names a chat, and which: the grammar of a chat key as a
+        person writes it, shared by the commands, the dashboard and the command line.
+
+        A chat key is ``platform:kind:id[:topic]``: a lowercase platform, ``private`` or
+        ``group``, the platform's id (a number or a word), and a forum topic's number.
+        Text that is no chat key (a date, a number, a time, a word) names none: ``None``.
+        Text meant as one, its second part ``private`` or ``group``, that breaks the
+        grammar raises ``ConfigError`` naming the expected form.
+        """
+        match = _CHAT_KEY.fullmatch(text)
+        if match is not None:
+            kind = ChatKind(match["kind"])
+            return cls(match["platform"], kind, match["id"], match["topic"] or "")
+        if _MEANT_AS_CHAT_KEY.match(text):
+            raise ConfigError(_not_a_chat_key(text))
+        return None
+
+    @classmethod
+    def from_text(cls, text: str) -> ChatKey:
+        """Return the chat ``text`` names (see :meth:`named`); raise ``ConfigError``
+        naming the expected form if it names none."""
+        chat = cls.named(text)
+        if chat is None:
+            raise ConfigError(_not_a_chat_key(text))
+        return chat
+
+    @classmethod
     def parse(cls, text: str) -> ChatKey:
-        """Parse ``platform:kind:id[:topic]``; raise ``ConfigError`` naming the expected form."""
+        """Read a chat key back as ``str()`` wrote it (the store, the config), whatever its
+        id; raise ``ConfigError`` naming the expected form if it has not four parts."""
         platform, _, rest = text.partition(":")
         kind, _, rest = rest.partition(":")
         chat_id, colon, topic = rest.partition(":")
         valid_topic = not colon or (topic and ":" not in topic)
         if not platform or not chat_id or kind not in set(ChatKind) or not valid_topic:
-            msg = (
-                f"chat key {text!r} is not of the form platform:kind:id "
-                "(e.g. telegram:private:123, qq:group:456, telegram:group:-100123:7 for a topic)"
-            )
-            raise ConfigError(msg)
+            raise ConfigError(_not_a_chat_key(text))
         return cls(platform, ChatKind(kind), chat_id, topic)
+
+
+def _not_a_chat_key(text: str) -> str:
+    shown = text if len(text) <= _SHOWN_CHARS_MAX else text[:_SHOWN_CHARS_MAX] + "…"
+    return (
+        f"chat key {shown!r} is not of the form platform:kind:id "
+        "(e.g. telegram:private:123, qq:group:456, telegram:group:-100123:7 for a topic)"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""The documents stand on their own: every link inside the repository leads somewhere, and
-the README's set-up is the two commands CI runs."""
+"""The documents stand on their own: every link inside the repository leads somewhere, the
+README's set-up is the two commands CI runs, and docs/configuration.md names every key of
+the config model with its default."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+
+from bot.config_errors import toml_value
+from bot.config_keys import config_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
@@ -65,3 +69,30 @@ def test_the_readme_sets_up_with_the_two_commands_ci_runs() -> None:
     ]
     assert "pip install --quiet -e '.[test]'" in ci
     assert re.search(r"^pytest \|\| status=\$\?$", ci, re.MULTILINE)
+
+
+def documented_keys(text: str) -> list[tuple[str, str]]:
+    """Read docs/configuration.md: the key of each row under a ``[table]`` heading, dotted,
+    with the row's default cell."""
+    rows: list[tuple[str, str]] = []
+    table = ""
+    for line in text.splitlines():
+        if line.startswith("#"):  # a heading: "## [bot]" opens a table, any other closes it
+            table = line[line.index("[") + 1 : -1] if line.endswith("]") else ""
+        elif table and line.startswith("| `"):
+            key, default = (cell.strip() for cell in line.split("|")[1:3])
+            rows.append((f"{table}.{key.strip('`')}", default))
+    return rows
+
+
+def documented_default(default: object) -> str:
+    """Write a default as docs/configuration.md shows it: as TOML, or "unset"."""
+    return "unset" if default is None else f"`{toml_value(default)}`"
+
+
+def test_the_configuration_doc_names_every_key_with_its_default() -> None:
+    """docs/configuration.md has a row for each key of the config model, in the model's
+    order and with its default, and none for a key the model lacks."""
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    expected = [(key.key, documented_default(key.default)) for key in config_keys()]
+    assert documented_keys(text) == expected

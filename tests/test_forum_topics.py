@@ -3,7 +3,8 @@
 Each topic is a conversation of its own, answered in its own thread: texts, typing,
 stickers and command answers. The General topic is the group itself. A topic Telegram has
 lost still gets its words into the group. The group's people and stickers belong to the
-whole group, whichever topic they were met in.
+whole group, whichever topic they were met in. An admin in a private chat can aim a
+command at a topic by its chat key.
 """
 
 from __future__ import annotations
@@ -201,3 +202,42 @@ async def test_a_reminder_goes_back_to_the_topic_it_was_asked_in(
     assert (item.chat, item.asker_id) == (topic_chat(signups), str(ALICE))
     assert (reminder["text"], reminder.get("message_thread_id")) == ("该报名啦", signups)
     assert len(api.sent_messages(FORUM)) == 2
+
+
+async def ask_privately(api: FakeBotAPI, core: Core, text: str, *, user_id: int) -> str:
+    """Push ``text`` into ``user_id``'s private chat with the bot; return the bot's answer."""
+    before = len(api.sent_messages(user_id))
+    api.push_message(user_id, text, user_id=user_id)
+    await api.wait_for(lambda: len(api.sent_messages(user_id)) > before, timeout=5)
+    await core.inbox.drain()
+    return str(api.sent_messages(user_id)[before]["text"])
+
+
+async def test_an_admin_in_a_private_chat_aims_commands_at_a_topic(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
+) -> None:
+    """From a private chat, /summary list, /trace and /status with a topic's chat key as
+    the last argument answer for that topic: its summary, its batch, its state."""
+    llm.reply_json(replies_json("香山吧"))
+    summary = {"summary": "聊了周六去香山爬山。", "topics": [], "key_points": [], "keywords": []}
+    llm.reply(json.dumps({**summary, "people": []}, ensure_ascii=False))
+    async with telegram_bot(forum_config(tmp_path, llm, api), api) as core:
+        hiking = api.open_topic(FORUM, "Hiking")
+        await answer(api, core, f"@{api.bot_username} 周六去哪爬山？", topic=hiking, user_id=ALICE)
+        await core.ops.memory.summarise(topic_chat(hiking), core.ops.memory.today(), by="test")
+        key = str(topic_chat(hiking))
+        answers = [
+            await ask_privately(api, core, f"{command} {key}", user_id=ADMIN)
+            for command in ("/summary list", "/trace", "/status")
+        ]
+    listing, trace, status = (text.splitlines() for text in answers)
+    assert [listing[0].split(": ")[0], trace[0].split(", ")[0], status[0]] == [
+        f"memory of {key}",
+        f"batch 1 of {key}",
+        f"chat: {key}",
+    ]
+    assert listing[1].split(" · ")[1] == "聊了周六去香山爬山。"
+    assert [line for line in trace if line.startswith("reply")] == ["reply 1: sent · 香山吧"]
+    assert [line for line in status if line.startswith("sent today")] == [
+        "sent today: 1 text(s), 0 reaction(s), 0 sticker(s), 0 voice message(s)"
+    ]

@@ -339,7 +339,7 @@ async def cost(
     only = None
     if chat:
         try:
-            only = ChatKey.parse(chat)
+            only = ChatKey.from_text(chat)
         except ConfigError as exc:
             raise HTTPException(400, str(exc)) from None
     report = await ops.cost.report(days=days, chat=only)

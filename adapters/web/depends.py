@@ -2,12 +2,11 @@
 
 Routes declare these as FastAPI dependencies, so none of them runs before the request
 has shown the token (and, when it changes something with a cookie, the CSRF token), and
-none looks a chat up before its key has passed the grammar of ``ChatKey.parse``.
+none looks a chat up before its key has passed the grammar of ``ChatKey.named``.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -16,13 +15,11 @@ from fastapi import Path as PathPart
 from fastapi.templating import Jinja2Templates
 
 from adapters.web.auth import Access, Gate
-from bot.models import ChatKey
+from bot.errors import ConfigError
+from bot.models import PLATFORM_ID, ChatKey
 from bot.ops import Ops
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
-# A platform's id of a chat or a person: a number or a word, nothing a path or SQL could abuse.
-_PLATFORM_ID = r"-?[A-Za-z0-9_]{1,64}"
-_CHAT_KEY = re.compile(rf"[a-z][a-z0-9_]{{0,31}}:(private|group):{_PLATFORM_ID}(:[0-9]{{1,20}})?")
 SQLITE_INT_MAX = 2**63 - 1  # a larger id would overflow SQLite's integer, not just miss
 UNAUTHORIZED = "unauthorized"
 
@@ -50,12 +47,11 @@ async def access(request: Request, checker: Annotated[Gate, Depends(gate)]) -> A
 
 
 def chat_key(chat: str) -> ChatKey:
-    """Parse the ``{chat}`` of a path; 400 if it is not a chat key."""
-    if _CHAT_KEY.fullmatch(chat) is None:
-        raise HTTPException(
-            400, "not a chat key: expected platform:kind:id[:topic], e.g. qq:group:456"
-        )
-    return ChatKey.parse(chat)
+    """Parse the ``{chat}`` of a path; 400 naming the expected form if it is no chat key."""
+    try:
+        return ChatKey.from_text(chat)
+    except ConfigError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 async def known_chat(
@@ -70,7 +66,7 @@ async def known_chat(
 Operations = Annotated[Ops, Depends(operations)]
 FactId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /facts shows it
 LaterId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /later shows it
-UserId = Annotated[str, PathPart(pattern=f"^{_PLATFORM_ID}$")]  # a person's platform id
+UserId = Annotated[str, PathPart(pattern=f"^{PLATFORM_ID}$")]  # a person's platform id
 StickerLabel = Annotated[str, PathPart(pattern=r"^[sS]?[0-9]{1,18}$")]  # as /stickers shows it
 Granted = Annotated[Access, Depends(access)]
 KnownChat = Annotated[ChatKey, Depends(known_chat)]

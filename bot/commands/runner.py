@@ -2,7 +2,8 @@
 
 Admins are named by numeric platform id in ``bot.admins`` (a display name can be forged,
 an id cannot); the console user always is one. From a private chat an admin may name
-another chat key as the last argument. Answers are in ``bot.language`` (:mod:`bot.texts`).
+another chat key as the last argument (a forum topic's too), read by :meth:`ChatKey.named`
+as the dashboard and the command line read one. Answers are in ``bot.language`` (:mod:`bot.texts`).
 """
 
 from __future__ import annotations
@@ -44,12 +45,13 @@ class CommandRunner:
                 return self.texts("refusal_in_group", name=command.name)
             return self.texts("refusal")
         chat = message.chat
-        if args and not command.anyone and not chat.is_group and args[-1].count(":") == 2:
+        if args and not command.anyone and not chat.is_group:
             try:
-                chat = ChatKey.parse(args[-1])
+                named = ChatKey.named(args[-1])
             except ConfigError as exc:
                 return str(exc)
-            args = args[:-1]
+            if named is not None:
+                chat, args = named, args[:-1]
         call = Call(
             chat=chat,
             args=tuple(args),

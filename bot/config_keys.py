@@ -1,0 +1,67 @@
+"""List the keys of ``config.toml`` as the model declares them: each with its type, its
+default and the description its field's docstring gives.
+
+``docs/configuration.md`` is tested against this list, and a settings page can be drawn
+from it.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from bot.config import Config
+
+_TYPES: dict[object, str] = {
+    str: "string",
+    int: "integer",
+    float: "float",
+    bool: "boolean",
+    Path: "path",
+}
+"""The type of a value, in TOML's words ("path" is a string naming a file or directory)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    """One key of ``config.toml``."""
+
+    key: str  # dotted, the table first: "pacing.debounce_min_s", "llm.splitter.model"
+    type: str  # "string", "integer", "float", "boolean", "path", "array of strings",
+    # "array of tables", or the values a string may take: '"cancel" | "finish"'
+    default: object  # as the model holds it; None = unset
+    description: str
+
+
+def config_keys(model: type[BaseModel] = Config, *, table: str = "") -> list[ConfigKey]:
+    """Return every key of ``model`` in the order it declares them, a nested table's keys
+    in its place, each named with ``table`` before it."""
+    keys: list[ConfigKey] = []
+    for name, field in model.model_fields.items():
+        key = f"{table}.{name}" if table else name
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            keys.extend(config_keys(annotation, table=key))
+        else:
+            description = " ".join((field.description or "").split())  # one line
+            keys.append(ConfigKey(key, type_name(annotation), field.default, description))
+    return keys
+
+
+def type_name(annotation: object) -> str:
+    """Name the type of a key's value in TOML's words."""
+    origin = typing.get_origin(annotation)
+    arguments = typing.get_args(annotation)
+    if origin is typing.Literal:
+        return " | ".join(f'"{value}"' for value in arguments)
+    if origin in {typing.Union, types.UnionType}:  # an optional value: X | None
+        return " | ".join(type_name(each) for each in arguments if each is not type(None))
+    if origin is tuple:
+        item = arguments[0]
+        is_table = isinstance(item, type) and issubclass(item, BaseModel)
+        return "array of tables" if is_table else f"array of {type_name(item)}s"
+    return _TYPES[annotation]
