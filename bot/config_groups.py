@@ -43,10 +43,10 @@ class GroupSettings(Section):
     quiet_hours: QuietHours = ""
     """Local times ``HH:MM-HH:MM`` (``bot.timezone``) without unaddressed replies; "" = none."""
     continue_s: NonNegativeSeconds = 4.0
-    """Seconds: after an @, the asker's unaddressed lines re-arm the wait only while each
-    comes within this long of their previous line (still typing the question)."""
+    """After an @, the asker's unaddressed lines re-arm the wait only while each comes
+    within this many seconds of their previous line (still typing the question)."""
     answer_within_s: PositiveSeconds = 20.0
-    """Seconds: an addressed group batch is answered at most this long after its first
+    """An addressed group batch is answered at most this many seconds after its first
     addressed message, however the room goes on (``pacing.max_wait_s`` still caps it)."""
 
     @property
