@@ -25,12 +25,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.config import Config, enabled_platforms, load_config, read_persona
+from bot.config import Config, enabled_platforms, load_config
 from bot.config_errors import toml_value
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
+from bot.personas import read_persona, read_profile_personas
 from bot.secrets import Secrets, read_secrets
+from bot.settings import Settings
 
 if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM
@@ -66,7 +68,7 @@ def check(path: Path, *, online: bool = False) -> int:
         return 1
     problems: list[str] = []
     try:
-        read_persona(config)
+        Settings(config, persona=read_persona(config), personas=read_profile_personas(config))
     except ConfigError as exc:
         problems.append(str(exc))
     try:

@@ -59,6 +59,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also contact the LLM (one tiny request) and Telegram (getMe)",
     )
+    commands.add_parser(
+        "reload",
+        parents=[with_config],
+        help="apply the config file to the running pacebot run, without a restart",
+        description=(
+            "Check the config file, then ask the pacebot run of it to reload it (SIGHUP):"
+            " what is live applies from the next batch, what needs a restart is logged."
+        ),
+    )
     summarize = commands.add_parser(
         "summarize",
         parents=[with_config],
@@ -148,6 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return checks.check(args.config, online=args.online)
     if args.command in {"summarize", "recall", "trace", "cost"}:
         return _offline(args)
+    if args.command == "reload":
+        from adapters import offline
+
+        return offline.reload(args.config)
     from adapters import app
 
     return app.serve(args.config, console=args.command == "console", log_level=args.log_level)

@@ -26,6 +26,7 @@ from bot.models import ChatKey
 from bot.ops.cost import CostOps, CostReport, Spent
 from bot.ops.memory import RecallPreview
 from bot.ops.traces import TraceOps
+from bot.settings import Settings
 from bot.texts import Texts
 from bot.trace import TraceLog, format_trace
 
@@ -78,7 +79,7 @@ async def show_cost(
     now: Callable[[], datetime],
 ) -> int:
     """Print what the calls of the last ``days`` chat days cost, as a table or as JSON."""
-    costs = CostOps(config.budget, store, Spending(config, store, now=now))
+    costs = CostOps(store, Spending(Settings(config), store, now=now))
     report = await costs.report(days=days, chat=chat)
     if as_json:
         daily = await costs.daily(days=days, chat=chat)

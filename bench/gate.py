@@ -31,6 +31,7 @@ from bot.company import Company
 from bot.config import parse_config
 from bot.gate import CallGate
 from bot.models import Batch, ChatKey, ChatKind, IncomingMessage, StoredMessage
+from bot.settings import Settings
 from fakes.harness import harness
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
@@ -77,11 +78,12 @@ async def _gate_cost(workdir: Path, *, batches: int) -> list[Figure]:
     rng = random.Random(28)
     async with await SqliteStore.open(path / "pacebot.sqlite3") as store:
         now = lambda: datetime.now(UTC)  # noqa: E731 - the gate reads the wall clock
+        settings = Settings(config)
         gate = CallGate(
-            config,
+            settings,
             store,
             RecallWords(),
-            spending=Spending(config, store, now=now),
+            spending=Spending(settings, store, now=now),
             company=Company(zone=config.bot.zone),
             now=now,
             draw=rng.random,

@@ -130,6 +130,7 @@ class Trace:
     rearmed_by: tuple[str, ...] = ()  # messages that re-armed the quiet timer; the rest of
     # a group batch joined it as context (the busy-room rule)
     wait_ended: str = ""  # why the quiet wait ended (bot.conversation.WaitEnd); "" before
+    profile: str = ""  # the profile the chat ran with; "" = none
     heard: tuple[tuple[str, str], ...] = ()  # (message id, transcript; "" unheard) per voice
     # note of the batch, as the model was given it
     outcome: str = ""  # an initiative batch: "answered", "silent" or "failed"
@@ -197,6 +198,7 @@ class TraceNotes:
     batch: Batch
     at: datetime
     wait: Wait = NO_WAIT
+    profile: str = ""
     prompt_tokens: dict[str, int] = field(default_factory=dict)
     recall: RecallFound = RecallFound()
     calls: list[LLMCall] = field(default_factory=list)
@@ -285,6 +287,7 @@ class TraceNotes:
             dropped=tuple(self.dropped),
             rearmed_by=tuple(i for i in self.wait.rearmed_by if i in message_ids),
             wait_ended=self.wait.ended_by if message_ids else "",
+            profile=self.profile,
             heard=tuple(
                 (m.message_id, clip(m.transcript or "", TOOL_CHARS_MAX))
                 for m in self.batch.messages
@@ -360,6 +363,8 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
     ]
     if trace.note:
         lines.append(say("trace_note", note=trace.note))
+    if trace.profile:
+        lines.append(say("trace_profile", profile=trace.profile))
     if trace.chat.is_group and trace.message_ids:
         context = [i for i in trace.message_ids if i not in trace.rearmed_by]
         lines.append(

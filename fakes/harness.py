@@ -122,15 +122,17 @@ FAST_PACING = {
 }
 
 
-def make_config(tmp_path: Path, llm_url: str, **sections: dict[str, Any]) -> Config:
-    """Return a config for tests: fast pacing, the fake LLM, data under ``tmp_path``."""
+def make_config(tmp_path: Path, llm_url: str, **sections: Any) -> Config:
+    """Return a config for tests: fast pacing, the fake LLM, data under ``tmp_path``; each
+    table of ``sections`` adds to the defaults, an array of tables (``profiles``) is
+    taken as it is."""
     data: dict[str, Any] = {
         "bot": {"name": "小满", "aliases": ["xiaoman"], "data_dir": str(tmp_path / "data")},
         "pacing": dict(FAST_PACING),
         "llm": {"base_url": llm_url, "timeout_s": 2.0, "max_retries": 0},
     }
     for name, values in sections.items():
-        data[name] = {**data.get(name, {}), **values}
+        data[name] = values if isinstance(values, list) else {**data.get(name, {}), **values}
     return parse_config(data, base_dir=tmp_path)
 
 

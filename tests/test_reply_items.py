@@ -11,6 +11,7 @@ import pytest
 
 from bot.context import offered_kinds
 from bot.errors import BadLLMReply
+from bot.models import ChatKey, ChatKind
 from bot.replies.contract import REACT_CONTRACT, contract
 from bot.replies.items import (
     DroppedItem,
@@ -27,6 +28,7 @@ from bot.replies.items import (
     to_row,
 )
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
+from bot.settings import Settings
 from fakes.harness import PRIVATE, harness, make_config
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
@@ -202,7 +204,8 @@ def test_the_kinds_offered_are_on_and_delivered(
         initiative={"later": enabled},
     )
     later = {ItemKind.LATER} if enabled else set()
-    assert offered_kinds(config, delivered) == expected | later
+    chat = ChatKey("test", ChatKind.PRIVATE, "42")
+    assert offered_kinds(Settings(config), chat, delivered) == expected | later
 
 
 def test_the_contract_offers_reactions_only_where_they_are_delivered() -> None:

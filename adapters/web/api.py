@@ -178,6 +178,7 @@ def trace_json(shown: ShownTrace) -> dict[str, Any]:
         "senders": dict(shown.senders),
         "rearmed_by": list(trace.rearmed_by),
         "wait_ended": trace.wait_ended,
+        "profile": trace.profile,
         "gate": list(trace.gate),
         "guards": list(trace.guards),
         "cost": trace.cost,

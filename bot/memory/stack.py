@@ -17,7 +17,6 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.budget import Spending, usage_of
-from bot.config import Config
 from bot.errors import BadLLMReply, OverBudget, StorageError, SummaryExists
 from bot.memory.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
 from bot.memory.ports import MemoryStore
@@ -34,6 +33,7 @@ from bot.models import (
 from bot.ports import LLM
 from bot.prompt import clip, estimate_tokens
 from bot.replies.parse import find_json_object, json_body
+from bot.settings import Settings
 
 FIRST_CHAT_DAY = date(1970, 1, 2)  # no message can belong to an earlier chat day
 PERSONA_SHARE = 0.4  # of memory.context_budget_tokens, for the persona and its summaries
@@ -153,7 +153,7 @@ def full_stack_text(initial: str, stack: Sequence[SummaryRecord]) -> str:
     return "\n\n".join([initial.strip(), *(r.added_prompt for r in stack)])
 
 
-def _transcript_line(message: StoredMessage, *, bot_name: str, config: Config) -> str:
+def _transcript_line(message: StoredMessage, *, bot_name: str, config: Settings) -> str:
     local = message.sent_at.astimezone(config.bot.zone)
     # People are named with their id, so that facts about them find the right person.
     who = (
@@ -168,7 +168,7 @@ def _transcript_line(message: StoredMessage, *, bot_name: str, config: Config) -
 
 
 def summary_request(
-    chat: ChatKey, day: date, messages: Sequence[StoredMessage], *, config: Config
+    chat: ChatKey, day: date, messages: Sequence[StoredMessage], *, config: Settings
 ) -> list[ChatMessage]:
     """Build the summary call for one chat day."""
     kind = "group chat" if chat.is_group else "private chat"
@@ -194,11 +194,10 @@ class Memory:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: MemoryStore,
         llm: LLM,
         *,
-        initial_persona: str,
         now: Callable[[], datetime],
         semantic: SemanticMemory | None = None,
         spending: Spending | None = None,
@@ -207,7 +206,6 @@ class Memory:
         self._store = store
         self._llm = llm
         self._spending = spending
-        self.initial_persona = initial_persona
         self._now = now
         self.days = config.chat_days(now)
         """The chat days summaries are written for."""
@@ -219,11 +217,16 @@ class Memory:
         """Return the current chat day."""
         return self.days.today()
 
+    def initial_persona(self, chat: ChatKey) -> str:
+        """Return the persona ``chat``'s summary stack sits on: its profile's, else the
+        base persona."""
+        return self._config.for_chat(chat).persona
+
     async def persona(self, chat: ChatKey) -> Persona:
         """Return the chat's effective persona."""
         stack = await self._store.live_summaries(chat)
         budget = self._config.memory.context_budget_tokens
-        return effective_persona(self.initial_persona, stack, budget_tokens=budget)
+        return effective_persona(self.initial_persona(chat), stack, budget_tokens=budget)
 
     async def summarise(self, chat: ChatKey, day: date, *, on_purpose: bool) -> SummaryResult:
         """Summarise one chat day and push it; raise ``LLMError`` if the LLM fails.
@@ -245,7 +248,7 @@ class Memory:
         completion = await self._ask(chat, request)
         content = parse_summary(completion.text, finish_reason=completion.finish_reason)
         stack = await self._store.live_summaries(chat)
-        before = full_stack_text(self.initial_persona, stack)
+        before = full_stack_text(self.initial_persona(chat), stack)
         added = render_summary(day, content)
         try:
             await self._store.push_summary(

@@ -21,12 +21,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from bot.company import Company
-from bot.config import Config
 from bot.conversation import Phase
 from bot.gate import CallGate
 from bot.models import ChatActivity, ChatKey, StoredMessage
 from bot.ops.cost import CostOps, Today
 from bot.ports import Platform
+from bot.settings import Settings
 
 OVERVIEW_CHATS = 20  # the most recently active chats the overview shows
 ERROR_WINDOW = timedelta(hours=1)  # "LLM errors in the last hour"
@@ -140,6 +140,7 @@ class ChatStatus:
     unaddressed_calls: int | None  # in the last hour, for the chat's group; None: private
     unaddressed_budget: int  # the group's unaddressed_calls_per_hour
     paused_until: datetime | None  # a bot loop paused the chat until then
+    profile: str = ""  # the profile the chat runs with; "" = none
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +161,7 @@ class StatusOps:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: StatusStore,
         *,
         chats: ChatStates,
@@ -200,7 +201,8 @@ class StatusOps:
 
     async def chat(self, chat: ChatKey) -> ChatStatus:
         """Return one chat's status."""
-        settings = self._config.groups.for_chat(chat)
+        chat_settings = self._config.for_chat(chat)
+        settings = chat_settings.groups
         return ChatStatus(
             chat,
             self._chats.phase(chat),
@@ -213,6 +215,7 @@ class StatusOps:
             await self._gate.calls_this_hour(chat) if chat.is_group else None,
             settings.unaddressed_calls_per_hour,
             self._company.paused_until(chat, now=self._now()),
+            chat_settings.profile,
         )
 
     async def overview(self) -> Status:
