@@ -26,7 +26,7 @@ import pytest
 from aiohttp import web
 
 from bot.prompt import REASON_HEADING
-from tests.test_kill import (
+from fakes.process_world import (
     BOT_TOKEN,
     LLM_KEY,
     ONEBOT_TOKEN,
