@@ -25,15 +25,20 @@ class ToLoguru(logging.Handler):
 
 class LogLine(str):
     """One rendered line (level, logger, message, then any traceback), with the level and
-    the chat key it was logged with."""
+    the extra fields it was logged with."""
 
     level: str
-    chat: str | None
+    extra: dict[str, object]  # what the line was bound with (chat, batch, ...)
 
-    def __new__(cls, text: str, *, level: str, chat: str | None) -> LogLine:
+    def __new__(cls, text: str, *, level: str, extra: dict[str, object]) -> LogLine:
         line = super().__new__(cls, text)
-        line.level, line.chat = level, chat
+        line.level, line.extra = level, extra
         return line
+
+    @property
+    def chat(self) -> object:
+        """Return the chat key the line was bound with, if any."""
+        return self.extra.get("chat")
 
 
 class LogLines(list[LogLine]):
@@ -58,7 +63,7 @@ def _render(message: Message) -> LogLine:
         text += "\n" + "".join(
             traceback.format_exception(exception.type, exception.value, exception.traceback)
         )
-    return LogLine(text, level=record["level"].name, chat=record["extra"].get("chat"))
+    return LogLine(text, level=record["level"].name, extra=dict(record["extra"]))
 
 
 @contextlib.contextmanager
