@@ -28,11 +28,12 @@ class LogLine(str):
     the extra fields it was logged with."""
 
     level: str
+    message: str  # the message alone: no level, logger name or traceback
     extra: dict[str, object]  # what the line was bound with (chat, batch, ...)
 
-    def __new__(cls, text: str, *, level: str, extra: dict[str, object]) -> LogLine:
+    def __new__(cls, text: str, *, level: str, message: str, extra: dict[str, object]) -> LogLine:
         line = super().__new__(cls, text)
-        line.level, line.extra = level, extra
+        line.level, line.message, line.extra = level, message, extra
         return line
 
     @property
@@ -47,6 +48,12 @@ class LogLines(list[LogLine]):
     def at(self, level: str) -> list[LogLine]:
         """Return the lines logged at ``level`` (e.g. ``"WARNING"``)."""
         return [line for line in self if line.level == level]
+
+    def about(self, words: str) -> list[str]:
+        """Return every line whose message holds ``words``, as ``"LEVEL message"``: a test
+        that something was logged once compares the whole list, so a second or a wrong
+        line fails it (the logger's name is left out, it moves with the code)."""
+        return [f"{line.level} {line.message}" for line in self if words in line.message]
 
     def tracebacks(self) -> list[str]:
         return [line for line in self if "Traceback" in line]
@@ -63,7 +70,8 @@ def _render(message: Message) -> LogLine:
         text += "\n" + "".join(
             traceback.format_exception(exception.type, exception.value, exception.traceback)
         )
-    return LogLine(text, level=record["level"].name, extra=dict(record["extra"]))
+    level = record["level"].name
+    return LogLine(text, level=level, message=record["message"], extra=dict(record["extra"]))
 
 
 @contextlib.contextmanager
