@@ -342,7 +342,7 @@ async def test_qq_disconnect_mid_conversation(tmp_path: Path, llm: FakeLLMServer
             await onebot.close()
             await wait_until(lambda: any("not sent" in line for line in logs))
             await onebot.connect()
-            await onebot.wait_for_call("send_private_msg", 2, within_s=0.8)
+            await onebot.wait_for_call("send_private_msg", 2, within_s=5)  # the back-off is 10 s
             await onebot.send_private_message(QQ_ALICE, "回来了？")
             await onebot.wait_for_call("send_private_msg", 3, within_s=5)
             await core.inbox.drain()
