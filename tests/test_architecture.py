@@ -5,7 +5,8 @@ bot/ imports nothing outside itself; among the adapters only the composition roo
 ``storage`` and ``scheduler`` import no adapter; no module passes 500 lines; no two modules
 import each other, however indirectly (an import under ``TYPE_CHECKING`` or inside a
 function counts too), and none imports another's private name. A platform's libraries
-load only when that platform is enabled.
+load only when that platform is enabled. No test module imports another: what tests share
+lives in ``fakes/``, ``tests/conftest.py`` or ``tests/log_capture.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ MODULE_LINES_MAX = 500
 PLATFORM_LIBRARIES = ("telegram", "nonebot", "fastapi", "uvicorn", "jinja2")
 QQ_LIBRARIES = ("nonebot", "fastapi", "uvicorn")
 WEB_LIBRARIES = ("fastapi", "uvicorn", "starlette", "jinja2", "multipart")
+SHARED_TEST_MODULES = ("log_capture",)  # in tests/ and meant to be imported (conftest never is)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -188,6 +190,52 @@ def test_no_module_is_over_500_lines(path: Path) -> None:
     """Every module of the four packages stays within 500 lines."""
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert max(lines, MODULE_LINES_MAX) == MODULE_LINES_MAX
+
+
+def imported_test_modules(source: str) -> list[str]:
+    """Return the modules of tests/ that ``source`` (a module of tests/ or fakes/) imports,
+    however it names them, leaving out the shared ones."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:  # relative: inside tests/
+            base = "tests." + node.module if node.module else "tests"
+            names = [base] if node.module else [f"tests.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "tests":
+            names = [f"tests.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        else:
+            names = []
+        found.update(name for name in names if name.startswith("tests."))
+    return sorted(name for name in found if name.split(".")[1] not in SHARED_TEST_MODULES)
+
+
+@pytest.mark.parametrize("path", modules_of("tests", "fakes"), ids=relative)
+def test_no_test_module_imports_another(path: Path) -> None:
+    """A test module or a fake imports no test module: shared helpers live in fakes/."""
+    assert imported_test_modules(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_test_import_check_sees_every_spelling() -> None:
+    """The check is not blind: absolute, package and relative imports of a test module are
+    found, and the shared log capture is let through."""
+    source = (
+        "import tests.test_a\n"
+        "from tests.test_b import helper\n"
+        "from tests import test_c, log_capture\n"
+        "from .test_d import helper\n"
+        "from . import test_e\n"
+        "from tests.log_capture import captured_logs\n"
+    )
+    assert imported_test_modules(source) == [
+        "tests.test_a",
+        "tests.test_b",
+        "tests.test_c",
+        "tests.test_d",
+        "tests.test_e",
+    ]
 
 
 @pytest.mark.parametrize("flag", ["--help", "--version"])

@@ -17,9 +17,9 @@ import pytest
 from bot.errors import StorageError
 from bot.models import BatchOutcome
 from bot.replies.items import PlannedReply, Text
+from fakes.store_rows import ALICE, T0, add, answered_batch, at, incoming, stored
 from storage.migrate import load_migrations
 from storage.sqlite import SqliteStore
-from tests.test_store_contract import ALICE, T0, add, answered_batch, at, incoming, stored
 
 LATEST_VERSION = len(load_migrations())
 

@@ -13,7 +13,6 @@ from bot.errors import ConfigError
 from bot.texts import CATALOGUES, EN, Texts
 from fakes.harness import GROUP, PRIVATE, harness
 from fakes.openai_api import FakeLLMServer
-from tests.test_memory_commands import command
 
 
 def fields(template: str) -> set[str]:
@@ -62,8 +61,8 @@ def test_the_admin_menu_holds_every_command_and_the_open_menu_only_open_ones() -
 async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMServer) -> None:
     """/help shows admins every command, one line each, and others only what they may use."""
     async with harness(tmp_path, llm, bot={"admins": ["test:7"]}) as bot:
-        admin = await command(bot, "/help")
-        member = await command(bot, "/help", chat=GROUP, sender_id="8")
+        admin = await bot.command("/help")
+        member = await bot.command("/help", chat=GROUP, sender_id="8")
     assert admin.splitlines() == [
         "Commands you can use here:",
         "/help — the commands you can use",
@@ -95,9 +94,9 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
 async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: FakeLLMServer) -> None:
     """With bot.language = "zh" a refusal, a usage line and /help are in Chinese."""
     async with harness(tmp_path, llm, bot={"admins": ["test:7"], "language": "zh"}) as bot:
-        refusal = await command(bot, "/status", chat=GROUP, sender_id="8")
-        usage = await command(bot, "/recall", chat=PRIVATE)
-        listing = await command(bot, "/help", chat=GROUP, sender_id="8")
+        refusal = await bot.command("/status", chat=GROUP, sender_id="8")
+        usage = await bot.command("/recall", chat=PRIVATE)
+        listing = await bot.command("/help", chat=GROUP, sender_id="8")
     assert refusal == "抱歉，只有管理员可以使用这个命令。"
     assert usage == "用法：/recall <问题>，例如 /recall 昨天聊了什么"
     assert listing.splitlines() == [

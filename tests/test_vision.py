@@ -124,4 +124,9 @@ async def test_a_provider_refusing_pictures_is_asked_again_without_them(
     assert [len(llm.image_urls(i)) for i in range(len(llm.requests))] == [1, 0]
     assert "image_notes" not in llm.requests[1]["messages"][0]["content"]
     assert texts(api) == ["看不到图，但听起来不错"]
-    assert [line for line in logs if "llm.vision = false" in line] != []
+    assert logs.about("llm.vision") == [
+        "WARNING the LLM refused a request with pictures (LLM gpt-4o-mini at "
+        f"{llm.base_url.removesuffix('/v1')}: HTTP 400 bad request: image input is not "
+        "supported); re-asking without them. If this model cannot see images, set "
+        "llm.vision = false"
+    ]

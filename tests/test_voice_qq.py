@@ -103,7 +103,10 @@ async def test_a_record_url_on_a_private_address_is_never_fetched(
     assert (host.requests, llm.transcriptions) == ([], [])
     assert new_messages(llm).strip().endswith(": [voice] 听")
     assert segments(answer) == [{"type": "text", "data": {"text": "好的"}}]
-    assert [line for line in logs if "a private or local address" in line] != []
+    assert logs.about("a private or local address") == [
+        "INFO voice note 1001 keeps its placeholder: QQ voice note host '127.0.0.1' is at "
+        "127.0.0.1, a private or local address (set qq.allow_private_image_hosts = true to allow)"
+    ]
     assert logs.tracebacks() == []
 
 
