@@ -44,6 +44,7 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
 
     assert tables == [
         ("batches",),
+        ("chat_switches",),
         ("chat_titles",),
         ("embeddings",),
         ("fact_audit",),
