@@ -49,19 +49,19 @@ from adapters.platforms import (
 from adapters.reload import Reloader, pid_file
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
-from bot.config import Config, enabled_platforms, load_config
-from bot.config_values import LogLevel
+from bot.config.model import Config, enabled_platforms, load_config
+from bot.config.personas import read_persona, read_profile_personas
+from bot.config.settings import Settings
+from bot.config.values import LogLevel
 from bot.errors import ConfigError, PacebotError
 from bot.initiative.wakeup import LONGEST_WAIT_S
 from bot.log import setup_logging
 from bot.memory.semantic import SemanticMemory
 from bot.memory.stack import Memory
 from bot.ops import Ops
-from bot.personas import read_persona, read_profile_personas
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
-from bot.settings import Settings
 from bot.tasks import start_task
 from bot.texts import Texts
 from scheduler.jobs import start_scheduler

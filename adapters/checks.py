@@ -25,14 +25,14 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.config import Config, enabled_platforms, load_config
-from bot.config_errors import toml_value
+from bot.config.errors import toml_value
+from bot.config.model import Config, enabled_platforms, load_config
+from bot.config.personas import read_persona, read_profile_personas
+from bot.config.settings import Settings
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
-from bot.personas import read_persona, read_profile_personas
 from bot.secrets import Secrets, read_secrets
-from bot.settings import Settings
 
 if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM

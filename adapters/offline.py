@@ -33,12 +33,12 @@ from adapters.app import (
 )
 from adapters.checks import prepare_data_dir
 from adapters.reload import signal_running
-from bot.config import Config, load_config
+from bot.config.model import Config, load_config
+from bot.config.personas import read_persona
 from bot.errors import PacebotError
 from bot.memory.stack import SummaryResult
 from bot.models import ChatKey
 from bot.ops.memory import MemoryOps
-from bot.personas import read_persona
 from bot.secrets import Secrets, read_secrets
 from bot.texts import Texts
 

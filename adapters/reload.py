@@ -2,7 +2,7 @@
 
 :class:`Reloader` reads and checks the file with the same model as ``pacebot check``
 (personas and profiles included) and swaps it into the running
-:class:`~bot.settings.Settings`: what is live applies from the next batch, what needs a
+:class:`~bot.config.settings.Settings`: what is live applies from the next batch, what needs a
 restart keeps its running value and is named. An invalid file changes nothing; why is
 logged in TOML's words and raised to the caller.
 
@@ -20,10 +20,10 @@ from pathlib import Path
 
 from loguru import logger
 
-from bot.config import Config, load_config
+from bot.config.model import Config, load_config
+from bot.config.personas import read_persona, read_profile_personas
+from bot.config.settings import Reloaded, Settings
 from bot.errors import ConfigError
-from bot.personas import read_persona, read_profile_personas
-from bot.settings import Reloaded, Settings
 
 PID_FILE = "pacebot.pid"
 

@@ -20,13 +20,13 @@ from rich.table import Table
 from adapters.costs import report_json
 from bot.budget import Spending, UsageLog, format_cost
 from bot.commands.recall import in_prompt_line
-from bot.config import Config
+from bot.config.model import Config
+from bot.config.settings import Settings
 from bot.errors import PacebotError
 from bot.models import ChatKey
 from bot.ops.cost import CostOps, CostReport, Spent
 from bot.ops.memory import RecallPreview
 from bot.ops.traces import TraceOps
-from bot.settings import Settings
 from bot.texts import Texts
 from bot.trace import TraceLog, format_trace
 

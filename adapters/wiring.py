@@ -24,6 +24,7 @@ from bot.batches import Batches
 from bot.budget import Spending, UsageLog
 from bot.commands.runner import CommandRunner
 from bot.company import Company
+from bot.config.settings import Settings
 from bot.context import ChatHistory, Prompter
 from bot.conversation import Conversations
 from bot.debounce import Debouncer
@@ -49,7 +50,6 @@ from bot.replies.hooks import HooksByKind, ItemHooks
 from bot.replies.items import ItemKind
 from bot.retries import Retries
 from bot.sender import Outbox, Sender
-from bot.settings import Settings
 from bot.stickers import Stickers, StickerSource, StickerStore
 from bot.trace import TraceLog
 from bot.voice.hearing import Hearing

@@ -28,10 +28,10 @@ from bench.rig import answer_afresh, fresh_path
 from bench.stats import percentile
 from bot.budget import Spending
 from bot.company import Company
-from bot.config import parse_config
+from bot.config.model import parse_config
+from bot.config.settings import Settings
 from bot.gate import CallGate
 from bot.models import Batch, ChatKey, ChatKind, IncomingMessage, StoredMessage
-from bot.settings import Settings
 from fakes.harness import harness
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore

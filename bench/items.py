@@ -26,7 +26,7 @@ from pathlib import Path
 from bench.dataset import chat_keys
 from bench.report import Figure, exactly
 from bench.rig import fresh_path
-from bot.config import Config, parse_config
+from bot.config.model import Config, parse_config
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.prompt import estimate_tokens
 from bot.replies.items import ItemKind

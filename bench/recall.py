@@ -35,11 +35,11 @@ from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_most, spread_figures
 from bench.rig import NoLLM
 from bench.stats import Spread
-from bot.config import parse_config
+from bot.config.model import parse_config
+from bot.config.settings import Settings
 from bot.memory.semantic import SemanticMemory
 from bot.memory.stack import Memory
 from bot.models import ChatKey
-from bot.settings import Settings
 from storage.sqlite import SqliteStore
 
 RECALL_P99_TARGET_MS = 20.0

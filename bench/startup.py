@@ -28,11 +28,11 @@ from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_least, at_most
 from bench.rig import NoLLM, StallWatch, fresh_path
 from bot.budget import Spending
-from bot.config import Config, parse_config
+from bot.config.model import Config, parse_config
+from bot.config.settings import Settings
 from bot.memory.stack import Memory
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES
-from bot.settings import Settings
 from fakes.harness import RecordingPlatform
 from storage.sqlite import SqliteStore
 from storage.words import RecallWords

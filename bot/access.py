@@ -17,9 +17,9 @@ from typing import Protocol
 
 from loguru import logger
 
-from bot.config_profiles import matches
+from bot.config.profiles import matches
+from bot.config.settings import Settings
 from bot.models import ChatKey, IncomingMessage
-from bot.settings import Settings
 
 
 class Refusal(enum.StrEnum):

@@ -15,10 +15,10 @@ from typing import Protocol
 from loguru import logger
 
 from bot.access import Access
+from bot.config.settings import Settings
 from bot.conversation import Conversations
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage
-from bot.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from loguru import logger
 
 from bot.budget import Spending
 from bot.calls import Calls
+from bot.config.settings import Settings
 from bot.context import Prompter, Request
 from bot.conversation import NO_WAIT, Wait
 from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
@@ -45,7 +46,6 @@ from bot.replies.guards import without_links, without_repeats
 from bot.replies.items import Later, PlannedReply, Reply, Text
 from bot.replies.parse import parse_image_notes
 from bot.replies.plan import plan_replies
-from bot.settings import Settings
 from bot.stickers import Stickers
 from bot.trace import Trace, TraceNotes
 from bot.vision import look_at

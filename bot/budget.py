@@ -26,11 +26,11 @@ from typing import Protocol
 
 from loguru import logger
 
-from bot.config_groups import BudgetConfig
+from bot.config.groups import BudgetConfig
+from bot.config.settings import Settings
 from bot.errors import StorageError
 from bot.models import ChatKey, ChatMessage, Completion, TokenCount, Usage, UsageRow
 from bot.prompt import estimate_prompt_tokens, estimate_tokens, image_tokens
-from bot.settings import Settings
 
 HARD_CAP = "hard cap reached"
 SOFT_CAP = "soft cap reached"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
+from bot.config.settings import Settings
 from bot.initiative.occasion import Occasion, reason_block
 from bot.memory.recall import Recalled
 from bot.memory.stack import Memory, Persona
@@ -24,7 +25,6 @@ from bot.prompt import PromptInput, assemble_prompt, estimate_tokens, history_li
 from bot.replies.contract import contract
 from bot.replies.guards import REPEATS_REMEMBERED
 from bot.replies.items import ItemKind
-from bot.settings import Settings
 from bot.stickers import Stickers
 from bot.trace import RecallFound, TraceNotes
 

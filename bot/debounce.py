@@ -15,7 +15,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import ChatEvents, Unheard, WaitEnd
 from bot.models import ChatKey
 

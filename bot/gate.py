@@ -30,11 +30,11 @@ from typing import Protocol
 
 from bot.budget import Spending
 from bot.company import Company
-from bot.config_groups import GroupSettings
+from bot.config.groups import GroupSettings
+from bot.config.settings import Settings
 from bot.hours import in_window
 from bot.models import Batch, ChatKey
 from bot.replies.questions import asks_the_room, looks_like_question
-from bot.settings import Settings
 
 SHARE_OF_LAST = 40  # messages
 HOUR = timedelta(hours=1)

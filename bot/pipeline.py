@@ -26,6 +26,7 @@ from bot.addressing import Addressing
 from bot.answer import Answer, Answerer
 from bot.batches import Batches
 from bot.company import Company
+from bot.config.settings import Settings
 from bot.conversation import Conversation, Conversations, WaitEnd, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
@@ -35,7 +36,6 @@ from bot.keeping import Keeper
 from bot.models import Batch, BatchOutcome, ChatKey, IncomingMessage
 from bot.ports import Platform
 from bot.sender import Sender
-from bot.settings import Settings
 from bot.stickers import Stickers
 from bot.tasks import start_task
 from bot.trace import TraceLog

@@ -16,6 +16,7 @@ from loguru import logger
 
 from bot.budget import Spending
 from bot.calls import Calls
+from bot.config.settings import Settings
 from bot.context import Request
 from bot.errors import BadLLMReply, LLMUnavailable
 from bot.models import Completion
@@ -24,7 +25,6 @@ from bot.replies.items import DroppedItem, Reply
 from bot.replies.parse import splitter_messages
 from bot.replies.plan import deliverable, parse_replies, without_reply_json
 from bot.replies.splitting import split_text
-from bot.settings import Settings
 from bot.trace import TraceNotes
 
 if TYPE_CHECKING:

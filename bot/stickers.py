@@ -24,11 +24,11 @@ from typing import Protocol
 
 from loguru import logger
 
+from bot.config.settings import Settings
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage, StickerRecord, StickerSeen
 from bot.prompt import clip
 from bot.replies.items import ItemKind, Outgoing, Sticker
-from bot.settings import Settings
 
 
 @dataclass(frozen=True, slots=True)

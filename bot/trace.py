@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from pydantic import TypeAdapter
 
 from bot.budget import cost_of, format_cost
-from bot.config_groups import BudgetConfig
+from bot.config.groups import BudgetConfig
 from bot.conversation import NO_WAIT, Wait
 from bot.initiative.occasion import Occasion
 from bot.initiative.promises import Promise

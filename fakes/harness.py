@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.app import Core, running_bot, running_core, utc_now
-from bot.config import Config, parse_config
+from bot.config.model import Config, parse_config
 from bot.conversation import Phase
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox

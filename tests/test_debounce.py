@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import Unheard, WaitEnd
 from bot.debounce import Debouncer, looks_unfinished, quiet_deadline
 from bot.models import ChatKey, ChatKind

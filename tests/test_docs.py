@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config_errors import toml_value
-from bot.config_keys import config_keys
+from bot.config.errors import toml_value
+from bot.config.keys import config_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])

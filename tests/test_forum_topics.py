@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.app import Core
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from fakes.bot_api import FakeBotAPI, sticker
 from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt, wait_waiting

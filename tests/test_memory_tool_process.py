@@ -14,7 +14,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_config
+from bot.config.model import load_config
 from bot.models import ChatKey, ChatKind
 from fakes.harness import free_port, push_day_summary, replies_json, start_run
 from fakes.onebot import FakeOneBot

@@ -18,12 +18,12 @@ from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, EVEN
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.openai_llm import OpenAILLM
-from bot.config import Config
+from bot.config.model import Config
+from bot.config.settings import Settings
 from bot.days import chat_day_bounds
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ops.memory import MemoryOps
-from bot.settings import Settings
 from fakes.harness import TEST_KEY, make_config
 from fakes.openai_api import FakeLLMServer
 from scheduler.jobs import NIGHTLY_JOB_ID, nightly_trigger, start_scheduler

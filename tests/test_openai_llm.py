@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.openai_llm import SPLITTER_TEMPERATURE, OpenAILLM, message_text
-from bot.config import LLMConfig, SplitterConfig
+from bot.config.model import LLMConfig, SplitterConfig
 from bot.errors import BadLLMReply, ConfigError, LLMUnavailable
 from bot.models import ChatMessage, Completion
 from bot.replies.items import Text

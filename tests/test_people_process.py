@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_config
+from bot.config.model import load_config
 from bot.days import chat_day, chat_day_bounds
 from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage
 from fakes.harness import free_port, start_run, wait_until

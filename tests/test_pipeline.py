@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.app import utc_now
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import Phase
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
 from bot.models import BatchOutcome, ChatKey, ChatKind, ChatMessage

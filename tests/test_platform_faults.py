@@ -20,7 +20,7 @@ import pytest
 from adapters.app import Core, running_bot, running_core
 from adapters.qq.platform import QQPlatform
 from adapters.telegram.platform import TelegramPlatform
-from bot.config import Config
+from bot.config.model import Config
 from bot.errors import SendFailed
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from bot.ports import Platform

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.settings import Settings
 from bot.context import offered_kinds
 from bot.errors import BadLLMReply
 from bot.models import ChatKey, ChatKind
@@ -28,7 +29,6 @@ from bot.replies.items import (
     to_row,
 )
 from bot.replies.plan import deliverable, parse_replies, plan_replies, without_reply_json
-from bot.settings import Settings
 from fakes.harness import PRIVATE, harness, make_config
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs

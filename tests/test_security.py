@@ -24,7 +24,7 @@ from loguru import logger
 from adapters.app import running_bot
 from adapters.checks import check
 from adapters.qq.platform import QQPlatform
-from bot.config import Config, load_config
+from bot.config.model import Config, load_config
 from bot.days import chat_day
 from bot.errors import ConfigError
 from bot.log import setup_logging

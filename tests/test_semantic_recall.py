@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.openai_embeddings import OpenAIEmbedder
-from bot.config import parse_config
+from bot.config.model import parse_config
 from bot.errors import ConfigError
 from bot.memory.recall import fuse
 from bot.memory.semantic import SemanticMemory

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from bot.config import parse_config
+from bot.config.model import parse_config
+from bot.config.personas import read_profile_personas
+from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.models import ChatKey, ChatKind
-from bot.personas import read_profile_personas
-from bot.settings import Settings
 
 KIDS = ChatKey("qq", ChatKind.GROUP, "123")
 FORUM_TOPIC = ChatKey("telegram", ChatKind.GROUP, "-100", "7")

@@ -16,7 +16,7 @@ import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, capture
 from PIL import Image
 
 from adapters.app import Core, running_bot, serving_dashboard
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import STICKER_CONTRACT
 from bot.secrets import Secrets

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bot.commands.menu import MENU, menu
-from bot.config import parse_config
+from bot.config.model import parse_config
 from bot.errors import ConfigError
 from bot.texts import CATALOGUES, EN, Texts
 from fakes.harness import GROUP, PRIVATE, harness

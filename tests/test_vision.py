@@ -6,7 +6,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from bot.config import Config
+from bot.config.model import Config
 from fakes.bot_api import FakeBotAPI, photo
 from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt
 from fakes.images import jpeg, jpeg_size, png_bomb

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.app import Core
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from fakes import audio
 from fakes.bot_api import FakeBotAPI, voice

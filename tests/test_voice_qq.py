@@ -11,7 +11,7 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.audio import sniff
-from bot.config import Config
+from bot.config.model import Config
 from fakes import audio
 from fakes.harness import free_port, make_config, qq_bot, user_prompt
 from fakes.image_host import ImageHost

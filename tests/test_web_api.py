@@ -23,7 +23,7 @@ from adapters.checks import check
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
 from bot.budget import format_cost
-from bot.config import Config, load_config
+from bot.config.model import Config, load_config
 from bot.models import ChatKey, ChatKind, PersonNote
 from bot.ports import Platform
 from bot.secrets import Secrets, read_secrets

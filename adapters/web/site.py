@@ -24,7 +24,7 @@ from adapters.web.depends import TEMPLATES
 from adapters.web.guards import BodyLimit, SecurityHeaders
 from adapters.web.pages import login_url
 from adapters.web.server import serving
-from bot.config import Config
+from bot.config.model import Config
 from bot.log import LOG_FILE
 from bot.ops import Ops
 

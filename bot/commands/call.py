@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
+from bot.config.settings import Settings
 from bot.models import ChatKey
 from bot.ops import Ops
-from bot.settings import Settings
 from bot.texts import Texts
 
 

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from bot.commands.call import Call, Command
 from bot.commands.menu import parse_command
+from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.models import ChatKey, IncomingMessage
 from bot.ops import Ops
-from bot.settings import Settings
 from bot.texts import Texts
 
 

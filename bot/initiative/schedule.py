@@ -27,7 +27,8 @@ from zoneinfo import ZoneInfo
 
 from loguru import logger
 
-from bot.config import InitiativeConfig
+from bot.config.model import InitiativeConfig
+from bot.config.settings import Settings
 from bot.conversation import ChatEvents, Unheard
 from bot.hours import in_window
 from bot.initiative.occasion import Occasion, OccasionKind
@@ -42,7 +43,6 @@ from bot.initiative.promises import LaterItem, Promise
 from bot.initiative.store import InitiativeStore
 from bot.initiative.wakeup import LONGEST_WAIT_S, WakeUp
 from bot.models import ChatKey
-from bot.settings import Settings
 from bot.tasks import start_task
 
 CLAIM_PAGE = 200  # later items claimed per turn; more due are claimed on the next one

@@ -18,12 +18,12 @@ from typing import Any
 from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
+from bot.config.settings import Settings
 from bot.errors import BadLLMReply
 from bot.memory.ports import PeopleStore
 from bot.models import ChatKey, Fact, KnownPerson, PersonNote, StoredMessage
 from bot.prompt import estimate_tokens
 from bot.replies.parse import find_json_object, json_body
-from bot.settings import Settings
 
 FACT_CHARS_MAX = 200
 """A longer "fact" is refused, not cut: facts are short by contract, so one that long is

@@ -17,6 +17,7 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.budget import Spending, usage_of
+from bot.config.settings import Settings
 from bot.errors import BadLLMReply, OverBudget, StorageError, SummaryExists
 from bot.memory.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
 from bot.memory.ports import MemoryStore
@@ -33,7 +34,6 @@ from bot.models import (
 from bot.ports import LLM
 from bot.prompt import clip, estimate_tokens
 from bot.replies.parse import find_json_object, json_body
-from bot.settings import Settings
 
 FIRST_CHAT_DAY = date(1970, 1, 2)  # no message can belong to an earlier chat day
 PERSONA_SHARE = 0.4  # of memory.context_budget_tokens, for the persona and its summaries

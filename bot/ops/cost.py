@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from bot.budget import Spending, Standing, UsageLog, cost_of
-from bot.config_groups import BudgetConfig
+from bot.config.groups import BudgetConfig
 from bot.models import ChatKey, TokenCount
 
 

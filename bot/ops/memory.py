@@ -18,13 +18,13 @@ from datetime import date, timedelta
 
 from loguru import logger
 
+from bot.config.settings import Settings
 from bot.memory.nightly import NightlyReport, days_to_summarise, pending_work, summarise_days
 from bot.memory.ports import MemoryStore
 from bot.memory.recall import Recalled
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, Fact, SummaryRecord
 from bot.prompt import estimate_tokens
-from bot.settings import Settings
 
 Progress = Callable[[ChatKey, date, SummaryResult | None], None]
 

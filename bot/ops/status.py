@@ -21,12 +21,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from bot.company import Company
+from bot.config.settings import Settings
 from bot.conversation import Phase
 from bot.gate import CallGate
 from bot.models import ChatActivity, ChatKey, StoredMessage
 from bot.ops.cost import CostOps, Today
 from bot.ports import Platform
-from bot.settings import Settings
 
 OVERVIEW_CHATS = 20  # the most recently active chats the overview shows
 ERROR_WINDOW = timedelta(hours=1)  # "LLM errors in the last hour"

@@ -24,9 +24,9 @@ from typing import Final
 
 from loguru import logger
 
+from bot.config.settings import Settings
 from bot.errors import LLMError, StorageError, VoiceUnavailable
 from bot.models import Batch, ChatKey, IncomingMessage, StoredMessage, VoiceNote, voice_label
-from bot.settings import Settings
 from bot.tasks import start_task
 from bot.voice.ports import Speech, TranscriptStore, VoiceSource
 

@@ -16,10 +16,10 @@ from collections.abc import Mapping
 
 from loguru import logger
 
+from bot.config.settings import Settings
 from bot.errors import LLMError
 from bot.models import ChatKey
 from bot.replies.items import ItemKind, Outgoing, Text, Voice
-from bot.settings import Settings
 from bot.voice.ports import Speech
 
 

@@ -20,7 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from bot.config import (
+from bot.config.errors import describe, toml_value
+from bot.config.groups import BudgetConfig, GroupsConfig, GroupSettings
+from bot.config.model import (
     BotConfig,
     Config,
     InitiativeConfig,
@@ -34,9 +36,7 @@ from bot.config import (
     VoiceConfig,
     WebConfig,
 )
-from bot.config_errors import describe, toml_value
-from bot.config_groups import BudgetConfig, GroupsConfig, GroupSettings
-from bot.config_profiles import PROFILES_KEY, AccessConfig, Profile, matches
+from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, matches
 from bot.days import ChatDays
 from bot.errors import ConfigError
 from bot.models import ChatKey

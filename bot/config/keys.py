@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bot.config import Config
+from bot.config.model import Config
 
 _TYPES: dict[object, str] = {
     str: "string",

@@ -15,10 +15,10 @@ from zoneinfo import ZoneInfo
 
 from pydantic import Field, ValidationError, model_validator
 
-from bot.config_errors import describe, toml_value
-from bot.config_groups import BudgetConfig, GroupsConfig, describe_override
-from bot.config_profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
-from bot.config_values import (
+from bot.config.errors import describe, toml_value
+from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
+from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
+from bot.config.values import (
     AdminIds,
     ClockTime,
     EnvName,

@@ -2,7 +2,7 @@
 
 The base persona is ``bot.persona`` or ``bot.persona_file``; a profile's is its own
 ``persona``, its ``persona_file``, or else the base one. Files are read when the config is
-loaded and at each reload (:class:`bot.settings.Settings` holds the texts), never while a
+loaded and at each reload (:class:`bot.config.settings.Settings` holds the texts), never while a
 batch is answered.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.config import Config
-from bot.config_errors import toml_value
-from bot.config_profiles import PROFILES_KEY
+from bot.config.errors import toml_value
+from bot.config.model import Config
+from bot.config.profiles import PROFILES_KEY
 from bot.errors import ConfigError
 
 

@@ -7,7 +7,7 @@ initiative keys, a chat's daily token cap and a tools allow-list. What it leaves
 the base config's. The first profile whose pattern matches a chat wins; a group's
 ``[[groups.override]]`` still applies on top of its profile's groups keys. Each partial
 table is checked against its table's own rules with the base values filled in
-(``bot.settings.resolve_profiles``).
+(``bot.config.settings.resolve_profiles``).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
 
-from bot.config_errors import describe, toml_value
-from bot.config_values import Section, Tokens
+from bot.config.errors import describe, toml_value
+from bot.config.values import Section, Tokens
 from bot.models import ChatKey
 from bot.texts import Language
 
