@@ -7,9 +7,9 @@ enabled platform needs are looked up, and the data directory is tried
 tell whether a run would work: one tiny chat completion (reachable, key accepted, JSON
 mode accepted; with ``llm.memory_tool`` on, one more offering the tool), one embedding of
 one word when ``[memory.embeddings]`` is on, one transcription of a bundled second of
-silence and one synthesis of one word as far as ``[voice]`` turns them on, and Telegram's
-``getMe`` (the token is valid). No secret is printed: a finding names the environment
-variable, never its value.
+silence and one synthesis of one word as far as ``[voice]`` turns them on, Telegram's
+``getMe`` (the token is valid), and the official QQ bot's access token and gateway URL.
+No secret is printed: a finding names the environment variable, never its value.
 
 The LLM SDK and the platform libraries are imported only for ``--online``.
 """
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM
 
 NOTHING_ENABLED = (
-    "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
+    "no platform is enabled: set enabled = true under [telegram], [qq] or [qq_official], "
+    "or use `pacebot console`"
 )
 ONLINE_TIMEOUT_S = 20.0
 """The longest one online check may take, whatever ``llm.timeout_s`` says."""
@@ -110,7 +111,7 @@ def check(path: Path, *, online: bool = False) -> int:
         # The shipped config enables nothing on purpose: the console works at once.
         print(
             "✓ ready for `pacebot console`; `pacebot run` needs a platform: "
-            "set enabled = true under [telegram] or [qq]"
+            "set enabled = true under [telegram], [qq] or [qq_official]"
         )
     return 0
 
@@ -175,6 +176,8 @@ async def online_findings(config: Config, secrets: Secrets) -> list[Finding]:
         findings += await check_voice(config, secrets.voice_api_key)
     if secrets.telegram_token is not None:
         findings.append(await check_telegram(config, secrets.telegram_token))
+    if secrets.qq_official_secret is not None:
+        findings.append(await check_qq_official(config, secrets.qq_official_secret))
     if config.qq.enabled:
         findings.append(
             Finding(
@@ -329,3 +332,19 @@ async def check_telegram(config: Config, token: str) -> Finding:
     except PacebotError as exc:
         return Finding(ok=False, text=f"Telegram at {where}: {exc}")
     return Finding(ok=True, text=f"Telegram at {where}: token valid, the bot is @{username}")
+
+
+async def check_qq_official(config: Config, secret: str) -> Finding:
+    """Get an access token and the gateway URL: the AppID and AppSecret are accepted."""
+    from adapters.qqbot.probe import probe
+
+    official = config.qq_official
+    where = f"QQ bot {official.app_id} at {official.rest_base}"
+    try:
+        async with asyncio.timeout(ONLINE_TIMEOUT_S):
+            found = await probe(official, secret, timeout_s=ONLINE_TIMEOUT_S)
+    except TimeoutError:
+        return Finding(ok=False, text=f"{where}: no answer")
+    except PacebotError as exc:
+        return Finding(ok=False, text=f"{where}: {exc}")
+    return Finding(ok=True, text=f"{where}: token granted, gateway {found.gateway_url}")

@@ -38,6 +38,7 @@ class Secrets:
     web_token: str | None = None
     embeddings_api_key: str | None = None  # only when [memory.embeddings] is on
     voice_api_key: str | None = None  # only when [voice] transcribes or speaks
+    qq_official_secret: str | None = None  # the official QQ bot's AppSecret
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -50,6 +51,7 @@ class Secrets:
             self.web_token,
             self.embeddings_api_key,
             self.voice_api_key,
+            self.qq_official_secret,
         )
         return tuple(s for s in values if s)
 
@@ -102,6 +104,9 @@ def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
                 f"[qq] access_token_env: environment variable {token_env} is not set, and it is "
                 f"required because qq.host = {toml_value(config.qq.host)} is not a loopback address"
             )
+    qq_official_secret = None
+    if config.qq_official.enabled and not console:
+        qq_official_secret = need(config.qq_official.secret_env, "[qq_official] secret_env")
     web_token = None
     if config.web.enabled and not console:
         web_token = need(config.web.token_env, "[web] token_env") or None
@@ -121,4 +126,5 @@ def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
         web_token=web_token,
         embeddings_api_key=embeddings_key,
         voice_api_key=voice_key,
+        qq_official_secret=qq_official_secret or None,
     )

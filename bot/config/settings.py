@@ -66,6 +66,7 @@ RESTART_ONLY: tuple[str, ...] = (
     "qq.access_token_env",
     "qq.allow_private_image_hosts",
     "qq.backfill",
+    "qq_official",
     "web",
     "stickers.enabled",
     "voice.enabled",

@@ -22,6 +22,7 @@ from bot.hours import window_minutes
 from bot.models import ChatKey
 
 _ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
+_OPENID_ADMIN_RE = re.compile(r"^qqbot:[A-Za-z0-9_]{1,64}$")  # the official QQ bot's openids
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -58,6 +59,25 @@ def http_url(example: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def ws_url(example: str) -> AfterValidator:
+    """Accept a ws(s) URL or "", naming ``example`` as the expected form."""
+
+    def check(value: str) -> str:
+        if value and not value.startswith(("ws://", "wss://")):
+            msg = f"must be a ws(s) URL such as {example}, or empty"
+            raise ValueError(msg)
+        return value
+
+    return AfterValidator(check)
+
+
+def _app_id(value: str) -> str:
+    if value and not (value.isascii() and value.isdigit() and len(value) <= 20):
+        msg = 'must be the bot\'s AppID, digits such as "102000001", or ""'
+        raise ValueError(msg)
+    return value
+
+
 def _iana_zone(value: str) -> str:
     try:
         ZoneInfo(value)
@@ -69,10 +89,11 @@ def _iana_zone(value: str) -> str:
 
 def _admin_ids(value: tuple[str, ...]) -> tuple[str, ...]:
     for admin in value:
-        if not _ADMIN_RE.match(admin):
+        if not _ADMIN_RE.match(admin) and not _OPENID_ADMIN_RE.match(admin):
             msg = (
                 f"{toml_value(admin)} is not an admin id; use platform:numeric-id, "
-                'e.g. "telegram:123456789" or "qq:10001"'
+                'e.g. "telegram:123456789" or "qq:10001", or qqbot:openid '
+                "(what /whoami answers on the official QQ bot)"
             )
             raise ValueError(msg)
     return value
@@ -152,6 +173,8 @@ EnvName = Annotated[str, AfterValidator(_env_name)]
 EnvNameOrEmpty = Annotated[str, AfterValidator(_env_name_or_empty)]
 """As :data:`EnvName`, or "" to fall back to another setting."""
 IanaZone = Annotated[str, AfterValidator(_iana_zone)]
+AppId = Annotated[str, AfterValidator(_app_id)]
+"""An app's id on the QQ Open Platform (its AppID): digits, or "" while unset."""
 AdminIds = Annotated[tuple[str, ...], AfterValidator(_admin_ids)]
 ClockTime = Annotated[str, AfterValidator(_clock_time)]
 """A time of day, ``HH:MM``."""
