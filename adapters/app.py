@@ -254,10 +254,17 @@ async def running_bot(
     find their platform; they start taking updates only once the core is running, and
     stop taking them before the core stops.
     """
-    if adapters is None:
-        adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
-    platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
+        if parts is None:
+            parts = await stack.enter_async_context(opened_parts(config, secrets))
+        if adapters is None:
+            adapters = build_platforms(
+                config,
+                secrets,
+                ledger=parts.store,
+                telegram_poll_timeout_s=telegram_poll_timeout_s,
+            )
+        platforms: dict[str, Platform] = dict(adapters)
         core = await stack.enter_async_context(
             running_core(config, secrets, platforms, parts=parts)
         )
@@ -271,9 +278,22 @@ async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
     """Run every enabled platform until SIGINT or SIGTERM; reload ``path`` on SIGHUP."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    adapters = build_platforms(config, secrets)
+    async with opened_parts(config, secrets) as parts:
+        adapters = build_platforms(config, secrets, ledger=parts.store)
+        await _run(config, secrets, path=path, stop=stop, parts=parts, adapters=adapters)
+
+
+async def _run(
+    config: Config,
+    secrets: Secrets,
+    *,
+    path: Path,
+    stop: asyncio.Event,
+    parts: Parts,
+    adapters: Mapping[str, PlatformAdapter],
+) -> None:
+    """Run the built platforms and the dashboard until ``stop`` is set."""
     async with (
-        opened_parts(config, secrets) as parts,
         running_bot(config, secrets, adapters=adapters, parts=parts) as core,
         serving_dashboard(config, secrets, core.ops),
     ):
@@ -285,11 +305,12 @@ async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
         )
         stopped = asyncio.create_task(stop.wait(), name="run:stop")
         tasks: set[asyncio.Task[Any]] = {stopped}
-        telegram: object = adapters.get("telegram")  # checked below for what it can do
-        if isinstance(telegram, GivesUp) and len(adapters) == 1:
-            # Alone, a Telegram that gives up for good (a rejected token) leaves nothing
-            # to run: stop and say why rather than idle on.
-            tasks.add(asyncio.create_task(telegram.wait_ready(), name="run:telegram"))
+        alone: object = next(iter(adapters.values())) if len(adapters) == 1 else None
+        if isinstance(alone, GivesUp):
+            # Alone, a platform that gives up for good (Telegram on a rejected token, the
+            # official QQ bot on a refused app) leaves nothing to run: stop and say why
+            # rather than idle on.
+            tasks.add(asyncio.create_task(alone.wait_ready(), name="run:alone"))
         try:
             while not stopped.done():
                 done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

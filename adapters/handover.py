@@ -19,19 +19,20 @@ from bot.models import IncomingMessage
 from bot.ports import MessageSink
 
 
-async def hand_over(sink: MessageSink, messages: Sequence[IncomingMessage], *, wire: str) -> None:
+async def hand_over(sink: MessageSink, messages: Sequence[IncomingMessage], *, wire: str) -> bool:
     """Give ``messages`` to ``sink`` at once; if that fails, one by one, logging each failure.
 
-    ``wire`` names the platform in the log lines. Never raises an ``Exception``.
+    ``wire`` names the platform in the log lines. Return whether every message was taken;
+    never raises an ``Exception``.
     """
     if not messages:
-        return
+        return True
     error = await _receive(sink, messages)
     if error is None:
-        return
+        return True
     if len(messages) == 1:
         _log_failure(messages[0], error, wire=wire)
-        return
+        return False
     logger.warning(
         "{}: handing over {} messages at once failed ({}: {}); trying one at a time",
         wire,
@@ -39,10 +40,13 @@ async def hand_over(sink: MessageSink, messages: Sequence[IncomingMessage], *, w
         type(error).__name__,
         error,
     )
+    taken = True
     for message in messages:
         error = await _receive(sink, (message,))
         if error is not None:
             _log_failure(message, error, wire=wire)
+            taken = False
+    return taken
 
 
 async def _receive(sink: MessageSink, messages: Sequence[IncomingMessage]) -> Exception | None:

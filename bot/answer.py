@@ -14,7 +14,9 @@ in one :class:`_Turn`:
   one is due is nudged once, unless a tool round was spent (never a third call);
 - **guard**: the guards (``bot/replies/guards.py``) drop a repeat of the bot's last words
   and, on QQ with ``qq.strip_urls``, replace links;
-- **plan**: the later items are kept as promises, the replies planned in time.
+- **plan**: the later items are kept as promises, the replies planned in time (and, on a
+  platform whose replies name the message they answer, within its window:
+  ``bot/replies/window.py``).
 
 Every call is metered (``bot/calls.py``): its tokens are kept and the trace notes it.
 """
@@ -35,17 +37,26 @@ from bot.context import Prompter, Request
 from bot.conversation import NO_WAIT, Wait
 from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
 from bot.gate import CallGate, Decision, Verdict, decide
-from bot.initiative.occasion import Occasion
+from bot.initiative.occasion import Occasion, OccasionKind
 from bot.initiative.promises import Promise, asker_of, keep_promises
 from bot.memory.stack import Memory
 from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
-from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, ImageInput
+from bot.models import (
+    Batch,
+    BatchOutcome,
+    ChatKey,
+    ChatMessage,
+    Completion,
+    ImageInput,
+    StoredMessage,
+)
 from bot.ports import LLM, PictureSource
 from bot.reading import Reader, note_dropped
 from bot.replies.guards import without_links, without_repeats
 from bot.replies.items import Later, PlannedReply, Reply, Text
 from bot.replies.parse import parse_image_notes
 from bot.replies.plan import plan_replies
+from bot.replies.window import Fitted, ReplyWindow, anchor_of, fit_window, open_anchor
 from bot.stickers import Stickers
 from bot.trace import Trace, TraceNotes
 from bot.vision import look_at
@@ -84,6 +95,10 @@ class AnswerStore(Protocol):
 
     async def pending_later_count(self, chat: ChatKey) -> int:
         """Count the chat's later items not yet run (pending or being run)."""
+        ...
+
+    async def newest_message_from(self, chat: ChatKey, sender_id: str) -> StoredMessage | None:
+        """Return the newest message ``sender_id`` wrote in ``chat``, if any."""
         ...
 
 
@@ -174,6 +189,7 @@ class Answerer:
         text_limit: int,
         chat_title: str | None,
         wait: Wait = NO_WAIT,
+        window: ReplyWindow | None = None,
     ) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome.
 
@@ -181,6 +197,7 @@ class Answerer:
         tool's round), read (the fallback chain, a nudge), guard, plan. ``wait`` says how
         its quiet wait went (which messages re-armed it, why it ended), for the trace. Its
         voice notes still being heard are waited for first, ``llm.timeout_s`` at most.
+        ``window`` is the platform's reply window, if its replies name what they answer.
         """
         if self._hearing is not None:
             batch = await self._hearing.heard(batch, timeout_s=self._config.llm.timeout_s)
@@ -215,7 +232,12 @@ class Answerer:
             text_limit=text_limit,
             batch_ids=frozenset(m.message_id for m in batch.messages),
         )
-        answered = BatchOutcome.ANSWERED
+        if window is not None:
+            fitted = fit_window(
+                planned, window, anchor_of(batch.messages), now=self._now(), limit=text_limit
+            )
+            planned = noted(fitted, notes)
+        answered = BatchOutcome.ANSWERED if planned else BatchOutcome.SILENT
         return Answer(answered, planned, trace=notes.freeze(answered), promises=promises)
 
     # -- the steps ----------------------------------------------------------------------
@@ -301,14 +323,22 @@ class Answerer:
         )
 
     async def answer_occasion(
-        self, batch: Batch, occasion: Occasion, *, text_limit: int, chat_title: str | None
+        self,
+        batch: Batch,
+        occasion: Occasion,
+        *,
+        text_limit: int,
+        chat_title: str | None,
+        window: ReplyWindow | None = None,
     ) -> Answer:
         """Answer an initiative batch with one LLM call: no tool, splitter or nudge.
 
         Silence is a good answer to a follow-up or an opener. A reminder is always
         delivered: when the model says nothing, or fails, or a budget cap allows no call,
         its note is sent as written. A soft cap stops follow-ups and openers (optional
-        calls), a hard cap every call.
+        calls), a hard cap every call. On a platform with reply windows a reminder answers
+        its asker's newest message while that message's window is open; otherwise what
+        the batch says goes as one message that answers nothing.
         """
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
         notes = TraceNotes(
@@ -347,7 +377,17 @@ class Answerer:
         planned = plan_replies(
             replies, start=self._now(), text_limit=text_limit, batch_ids=frozenset()
         )
+        if window is not None:
+            asked = open_anchor(await self._asker_anchor(occasion), window, now=self._now())
+            fitted = fit_window(planned, window, asked, now=self._now(), limit=text_limit)
+            planned = noted(fitted, notes)
         return Answer(outcome, planned, error=error, trace=notes.freeze(outcome, error=error))
+
+    async def _asker_anchor(self, occasion: Occasion) -> StoredMessage | None:
+        """Return a reminder's asker's newest message in its chat, if it has one."""
+        if occasion.kind is not OccasionKind.REMIND or occasion.asker_id is None:
+            return None
+        return await self._store.newest_message_from(occasion.chat, occasion.asker_id)
 
     async def _promised(
         self, batch: Batch, replies: list[Reply], notes: TraceNotes
@@ -414,3 +454,10 @@ class Answerer:
             log.warning("image notes not kept: {}", exc)
             return
         log.debug("{} image note(s) kept", kept)
+
+
+def noted(fitted: Fitted, notes: TraceNotes) -> tuple[PlannedReply, ...]:
+    """Note in the trace what fitting a plan into its window dropped and changed."""
+    notes.dropped += fitted.dropped
+    notes.guards += fitted.changes
+    return fitted.replies

@@ -280,7 +280,7 @@ class Sender:
         if not await self._store.claim_for_sending(item.id, now=self._now()):
             return _Outcome.NOT_CLAIMED
         try:
-            message_id, ready = await self._post(item.id, chat, ready, platform)
+            message_id, ready = await self._post(item, ready, platform)
         except RateLimited as exc:
             loop = asyncio.get_running_loop()
             retry_at = loop.time() + exc.retry_after_s  # counted from the platform's answer
@@ -329,12 +329,13 @@ class Sender:
             return await self._hooks.prepare(item.chat, item.item)
 
     async def _post(
-        self, item_id: int, chat: ChatKey, ready: Outgoing, platform: Platform
+        self, item: OutboxItem, ready: Outgoing, platform: Platform
     ) -> tuple[str | None, Outgoing]:
-        """Send ``ready``, or once what replaces it if the platform refuses it (a voice
-        note's words as text); return the message id and what was sent."""
+        """Send ``ready`` (``item`` made ready), or once what replaces it if the platform
+        refuses it (a voice note's words as text); return the message id and what was sent."""
+        chat, answers = item.chat, item.answers
         try:
-            return await platform.send(chat, ready), ready
+            return await platform.send(chat, ready, answers=answers), ready
         except MessageRefused as exc:
             instead = self._hooks.instead(ready)
             if instead is None:
@@ -342,12 +343,12 @@ class Sender:
             refusal = str(exc)
         logger.bind(chat=str(chat)).warning(
             "reply {} refused as {} ({}); sending it as {} instead",
-            item_id,
+            item.id,
             ready.kind,
             refusal,
             instead.kind,
         )
-        return await platform.send(chat, instead), instead
+        return await platform.send(chat, instead, answers=answers), instead
 
     async def _pause(
         self,

@@ -42,6 +42,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_later": "the reminders and follow-ups pending here; cancel one by its id",
         "help_quiet": "no openers or follow-ups here for N hours (default 24); /quiet off",
         "help_bot": "stop serving this chat (nothing stored or answered), or start again",
+        "help_whoami": "your id here, as bot.admins names an admin",
         # /status
         "status": "chat: {chat}\n"
         "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
@@ -202,6 +203,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "until an admin says /bot on.",
         "bot_on_done": "Switched on in {chat}: its messages are stored and answered again.",
         "bot_refused": "The bot does not serve this chat: {why}.",
+        "whoami": 'You are {who} (to make you an admin: admins = ["{who}"] under [bot]).',
         # the console's own lines
         "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
         "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
@@ -234,6 +236,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_later": "这里待办的提醒和回访；按编号取消一个",
         "help_quiet": "N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束",
         "help_bot": "在这个聊天停用机器人（不存也不回），或重新启用",
+        "help_whoami": "你在这里的 id，即 bot.admins 里写管理员的方式",
         "status": "会话：{chat}\n"
         "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
         "每批最多 {max_batch} 条\n"
@@ -374,6 +377,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "bot_off_done": "已在 {chat} 停用：这里的消息不再保存、不再回复，直到管理员说 /bot on。",
         "bot_on_done": "已在 {chat} 重新启用：这里的消息会保存并回复。",
         "bot_refused": "机器人不为这个聊天服务：{why}。",
+        "whoami": '你是 {who}（设为管理员：在 [bot] 下写 admins = ["{who}"]）。',
         "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",

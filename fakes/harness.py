@@ -81,7 +81,9 @@ class RecordingPlatform:
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
         return self.delivers
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         if self.send_delay_s:
             await asyncio.sleep(self.send_delay_s)
         if self.failures:

@@ -18,7 +18,7 @@ from bot.replies.items import ItemKind, OutboxItem, OutboxState, from_row
 from storage.database import Database
 from storage.values import BOT_SENDER_ID, aware, clean, unix
 
-OUTBOX_COLUMNS = "id, chat_key, batch_id, seq, kind, content, reply_to, due_at, state"
+OUTBOX_COLUMNS = "id, chat_key, batch_id, seq, kind, content, reply_to, due_at, state, answers"
 """The ``outbox`` columns :func:`outbox_item` reads."""
 
 
@@ -32,6 +32,7 @@ def outbox_item(row: sqlite3.Row) -> OutboxItem:
         item=from_row(row["kind"], row["content"], row["reply_to"]),
         due_at=aware(row["due_at"]),
         state=OutboxState(row["state"]),
+        answers=row["answers"],
     )
 
 

@@ -792,7 +792,9 @@ class BackAtOnce(RecordingPlatform):
 
     pipeline: Pipeline | None = None
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         if self.failures and self.pipeline is not None:
             asyncio.get_running_loop().call_soon(self.pipeline.platform_ready, self.name)
         return await super().send(chat, item)

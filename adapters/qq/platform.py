@@ -348,7 +348,9 @@ class QQPlatform:
         implementation takes them."""
         return self._outbound.kinds(chat)
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         """Deliver ``item`` to ``chat`` (see :meth:`Outbound.send`)."""
         if self._stopped:
             msg = f"QQ is stopping; nothing was sent to {chat}"

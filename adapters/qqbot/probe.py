@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import httpx
 
-from bot.config.model import QQOfficialConfig
+from bot.config.qq_official import QQOfficialConfig
 from bot.errors import ConfigError, PlatformError
 
 WRONG_APP_ID: Final = 100007

@@ -40,6 +40,7 @@ MENU: tuple[Command, ...] = (
     Command("later", initiative.later, "[cancel <id>]", anyone=True),
     Command("quiet", initiative.quiet, "[hours | off]", anyone=True, admins_in_groups=True),
     Command("bot", access.bot, "[off | on]"),
+    Command("whoami", access.whoami, anyone=True),
 )
 _BY_NAME = {command.name: command for command in MENU}
 
