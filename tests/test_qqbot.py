@@ -7,7 +7,6 @@ the fake LLM; the platform's clock stands still unless a test moves it.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,13 +15,10 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import pytest
 
-from adapters.app import Core, opened_parts, running_bot
-from adapters.qqbot.platform import QQBotPlatform
-from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
-from bot.secrets import Secrets
 from fakes.clock import Clock
-from fakes.harness import TEST_KEY, UNPACED, make_config, user_prompt, wait_waiting
+from fakes.harness import user_prompt, wait_waiting
+from fakes.official_qq import official_config, pacebot_on
 from fakes.openai_api import FakeLLMServer
 from fakes.qq_open_platform import FakeQQOpenPlatform, openid
 
@@ -31,48 +27,11 @@ ALICE, BOB = openid("alice"), openid("bob")
 GROUP_CHAT = ChatKey("qqbot", ChatKind.GROUP, GROUP)
 
 
-def official_config(
-    tmp_path: Path, llm: FakeLLMServer, platform: FakeQQOpenPlatform, **official: Any
-) -> Config:
-    return make_config(
-        tmp_path,
-        llm.base_url,
-        qq_official={
-            "enabled": True,
-            "app_id": platform.app_id,
-            "api_base": platform.api_base,
-            "auth_base": platform.auth_url,
-            **official,
-        },
-    )
-
-
 @pytest.fixture
 async def platform() -> AsyncIterator[FakeQQOpenPlatform]:
     """The QQ Open Platform, its clock standing still between a test's jumps."""
     async with FakeQQOpenPlatform(clock=Clock(running=False)) as server:
         yield server
-
-
-@contextlib.asynccontextmanager
-async def pacebot_on(
-    config: Config, platform: FakeQQOpenPlatform
-) -> AsyncIterator[tuple[Core, QQBotPlatform]]:
-    """Run pacebot with the official QQ bot alone; yield once its gateway is up."""
-    secrets = Secrets(TEST_KEY, TEST_KEY, qq_official_secret=platform.secret)
-    async with opened_parts(config, secrets) as parts:
-        qqbot = QQBotPlatform(
-            config.qq_official,
-            secret=platform.secret,
-            ledger=parts.store,
-            bot_name=config.bot.name,
-            aliases=config.bot.aliases,
-            limits=UNPACED,
-            reconnect_s=0.02,
-        )
-        async with running_bot(config, secrets, adapters={"qqbot": qqbot}, parts=parts) as core:
-            await qqbot.wait_ready()
-            yield core, qqbot
 
 
 def sent(platform: FakeQQOpenPlatform, target: str) -> list[tuple[Any, ...]]:

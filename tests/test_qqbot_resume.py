@@ -3,7 +3,6 @@ and after a restart, and what the platform redelivers is stored and answered onc
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -11,51 +10,16 @@ from pathlib import Path
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import pytest
 
-from adapters.app import Core, opened_parts, running_bot
-from adapters.qqbot.platform import QQBotPlatform
 from bot.config.model import Config
 from bot.models import GatewaySession
-from bot.secrets import Secrets
 from fakes.clock import Clock
-from fakes.harness import TEST_KEY, UNPACED, make_config, wait_until
+from fakes.harness import wait_until
+from fakes.official_qq import official_config, pacebot_on
 from fakes.openai_api import FakeLLMServer
 from fakes.qq_open_platform import FakeQQOpenPlatform, openid
 from tests.log_capture import captured_logs
 
 ALICE = openid("alice")
-
-
-def official_config(tmp_path: Path, llm: FakeLLMServer, platform: FakeQQOpenPlatform) -> Config:
-    table = {
-        "enabled": True,
-        "app_id": platform.app_id,
-        "api_base": platform.api_base,
-        "auth_base": platform.auth_url,
-    }
-    return make_config(tmp_path, llm.base_url, qq_official=table)
-
-
-@contextlib.asynccontextmanager
-async def pacebot_on(
-    config: Config, platform: FakeQQOpenPlatform, *, stored: GatewaySession | None = None
-) -> AsyncIterator[Core]:
-    """Run pacebot with the official QQ bot; ``stored`` replaces the kept session first."""
-    secrets = Secrets(TEST_KEY, TEST_KEY, qq_official_secret=platform.secret)
-    async with opened_parts(config, secrets) as parts:
-        if stored is not None:
-            await parts.store.forget_gateway_session("qqbot")
-            await parts.store.keep_gateway_session("qqbot", stored, now=Clock().now())
-        qqbot = QQBotPlatform(
-            config.qq_official,
-            secret=platform.secret,
-            ledger=parts.store,
-            bot_name=config.bot.name,
-            limits=UNPACED,
-            reconnect_s=0.02,
-        )
-        async with running_bot(config, secrets, adapters={"qqbot": qqbot}, parts=parts) as core:
-            await qqbot.wait_ready()
-            yield core
 
 
 @pytest.fixture
@@ -82,7 +46,7 @@ async def test_a_dropped_connection_is_resumed_and_what_was_said_meanwhile_answe
     """The gateway drops; a message sent meanwhile waits in the session; pacebot resumes
     (op 6) with its session and last sequence and answers that message passively."""
     config = official_config(tmp_path, llm, platform)
-    async with pacebot_on(config, platform) as core:
+    async with pacebot_on(config, platform) as (core, _):
         session = platform.session_id
         await platform.drop_connection()
         llm.reply_json({"replies": [{"content": "回来了"}]})
@@ -103,7 +67,7 @@ async def test_after_a_restart_the_stored_session_is_resumed(
     """pacebot stops; what a chatter says while it is down is redelivered when the next
     start resumes the stored session, and answered; no second Identify."""
     config = official_config(tmp_path, llm, platform)
-    async with pacebot_on(config, platform) as core:
+    async with pacebot_on(config, platform) as (core, _):
         llm.reply_json({"replies": [{"content": "在"}]})
         first = await platform.c2c_message(ALICE, "在吗？")
         await platform.wait_until(lambda: platform.sent_to(ALICE))
@@ -111,7 +75,7 @@ async def test_after_a_restart_the_stored_session_is_resumed(
     session = platform.session_id
     while_down = await platform.c2c_message(ALICE, "刚才那个呢？")
     with captured_logs() as logs:
-        async with pacebot_on(config, platform) as core:
+        async with pacebot_on(config, platform) as (core, _):
             llm.reply_json({"replies": [{"content": "说完了"}]})
             await platform.wait_until(lambda: len(platform.sent_to(ALICE)) == 2)
             await core.inbox.drain()
@@ -134,13 +98,13 @@ async def test_redelivered_events_are_stored_and_answered_once(
     keeping the sequence), the platform sends the message again: it is not stored or
     answered a second time."""
     config = official_config(tmp_path, llm, platform)
-    async with pacebot_on(config, platform) as core:
+    async with pacebot_on(config, platform) as (core, _):
         llm.reply_json({"replies": [{"content": "好"}]})
         await platform.c2c_message(ALICE, "一次")
         await platform.wait_until(lambda: platform.sent_to(ALICE))
         await core.inbox.drain()
         ready = GatewaySession(str(platform.session_id), 1, platform.bot_user_id, "小满")
-    async with pacebot_on(config, platform, stored=ready) as core:
+    async with pacebot_on(config, platform, stored=ready) as (core, _):
         await platform.wait_until(lambda: platform.resumes)
         await core.inbox.drain()
     assert [r.seq for r in platform.resumes] == [1]
