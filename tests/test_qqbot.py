@@ -18,9 +18,12 @@ import pytest
 from bot.models import ChatKey, ChatKind
 from fakes.clock import Clock
 from fakes.harness import user_prompt, wait_waiting
+from fakes.image_host import ImageHost
+from fakes.images import jpeg
 from fakes.official_qq import official_config, pacebot_on
 from fakes.openai_api import FakeLLMServer
-from fakes.qq_open_platform import FakeQQOpenPlatform, openid
+from fakes.qq_open_platform import FakeQQOpenPlatform, image, openid
+from tests.log_capture import captured_logs
 
 GROUP = openid("group-1")
 ALICE, BOB = openid("alice"), openid("bob")
@@ -43,7 +46,7 @@ async def test_a_private_message_is_answered_as_a_passive_reply(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
     """A C2C message is a private chat qqbot:private:<openid>; its two replies name its
-    msg_id with msg_seq 1 and 2."""
+    msg_id with msg_seq 1 and 2; the contract offers no reactions (the platform has none)."""
     async with (
         FakeQQOpenPlatform(clock=Clock(running=False)) as platform,
         pacebot_on(official_config(tmp_path, llm, platform), platform) as (core, _),
@@ -57,6 +60,8 @@ async def test_a_private_message_is_answered_as_a_passive_reply(
         ("怎么啦", said.message_id, 2),
     ]
     assert user_prompt(llm.requests[0]).splitlines()[-1].endswith("] 小明: 在吗")
+    contract = str(llm.requests[0]["messages"][0]["content"])
+    assert ('"content"' in contract, '"react"' in contract) == (True, False)
 
 
 async def test_group_at_and_a_mention_address_the_bot_and_other_talk_is_context(
@@ -150,3 +155,27 @@ async def test_a_refused_passive_reply_is_dropped_not_retried_or_sent_proactivel
 
 def said_at(dispatched: Any) -> datetime:
     return datetime.fromisoformat(dispatched.data["timestamp"]).astimezone(UTC)
+
+
+async def test_a_picture_on_a_private_address_is_not_fetched_and_the_batch_answered(
+    tmp_path: Path, llm: FakeLLMServer, platform: FakeQQOpenPlatform
+) -> None:
+    """With vision on, a picture whose URL names a loopback address is refused (only the
+    platform's public media hosts are fetched): the model sees the placeholder, the host
+    is never asked, the message is answered."""
+    config = official_config(tmp_path, llm, platform)
+    config = config.model_copy(update={"llm": config.llm.model_copy(update={"vision": True})})
+    with captured_logs() as logs:
+        async with ImageHost() as host, pacebot_on(config, platform) as (core, _):
+            url = host.serve("/cat.jpg", jpeg(64, 48))
+            llm.reply_json({"replies": [{"content": "看不到图呢"}]})
+            said = await platform.c2c_message(ALICE, "看这个", attachments=[image(url)])
+            await platform.wait_until(lambda: platform.sent_to(ALICE))
+            await core.inbox.drain()
+    assert host.requests == []
+    assert logs.about("left as a placeholder") == [
+        f"INFO picture of message {said.message_id} left as a placeholder: QQ picture "
+        "host '127.0.0.1' is at 127.0.0.1, a private or local address"
+    ]
+    assert user_prompt(llm.requests[0]).splitlines()[-1].endswith(": 看这个 [image]")
+    assert "image_url" not in str(llm.requests[0]["messages"])
