@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from adapters.cli import main
 from bot.config.model import load_config
 from bot.errors import ConfigError
+from fakes.harness import start_run
 from fakes.openai_api import FakeLLMServer
 from fakes.process import CHECK_KEY, check_config, check_online
 from fakes.qq_open_platform import FakeQQOpenPlatform
@@ -119,3 +121,21 @@ async def test_online_check_names_an_unreachable_platform(tmp_path: Path) -> Non
             "be reached (ConnectError)"
         ],
     )
+
+
+async def test_run_alone_with_a_refused_secret_exits_1_naming_it(tmp_path: Path) -> None:
+    """The official QQ bot alone, its AppSecret refused: `pacebot run` says so once and
+    exits 1, rather than idle on; the secret is printed nowhere."""
+    async with FakeQQOpenPlatform() as platform, FakeLLMServer(api_key=CHECK_KEY) as llm:
+        config = check_config(tmp_path, llm, more=official(platform))
+        process = await start_run(
+            config, {"PACEBOT_LLM_API_KEY": CHECK_KEY, SECRET_ENV: "wrong-secret-value"}
+        )
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    stderr = err.decode()
+    assert process.returncode == 1
+    assert stderr.splitlines()[-1] == (
+        "pacebot: the platform refused the AppSecret (code 100016): check the variable "
+        "named by qq_official.secret_env"
+    )
+    assert ("Traceback" in stderr, "wrong-secret-value" in stderr) == (False, False)
