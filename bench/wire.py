@@ -2,9 +2,10 @@
 
 The bot runs in this process as ``pacebot run`` runs it (``running_bot``: SQLite, the
 pipeline, the nightly job, PTB polling the fake Bot API, nonebot serving the reverse
-WebSocket). The other side runs in a second process (:mod:`bench.wire_load`): the fake
-Bot API, the fake OpenAI-compatible server, and a OneBot client, so the load does not
-share the bot's event loop or core.
+WebSocket, nonebot's QQ adapter on the official bot's gateway). The other side runs in a
+second process (:mod:`bench.wire_load`): the fake Bot API, the fake QQ Open Platform, the
+fake OpenAI-compatible server, and a OneBot client, so the load does not share the bot's
+event loop or core.
 
 The load is the heavy user of a busy operator: private chats that each send a burst of
 five messages 100 ms apart, starting at random over a few seconds, so that the wire
@@ -35,9 +36,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from adapters.app import build_platforms, running_bot
+from adapters.app import build_platforms, opened_parts, running_bot
+from adapters.platforms import GivesUp
 from adapters.qq.platform import QQPlatform
-from adapters.telegram.platform import TelegramPlatform
 from bench import wire_load
 from bench.report import Figure, at_least, at_most, exactly, spread_figures
 from bench.rig import fresh_path
@@ -55,7 +56,7 @@ P99_TARGET_MS = 100.0
 BURST = 5
 GAP_S = 0.1
 _PACING = {"debounce_min_s": 0.4, "debounce_max_s": 0.6, "max_wait_s": 60.0}
-_WIRES = ("telegram", "qq")
+_WIRES = ("telegram", "qq", "qqbot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +91,8 @@ class ArmLog:
 
 
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
-    """Measure ingest through PTB polling and through nonebot's reverse WebSocket.
+    """Measure ingest through PTB polling, nonebot's reverse WebSocket (OneBot) and the
+    official QQ bot's gateway.
 
     Each wire gets a bot of its own (fresh database, only that platform enabled), so the
     replies one wire's ceiling leaves queued (sent at 25/s) do not slow the other's runs.
@@ -128,17 +130,22 @@ async def _measure_wire(
     """Run a bot with only ``wire`` enabled through each load, then the ceiling."""
     config = _config(fresh_path(workdir, f"wire-{wire}"), urls, wire=wire)
     token = urls["token"] if wire == "telegram" else None
-    secrets = Secrets("bench-key", "bench-key", telegram_token=token)
-    adapters = build_platforms(config, secrets)
-    async with running_bot(config, secrets, adapters=adapters) as core:
+    secret = urls["qqbot_secret"] if wire == "qqbot" else None
+    secrets = Secrets("bench-key", "bench-key", telegram_token=token, qq_official_secret=secret)
+    async with contextlib.AsyncExitStack() as stack:
+        parts = await stack.enter_async_context(opened_parts(config, secrets))
+        adapters = build_platforms(config, secrets, ledger=parts.store)
+        core = await stack.enter_async_context(
+            running_bot(config, secrets, adapters=adapters, parts=parts)
+        )
         arms = ArmLog(core.inbox)
         platform = adapters[wire]
-        if isinstance(platform, TelegramPlatform):
-            await platform.wait_ready()
-        else:
-            assert isinstance(platform, QQPlatform)
+        if isinstance(platform, QQPlatform):
             conn.send({"do": "connect_qq", "url": platform.ws_url})
             await _answer(conn)
+        else:
+            assert isinstance(platform, GivesUp)
+            await platform.wait_ready()
         figures: list[Figure] = []
         loads = [(str(rate), rate) for rate in scale.rates]
         for label, rate in [*loads, ("ceiling", scale.ceiling_rate)]:
@@ -166,6 +173,12 @@ def _config(workdir: Path, urls: dict[str, str], *, wire: str) -> Config:
         "llm": {"base_url": urls["llm"], "timeout_s": 10.0, "max_retries": 0},
         "telegram": {"enabled": wire == "telegram", "api_base_url": urls["bot_api"]},
         "qq": {"enabled": wire == "qq", "host": "127.0.0.1", "port": free_port()},
+        "qq_official": {
+            "enabled": wire == "qqbot",
+            "app_id": urls["qqbot_app"],
+            "api_base": urls["qqbot_api"],
+            "auth_base": urls["qqbot_auth"],
+        },
     }
     return parse_config(data, base_dir=workdir)
 

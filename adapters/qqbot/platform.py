@@ -112,6 +112,8 @@ class QQBotPlatform:
         self._sink: MessageSink | None = None
         self._inbox: asyncio.Queue[_Event | _SessionChange] = asyncio.Queue()
         self._ready = asyncio.Event()
+        self._moved = asyncio.Event()  # the session or its stored sequence moved
+        self._keeper_task: asyncio.Task[None] | None = None
         self._gateway_task: asyncio.Task[None] | None = None
         self._delivery_task: asyncio.Task[None] | None = None
         self._started = self._stopped = False
@@ -177,6 +179,9 @@ class QQBotPlatform:
         self._delivery_task = start_task(
             self._deliver_all(), name="qqbot:deliver", failure="QQ bot: task crashed"
         )
+        self._keeper_task = start_task(
+            self._keep_sequence(), name="qqbot:sequence", failure="QQ bot: task crashed"
+        )
         self._gateway_task = start_task(
             self._gateway.run(), name="qqbot:gateway", failure="QQ bot: task crashed"
         )
@@ -197,10 +202,22 @@ class QQBotPlatform:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             await self._drain()
+            await self._last_session_write()
         finally:
+            await self._adapter.close_session()
             self._adapter.detach()
             self._ready.clear()
         logger.info("QQ bot stopped")
+
+    async def _last_session_write(self) -> None:
+        """End the keeper and write where the session stands once more, last."""
+        task = self._keeper_task
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await self._write_session()
 
     async def _drain(self) -> None:
         """Hand the events already received to the sink, then end the delivery task."""
@@ -271,7 +288,7 @@ class QQBotPlatform:
                 continue
             await self._store(events)
             events = []
-            await self._session_changed(item)
+            self._session_changed(item)
         await self._store(events)
 
     async def _store(self, events: list[_Event]) -> None:
@@ -288,7 +305,7 @@ class QQBotPlatform:
             self._session = GatewaySession(
                 session.session_id, max(seqs), session.bot_id, session.bot_name
             )
-            await self._ledger.keep_gateway_session(self.name, self._session, now=self._now())
+            self._moved.set()  # the keeper writes the newest sequence, off this path
 
     def _resumed(self) -> None:
         session = self._session
@@ -296,15 +313,30 @@ class QQBotPlatform:
         name = session.bot_name if session is not None else self._config.app_id
         logger.info("QQ bot running as {}: gateway resumed (group messages: {})", name, which)
 
-    async def _session_changed(self, change: _SessionChange) -> None:
-        if change.opened and change.session is not None:
-            self._session = change.session
-            await self._ledger.keep_gateway_session(self.name, change.session, now=self._now())
-            return
+    async def _keep_sequence(self) -> None:
+        """Keep where the session stands whenever it moves: the only writer of it, so the
+        newest state always lands last.
+
+        Written beside the hand-overs, not between them: a sequence kept late only makes
+        the next Resume redeliver events already stored, which are not stored again.
+        """
+        while True:
+            await self._moved.wait()
+            self._moved.clear()
+            await self._write_session()
+
+    async def _write_session(self) -> None:
+        session = self._session
+        if session is None:
+            await self._ledger.forget_gateway_session(self.name)
+        else:
+            await self._ledger.keep_gateway_session(self.name, session, now=self._now())
+
+    def _session_changed(self, change: _SessionChange) -> None:
+        self._session = change.session if change.opened else None
+        self._moved.set()
         lost = change.session
-        self._session = None
-        await self._ledger.forget_gateway_session(self.name)
-        if lost is not None:
+        if not change.opened and lost is not None:
             logger.warning(
                 "QQ bot: the platform will not resume session {} (last event stored: {}); "
                 "what it sent after that cannot be recovered",
