@@ -66,6 +66,12 @@ BENCHMARKS = (
     Benchmark(
         "busyroom", "bench.busy_room", "a busy group: the asker's last line → the LLM call", 120
     ),
+    Benchmark(
+        "officialqq",
+        "bench.official_qq",
+        "the official QQ bot: a group batch's passive replies; resuming a dropped gateway",
+        120,
+    ),
     Benchmark("timers", "bench.timers", "10,000 and 100,000 chats with live debounce timers", 180),
     Benchmark("sender", "bench.sending", "extra delay of replies at 30 sends/s via PTB", 180),
     Benchmark(

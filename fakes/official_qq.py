@@ -17,6 +17,7 @@ from adapters.app import Core, opened_parts, running_bot
 from adapters.qqbot.platform import QQBotPlatform
 from bot.config.model import Config
 from bot.models import GatewaySession
+from bot.ports import PacingLimits
 from bot.secrets import Secrets
 from fakes.clock import Clock
 from fakes.harness import TEST_KEY, UNPACED, make_config
@@ -40,10 +41,16 @@ def official_config(
 
 @contextlib.asynccontextmanager
 async def pacebot_on(
-    config: Config, platform: FakeQQOpenPlatform, *, stored: GatewaySession | None = None
+    config: Config,
+    platform: FakeQQOpenPlatform,
+    *,
+    stored: GatewaySession | None = None,
+    limits: PacingLimits = UNPACED,
+    reconnect_s: float = 0.02,
 ) -> AsyncIterator[tuple[Core, QQBotPlatform]]:
     """Run pacebot with the official QQ bot alone; ``stored`` replaces the kept session
-    before it starts. Yield once the gateway is up."""
+    before it starts. Yield once the gateway is up. Tests run it unpaced, reconnecting at
+    once; a benchmark passes the platform's own pace and pause."""
     secrets = Secrets(TEST_KEY, TEST_KEY, qq_official_secret=platform.secret)
     async with opened_parts(config, secrets) as parts:
         if stored is not None:
@@ -56,8 +63,8 @@ async def pacebot_on(
             bot_name=config.bot.name,
             aliases=config.bot.aliases,
             stickers_dir=config.stickers_dir,
-            limits=UNPACED,
-            reconnect_s=0.02,
+            limits=limits,
+            reconnect_s=reconnect_s,
         )
         async with running_bot(config, secrets, adapters={"qqbot": qqbot}, parts=parts) as core:
             await qqbot.wait_ready()
