@@ -52,7 +52,7 @@ BENCHMARKS = (
     Benchmark(
         "wire",
         "bench.wire",
-        "ingest through PTB polling and the OneBot WebSocket, 300 and 1,000/s",
+        "ingest through PTB polling, the OneBot WebSocket and the official QQ bot's gateway",
         300,
         quick_budget_s=40.0,
     ),
