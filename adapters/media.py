@@ -90,6 +90,10 @@ async def opened_media(
             _add_qq(config, qq, wanted, sources, stack)
         if "qqbot" in platforms:
             _add_qqbot(wanted, sources, stack)
+            if wanted.voice:
+                from adapters.qqbot.outbound import SPEECH_FORMAT
+
+                sources.speech_formats["qqbot"] = SPEECH_FORMAT
         voice = None
         if wanted.voice and secrets.voice_api_key is not None:
             speech = DeferredSpeech(functools.partial(_speech, config, secrets.voice_api_key))

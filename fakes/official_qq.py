@@ -51,7 +51,12 @@ async def pacebot_on(
     """Run pacebot with the official QQ bot alone; ``stored`` replaces the kept session
     before it starts. Yield once the gateway is up. Tests run it unpaced, reconnecting at
     once; a benchmark passes the platform's own pace and pause."""
-    secrets = Secrets(TEST_KEY, TEST_KEY, qq_official_secret=platform.secret)
+    secrets = Secrets(
+        TEST_KEY,
+        TEST_KEY,
+        qq_official_secret=platform.secret,
+        voice_api_key=TEST_KEY if config.voice.enabled else None,
+    )
     async with opened_parts(config, secrets) as parts:
         if stored is not None:
             await parts.store.forget_gateway_session("qqbot")

@@ -24,7 +24,7 @@ answered: a test can hold one request until another arrives, or answer them out 
 bytes and fields) in ``transcriptions`` and answers ``transcript`` (as text, or as
 ``{"text": ...}`` for ``response_format = json``), refusing as OpenAI does a file whose
 name or bytes are not audio of a format it takes; ``POST /v1/audio/speech`` records each
-body in ``speech_requests`` and answers real audio of the asked format (Ogg/Opus or MP3
+body in ``speech_requests`` and answers real audio of the asked format (Ogg/Opus, WAV or MP3
 silence from :mod:`fakes.audio`, a fifth of a second per character). Each has a script
 of its own (``transcription_fail``/``_hang``/``_respond``, ``speech_fail``/``_respond``);
 ``audio_endpoints = False`` answers both 404, as a provider without audio endpoints.
@@ -463,6 +463,8 @@ class FakeLLMServer:
         seconds = max(0.2, len(str(body.get("input", ""))) / 5)
         if body.get("response_format") == "opus":
             return web.Response(body=audio.ogg_opus(seconds), content_type="audio/ogg")
+        if body.get("response_format") == "wav":
+            return web.Response(body=audio.wav(seconds), content_type="audio/wav")
         return web.Response(body=audio.mp3(seconds), content_type="audio/mpeg")
 
     async def _audio_arrived(

@@ -15,6 +15,7 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import pytest
 
+from adapters.audio import sniff
 from bot.models import ChatKey, ChatKind
 from fakes.clock import Clock
 from fakes.harness import user_prompt, wait_waiting
@@ -179,3 +180,23 @@ async def test_a_picture_on_a_private_address_is_not_fetched_and_the_batch_answe
     ]
     assert user_prompt(llm.requests[0]).splitlines()[-1].endswith(": 看这个 [image]")
     assert "image_url" not in str(llm.requests[0]["messages"])
+
+
+async def test_a_voice_item_goes_up_as_silk_then_as_a_passive_media_reply(
+    tmp_path: Path, llm: FakeLLMServer, platform: FakeQQOpenPlatform
+) -> None:
+    """With voice.speak on, a voice item is spoken as WAV, encoded to SILK, uploaded to
+    /v2/users/{id}/files (file_type 3) and sent as msg_type 7 answering the message."""
+    config = official_config(tmp_path, llm, platform)
+    config = config.model_copy(update={"voice": config.voice.model_copy(update={"speak": True})})
+    async with pacebot_on(config, platform) as (core, _):
+        llm.reply_json({"replies": [{"voice": "早点睡"}]})
+        said = await platform.c2c_message(ALICE, "晚安")
+        await platform.wait_until(lambda: platform.sent_to(ALICE))
+        await core.inbox.drain()
+    [upload] = platform.uploads
+    assert [r["response_format"] for r in llm.speech_requests] == ["wav"]
+    assert (upload.file_type, sniff(upload.data or b"")) == (3, "silk")
+    assert [(s.msg_type, s.file_info, s.msg_id, s.msg_seq) for s in platform.sent_to(ALICE)] == [
+        (7, upload.file_info, said.message_id, 1)
+    ]

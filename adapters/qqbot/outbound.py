@@ -6,8 +6,9 @@ never repeats one. An item that answers nothing (a reminder, a follow-up, an ope
 **proactive**: allowed in C2C always and in a group only with ``qq_official.proactive``,
 and at most ``proactive_per_month`` per chat and calendar month (counted in the store, in
 the platform's +08:00). Texts go as ``msg_type`` 0; a kept sticker and a voice note
-(SILK) are uploaded first (``/v2/{groups|users}/{id}/files``), then sent as ``msg_type``
-7. :mod:`adapters.qqbot.errors` translates what fails.
+(spoken as WAV, encoded to SILK here) are uploaded first
+(``/v2/{groups|users}/{id}/files``), then sent as ``msg_type`` 7.
+:mod:`adapters.qqbot.errors` translates what fails.
 """
 
 from __future__ import annotations
@@ -20,19 +21,21 @@ from typing import Any, Final
 
 from nonebot.adapters.qq import Bot, Message, MessageSegment
 
-from adapters.audio import sniff
+from adapters.audio import sniff, wav_to_silk
 from adapters.inflight import InFlight
 from adapters.qqbot import errors
 from adapters.qqbot.ledger import Ledger
 from adapters.qqbot.normalise import PLATFORM_NAME
 from bot.config.qq_official import QQOfficialConfig
-from bot.errors import MessageRefused, SendFailed
+from bot.errors import MessageRefused, SendFailed, VoiceUnavailable
 from bot.models import ChatKey
 from bot.replies.items import ItemKind, Outgoing, Sticker, Text, Voice
 
 PLATFORM_ZONE: Final = timezone(timedelta(hours=8))  # the platform counts months here
 KINDS: Final = frozenset({ItemKind.CONTENT, ItemKind.STICKER, ItemKind.VOICE})
 """What the platform can post; it has no reactions."""
+SPEECH_FORMAT: Final = "wav"
+"""What the speech endpoint is asked for: it is encoded to the SILK the platform takes."""
 
 
 class Outbound:
@@ -117,7 +120,11 @@ class Outbound:
                 msg = f"the sticker file {path.name} cannot be read ({error.strerror})"
                 raise MessageRefused(msg) from None
             return Message(MessageSegment.file_image(data))
-        if isinstance(item, Voice) and sniff(item.audio) == "silk":
-            return Message(MessageSegment.file_audio(item.audio))
+        if isinstance(item, Voice) and sniff(item.audio) == "wav":
+            try:
+                silk = await asyncio.to_thread(wav_to_silk, item.audio)
+            except VoiceUnavailable as error:
+                raise MessageRefused(str(error)) from None
+            return Message(MessageSegment.file_audio(silk))
         msg = f"a {item.kind} item cannot be sent to {chat}"
         raise MessageRefused(msg)
