@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Self
 
 from loguru import logger
 
-from adapters.handover import hand_over
+from adapters import handover
 from adapters.inflight import InFlight
 from adapters.qqbot import gateway
 from adapters.qqbot.gateway import Gateway, SessionBot
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 GROUP_WINDOW: Final = ReplyWindow(messages=5, within_s=300.0)
 C2C_WINDOW: Final = ReplyWindow(messages=5, within_s=3600.0)
-_HANDOVER_MAX: Final = 500  # events stored in one transaction at most
 LIMITS: Final = PacingLimits(chat_interval_s=1.0, group_per_minute=20, overall_per_s=5.0)
 
 
@@ -177,7 +176,9 @@ class QQBotPlatform:
             self._session = stored
             logger.info("QQ bot: resuming session {} after event {}", stored.session_id, stored.seq)
         self._delivery_task = start_task(
-            self._deliver_all(), name="qqbot:deliver", failure="QQ bot: task crashed"
+            handover.deliver_together(self._inbox, self._deliver),
+            name="qqbot:deliver",
+            failure="QQ bot: task crashed",
         )
         self._keeper_task = start_task(
             self._keep_sequence(), name="qqbot:sequence", failure="QQ bot: task crashed"
@@ -201,7 +202,9 @@ class QQBotPlatform:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-            await self._drain()
+            await handover.drain(
+                self._inbox, self._delivery_task, timeout_s=self._drain_timeout_s, wire="QQ bot"
+            )
             await self._last_session_write()
         finally:
             await self._adapter.close_session()
@@ -218,21 +221,6 @@ class QQBotPlatform:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await self._write_session()
-
-    async def _drain(self) -> None:
-        """Hand the events already received to the sink, then end the delivery task."""
-        task = self._delivery_task
-        if task is None:
-            return
-        if not task.done():
-            try:
-                async with asyncio.timeout(self._drain_timeout_s):
-                    await self._inbox.join()
-            except TimeoutError:
-                logger.error("QQ bot: {} received events were not stored", self._inbox.qsize())
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
     # --- the gateway (gateway.Listener) ------------------------------------------------------
 
@@ -265,20 +253,6 @@ class QQBotPlatform:
 
     # --- inbound -------------------------------------------------------------------------------
 
-    async def _deliver_all(self) -> None:
-        """Hand the queued events over in arrival order, those that came together at once,
-        then keep the session's sequence of the last one stored."""
-        while True:
-            first = await self._inbox.get()
-            items = [first]
-            while len(items) < _HANDOVER_MAX and not self._inbox.empty():
-                items.append(self._inbox.get_nowait())
-            try:
-                await self._deliver(items)
-            finally:
-                for _ in items:
-                    self._inbox.task_done()
-
     async def _deliver(self, items: list[_Event | _SessionChange]) -> None:
         """Store a run of events between session changes, then note where it stands."""
         events: list[_Event] = []
@@ -295,7 +269,7 @@ class QQBotPlatform:
         if not events:
             return
         messages = self._normalised(events)
-        taken = self._sink is None or await hand_over(self._sink, messages, wire="QQ bot")
+        taken = self._sink is None or await handover.hand_over(self._sink, messages, wire="QQ bot")
         for event in events:
             if event.type == "RESUMED":
                 self._resumed()

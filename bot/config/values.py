@@ -49,22 +49,18 @@ def _env_name_or_empty(value: str) -> str:
 
 def http_url(example: str) -> AfterValidator:
     """Accept an http(s) URL or "", naming ``example`` as the expected form."""
-
-    def check(value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            msg = f"must be an http(s) URL such as {example}, or empty"
-            raise ValueError(msg)
-        return value
-
-    return AfterValidator(check)
+    return _url(("http://", "https://"), "an http(s) URL", example)
 
 
 def ws_url(example: str) -> AfterValidator:
     """Accept a ws(s) URL or "", naming ``example`` as the expected form."""
+    return _url(("ws://", "wss://"), "a ws(s) URL", example)
 
+
+def _url(schemes: tuple[str, ...], form: str, example: str) -> AfterValidator:
     def check(value: str) -> str:
-        if value and not value.startswith(("ws://", "wss://")):
-            msg = f"must be a ws(s) URL such as {example}, or empty"
+        if value and not value.startswith(schemes):
+            msg = f"must be {form} such as {example}, or empty"
             raise ValueError(msg)
         return value
 
