@@ -53,8 +53,8 @@ BENCHMARKS = (
         "wire",
         "bench.wire",
         "ingest through PTB polling, the OneBot WebSocket and the official QQ bot's gateway",
-        300,
-        quick_budget_s=40.0,
+        450,
+        quick_budget_s=60.0,
     ),
     Benchmark(
         "qqwindow",
