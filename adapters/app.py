@@ -36,6 +36,7 @@ from loguru import logger
 
 from adapters import shell
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir
+from adapters.config_file import ConfigFile
 from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.media import opened_media
@@ -272,12 +273,17 @@ async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
     stop = asyncio.Event()
     _stop_on_signals(stop)
     adapters = build_platforms(config, secrets)
-    async with (
-        opened_parts(config, secrets) as parts,
-        running_bot(config, secrets, adapters=adapters, parts=parts) as core,
-        serving_dashboard(config, secrets, core.ops),
-    ):
-        _reload_on_sighup(Reloader(path, parts.settings))
+    async with contextlib.AsyncExitStack() as stack:
+        parts = await stack.enter_async_context(opened_parts(config, secrets))
+        core = await stack.enter_async_context(
+            running_bot(config, secrets, adapters=adapters, parts=parts)
+        )
+        reloader = Reloader(path, parts.settings)
+        edited = ConfigFile(path, parts.settings, reloader, now=utc_now)
+        await stack.enter_async_context(
+            serving_dashboard(config, secrets, core.ops, config_file=edited)
+        )
+        _reload_on_sighup(reloader)
         # Each platform says "running" itself, once it is: Telegram after its first poll
         # is answered, QQ once a OneBot implementation has connected.
         logger.info(
@@ -314,7 +320,7 @@ def _reload_on_sighup(reloader: Reloader) -> None:
 
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, secrets: Secrets, ops: Ops | None
+    config: Config, secrets: Secrets, ops: Ops | None, *, config_file: ConfigFile | None = None
 ) -> AsyncIterator[str | None]:
     """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
     if ops is None or not config.web.enabled or secrets.web_token is None:
@@ -322,7 +328,7 @@ async def serving_dashboard(
         return
     from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
 
-    async with serving(config, secrets.web_token, ops) as url:
+    async with serving(config, secrets.web_token, ops, config_file=config_file) as url:
         yield url
 
 

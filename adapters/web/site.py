@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
+from adapters.config_file import ConfigFile
 from adapters.web import api, pages
 from adapters.web.auth import Gate, Sessions
 from adapters.web.depends import TEMPLATES
@@ -32,17 +33,34 @@ STATIC = Path(__file__).parent / "static"
 
 
 @contextlib.asynccontextmanager
-async def serving_dashboard(config: Config, token: str, ops: Ops) -> AsyncIterator[str]:
-    """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL."""
-    app = create_app(ops, token=token, zone=config.bot.zone, log_file=config.log_dir / LOG_FILE)
+async def serving_dashboard(
+    config: Config, token: str, ops: Ops, *, config_file: ConfigFile | None = None
+) -> AsyncIterator[str]:
+    """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL.
+    With ``config_file`` the settings can be changed there."""
+    app = create_app(
+        ops,
+        token=token,
+        zone=config.bot.zone,
+        log_file=config.log_dir / LOG_FILE,
+        config_file=config_file,
+    )
     async with serving(app, host=config.web.host, port=config.web.port) as url:
         yield url
 
 
-def create_app(ops: Ops, *, token: str, zone: ZoneInfo, log_file: Path) -> FastAPI:
+def create_app(
+    ops: Ops,
+    *,
+    token: str,
+    zone: ZoneInfo,
+    log_file: Path,
+    config_file: ConfigFile | None = None,
+) -> FastAPI:
     """Return the dashboard app over ``ops``, open to the holder of ``token`` only."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.ops = ops
+    app.state.config_file = config_file
     app.state.log_file = log_file
     app.state.gate = Gate(token, Sessions())
     app.state.zone = zone

@@ -279,6 +279,10 @@ class StatusOps:
         end = self._now() + timedelta(days=1)  # a platform's clock may run a little ahead
         return await self._store.messages_between(chat, _EPOCH, end, limit=limit)
 
+    def profile(self, chat: ChatKey) -> str:
+        """Return the name of the profile ``chat`` runs with; "" when none names it."""
+        return self._config.for_chat(chat).profile
+
     async def system_prompt(self, chat: ChatKey, *, title: str | None = None) -> str:
         """Return the system prompt ``chat``'s next batch would get.
 
