@@ -97,6 +97,7 @@ class Core:
     pipeline: Pipeline
     inbox: Inbox
     ops: Ops
+    settings: Settings  # what every room reads; a reload swaps it
 
 
 def build_core(
@@ -212,4 +213,4 @@ def build_core(
     if history:
         backfill = Backfill(store, pipeline, history, is_command=commands.is_command, now=now)
     inbox = Inbox(pipeline, commands, platforms, access=access, backfill=backfill)
-    return Core(pipeline, inbox, ops)
+    return Core(pipeline, inbox, ops, config)
