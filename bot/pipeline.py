@@ -110,10 +110,6 @@ class Pipeline:
 
     # -- in -------------------------------------------------------------------------
 
-    async def receive(self, message: IncomingMessage) -> None:
-        """Store ``message``, then cancel talked-over replies and restart the wait."""
-        await self.receive_many((message,))
-
     async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         """Store messages that arrived together in one write, then move their chats on.
 

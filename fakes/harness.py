@@ -192,7 +192,7 @@ class Harness:
 
     async def say(self, text: str, **kwargs: Any) -> IncomingMessage:
         message = self.message(text, **kwargs)
-        await self.inbox.receive(message)
+        await self.inbox.receive_many((message,))
         return message
 
     async def command(self, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:

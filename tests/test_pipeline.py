@@ -673,7 +673,9 @@ async def test_a_message_waits_out_a_failing_database(tmp_path: Path, llm: FakeL
     with captured_logs() as logs:
         async with harness(tmp_path, llm) as bot:
             with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
-                receiving = asyncio.create_task(bot.pipeline.receive(bot.message("还在吗？")))
+                receiving = asyncio.create_task(
+                    bot.pipeline.receive_many((bot.message("还在吗？"),))
+                )
                 await wait_until(lambda: sum("cannot store message" in line for line in logs) >= 2)
                 assert not receiving.done()
                 db.execute("DROP TRIGGER refuse")
@@ -695,8 +697,8 @@ async def test_a_message_the_database_never_takes_is_reported_lost(
     with captured_logs() as logs:
         async with harness(tmp_path, llm, retries=Retries(store_patience_s=0.5)) as bot:
             with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
-                await bot.pipeline.receive(bot.message("第一句", message_id="m-1"))
-                await bot.pipeline.receive(bot.message("第二句", message_id="m-2"))
+                await bot.pipeline.receive_many((bot.message("第一句", message_id="m-1"),))
+                await bot.pipeline.receive_many((bot.message("第二句", message_id="m-2"),))
                 db.execute("DROP TRIGGER refuse")
                 db.commit()
             await bot.say("第三句", message_id="m-3")
