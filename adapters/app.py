@@ -26,7 +26,7 @@ import gc
 import os
 import random
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ from adapters.platforms import (
     history_sources,
     load_platform_modules,
 )
+from adapters.plugins.hosting import hosted_plugins, hosting_plugins
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config import Config, enabled_platforms, load_config, read_persona
@@ -244,7 +245,7 @@ async def running_bot(
     adapters: Mapping[str, PlatformAdapter] | None = None,
     parts: Parts | None = None,
 ) -> AsyncIterator[Core]:
-    """Start the core and every enabled platform; stop them in reverse on exit.
+    """Start the core, the nonebot plugins and every enabled platform; stop them in reverse.
 
     The platforms exist before the core recovers, so replies queued before a restart
     find their platform; they start taking updates only once the core is running, and
@@ -254,8 +255,14 @@ async def running_bot(
         adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
     platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
+        if parts is None:
+            parts = await stack.enter_async_context(opened_parts(config, secrets))
         core = await stack.enter_async_context(
             running_core(config, secrets, platforms, parts=parts)
+        )
+        # nonebot plugins, if any: loaded once QQ set nonebot up, before its server starts.
+        await stack.enter_async_context(
+            hosting_plugins(config, parts.store, adapters.values(), now=utc_now)
         )
         for adapter in adapters.values():
             await adapter.start(core.inbox)
@@ -271,7 +278,7 @@ async def run(config: Config, secrets: Secrets) -> None:
     async with (
         opened_parts(config, secrets) as parts,
         running_bot(config, secrets, adapters=adapters, parts=parts) as core,
-        serving_dashboard(config, secrets, core.ops),
+        serving_dashboard(config, secrets, core.ops, plugins=hosted_plugins),
     ):
         # Each platform says "running" itself, once it is: Telegram after its first poll
         # is answered, QQ once a OneBot implementation has connected.
@@ -299,15 +306,20 @@ async def run(config: Config, secrets: Secrets) -> None:
 
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, secrets: Secrets, ops: Ops | None
+    config: Config,
+    secrets: Secrets,
+    ops: Ops | None,
+    *,
+    plugins: Callable[[], Sequence[object]] = tuple,
 ) -> AsyncIterator[str | None]:
-    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
+    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``);
+    it lists what ``plugins`` returns (the nonebot plugins hosted)."""
     if ops is None or not config.web.enabled or secrets.web_token is None:
         yield None
         return
     from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
 
-    async with serving(config, secrets.web_token, ops) as url:
+    async with serving(config, secrets.web_token, ops, plugins=plugins) as url:
         yield url
 
 
