@@ -2,8 +2,8 @@
 
 Read from the rule checkers nonebot keeps on each matcher class (``on_command``'s
 ``CommandRule``, ``on_regex``'s ``RegexRule``, an Alconna command's ``AlconnaRule``…), for
-``pacebot plugin list`` and the dashboard. A checker this module does not know is left
-out; a message matcher with none it knows is "any message".
+``pacebot plugin list`` and the dashboard. A plugin's own rule function is named; a
+matcher with no rule is "any message" (or any event of its type).
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from nonebot.rule import (
     CommandRule,
     EndswithRule,
     FullmatchRule,
+    IsTypeRule,
     KeywordsRule,
     RegexRule,
     ShellCommandRule,
     StartswithRule,
+    ToMeRule,
 )
 
 
@@ -58,7 +60,7 @@ def _triggers(matcher: type[Matcher], command_start: str) -> tuple[str, ...]:
         found += _described(checker.call, command_start)
     if found:
         return tuple(found)
-    return ("any message",) if matcher.type == "message" else (f"{matcher.type or 'any'} events",)
+    return ("any message",) if matcher.type == "message" else (f"any {matcher.type} event",)
 
 
 def _described(rule: object, command_start: str) -> list[str]:
@@ -75,14 +77,19 @@ def _described(rule: object, command_start: str) -> list[str]:
         return [repr(text) for text in rule.msg]
     if isinstance(rule, KeywordsRule):
         return [f"keyword {word!r}" for word in rule.keywords]
-    return _alconna(rule)
+    if isinstance(rule, IsTypeRule):
+        return [" or ".join(kind.__name__ for kind in rule.types)]
+    if type(rule).__name__ == "AlconnaRule":
+        return [_alconna(rule)]
+    if isinstance(rule, ToMeRule):
+        return []  # said with the rest: "to the bot" adds nothing to what sets it off
+    name = getattr(rule, "__name__", None)
+    return [f"rule {name}"] if isinstance(name, str) else []
 
 
-def _alconna(rule: object) -> list[str]:
-    """Describe nonebot-plugin-alconna's rule (its command's name), read without importing it."""
-    if type(rule).__name__ != "AlconnaRule":
-        return []
+def _alconna(rule: object) -> str:
+    """Name nonebot-plugin-alconna's command, read without importing the plugin."""
     command = getattr(rule, "command", None)
     alconna = command() if callable(command) else None
     name = getattr(alconna, "name", None)
-    return [f"alconna {name}"] if isinstance(name, str) and name else ["alconna command"]
+    return f"alconna {name}" if isinstance(name, str) and name else "alconna command"
