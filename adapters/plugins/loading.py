@@ -19,7 +19,7 @@ import importlib
 import importlib.util
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import nonebot
 from loguru import logger
@@ -47,10 +47,17 @@ class PluginState:
 
 
 class Plugins:
-    """The plugins of this run, as the dashboard and ``pacebot plugin list`` show them."""
+    """The plugins of this run, as the dashboard and ``pacebot plugin list`` show them.
+
+    ``current`` is the latest loaded: nonebot keeps a plugin's start-up functions for the
+    whole process, and one that fails tells the plugins of the run it fails in.
+    """
+
+    current: ClassVar[Plugins | None] = None
 
     def __init__(self, states: list[PluginState]) -> None:
         self._states = states
+        Plugins.current = self
 
     @property
     def states(self) -> tuple[PluginState, ...]:
@@ -66,7 +73,8 @@ class Plugins:
         logger.opt(exception=error).debug("plugins: {} failed", module)
         plugin = nonebot.get_plugin_by_module_name(module)
         for matcher in list(plugin.matcher) if plugin is not None else []:
-            matcher.destroy()
+            with contextlib.suppress(ValueError):  # left out before, in an earlier run
+                matcher.destroy()
         self._states = [
             replace(state, loaded=False, problem=problem, matchers=())
             if state.module == module
@@ -110,7 +118,7 @@ def load_plugins(config: Config) -> Plugins:
     states: list[PluginState] = []
     plugins = Plugins(states)
     for module in config.plugins.nonebot:
-        with _guarding_lifespan(plugins, module):
+        with _guarding_lifespan(module):
             plugin, problem = _load(module)
         if plugin is None:
             logger.error("plugins: {} not loaded: {}", module, problem)
@@ -129,8 +137,14 @@ def _load(module: str) -> tuple[Plugin | None, str]:
     nonebot logs a failed import with its traceback and keeps the error; importing the
     module again (still as a plugin) raises it here, for the one line that says why.
     """
+    loaded = nonebot.get_plugin_by_module_name(module)
+    if loaded is not None:  # nonebot loads a module once per process
+        return loaded, ""
     with _nonebot_quiet():
-        plugin = nonebot.load_plugin(module)
+        try:
+            plugin = nonebot.load_plugin(module)
+        except RuntimeError as error:  # another plugin already has its name
+            return None, str(error)
         if plugin is not None:
             return plugin, ""
         try:
@@ -162,7 +176,7 @@ def _nonebot_quiet() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _guarding_lifespan(plugins: Plugins, module: str) -> Iterator[None]:
+def _guarding_lifespan(module: str) -> Iterator[None]:
     """Guard the start-up and shutdown functions registered while the block runs."""
     # nonebot keeps them in its driver's lifespan and runs them unguarded, so one that
     # raises stops the whole server; there is no public way to reach them.
@@ -172,12 +186,12 @@ def _guarding_lifespan(plugins: Plugins, module: str) -> Iterator[None]:
         yield
     finally:
         starts, stops = lifespan._startup_funcs, lifespan._shutdown_funcs
-        starts[started:] = [_guarded(f, plugins, module, start=True) for f in starts[started:]]
-        stops[stopped:] = [_guarded(f, plugins, module, start=False) for f in stops[stopped:]]
+        starts[started:] = [_guarded(f, module, start=True) for f in starts[started:]]
+        stops[stopped:] = [_guarded(f, module, start=False) for f in stops[stopped:]]
 
 
 def _guarded(
-    function: LifespanFunction, plugins: Plugins, module: str, *, start: bool
+    function: LifespanFunction, module: str, *, start: bool
 ) -> Callable[[], Awaitable[None]]:
     """Return ``function`` run as nonebot runs it, its failure logged and kept to its plugin."""
 
@@ -189,8 +203,8 @@ def _guarded(
                 await run_sync(function)()
         except Exception as error:
             problem = f"{type(error).__name__}: {error}"
-            if start:
-                plugins.left_out(module, f"failed to start: {problem}", error)
+            if start and Plugins.current is not None:
+                Plugins.current.left_out(module, f"failed to start: {problem}", error)
             else:
                 logger.warning("plugins: {} failed to stop: {}", module, problem)
 
