@@ -58,6 +58,10 @@ from bot.tasks import start_task
 VERDICT_WAIT_S: Final = 1.0
 """The longest a hand-over waits for the plugins to take a message or leave it."""
 _STOP_WAIT_S: Final = 2.0  # runs still going at a stop get this long, then are cancelled
+# Events in nonebot's hands at once. Its machinery (anyio task groups, cancel scopes) costs
+# more per event the more events run together: 0.40 ms an event 8 at a time, 0.66 ms 500
+# at a time, with one plugin matcher and the two run processors (docs/benchmarks.md).
+_RUNS_AT_ONCE: Final = 8
 # nonebot's line per event quotes the chatter's words; its lines per matcher run repeat
 # what pacebot logs itself. Errors there are plugins' and are logged here instead.
 _CHATTY_NONEBOT: Final = ("nonebot.message", "nonebot.internal.matcher")
@@ -155,8 +159,9 @@ _SCREENING: ContextVar[Screening | None] = ContextVar("pacebot_plugin_screening"
 class PluginHost:
     """Host the loaded plugins on the QQ roads while the block runs (one host at a time).
 
-    The runs still going at a stop are given :data:`_STOP_WAIT_S`; each road's pacer
-    remembers what its :class:`~bot.pacing.Pacer` does (bounded by it).
+    What it holds is bounded by what is live: the runs of the events being handled (a
+    stop gives them :data:`_STOP_WAIT_S`) and one :class:`~bot.pacing.Pacer` per road,
+    which lets go of quiet chats itself.
     """
 
     running: ClassVar[PluginHost | None] = None
@@ -176,6 +181,7 @@ class PluginHost:
         self._roads: dict[str, Road] = {}
         self._pacers: dict[str, Pacer] = {}
         self._runs: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(_RUNS_AT_ONCE)
 
     def add_road(self, adapter: str, road: Road) -> None:
         """Read the API calls of bots of the nonebot adapter named ``adapter`` by ``road``."""
@@ -238,7 +244,7 @@ class PluginHost:
         mark = _SCREENING.set(screening)  # the run's task starts in a copy of this context
         try:
             start_task(
-                _run(arrival.bot, arrival.event, screening),
+                _run(arrival.bot, arrival.event, screening, self._slots),
                 name="plugins:event",
                 failure="plugins: handling an event failed",
                 owner=self._runs,
@@ -250,7 +256,7 @@ class PluginHost:
     async def _keep_as_context(self, messages: list[IncomingMessage], plugin: str) -> None:
         try:
             await self._store.add_context(messages, received_at=self._now())
-        except StorageError as error:
+        except Exception as error:  # as a hand-over: never stops the wire's delivery
             for message in messages:
                 logger.bind(chat=str(message.chat)).error(
                     "message {} (handled by {}) not stored: {}", message.message_id, plugin, error
@@ -308,8 +314,11 @@ class PluginHost:
             log.debug("a plugin's message {} kept as the bot's", said.message_id)
 
 
-async def _run(bot: BaseBot, event: BaseEvent, screening: Screening) -> None:
-    """Handle one event as nonebot does; whatever happens, the message is decided after.
+async def _run(
+    bot: BaseBot, event: BaseEvent, screening: Screening, slots: asyncio.Semaphore
+) -> None:
+    """Handle one event as nonebot does, once a slot is free; whatever happens, the
+    message is decided after.
 
     An adapter's own ``Bot.handle_event`` (OneBot's, QQ's) sets ``to_me`` and strips the
     bot's @ and name before nonebot's; the base ``Bot`` has none (``bot.handle_event``
@@ -319,10 +328,11 @@ async def _run(bot: BaseBot, event: BaseEvent, screening: Screening) -> None:
         type(bot), "handle_event", None
     )
     try:
-        if adapters_own is not None:
-            await adapters_own(bot, event)
-        else:
-            await handle_event(bot, event)
+        async with slots:
+            if adapters_own is not None:
+                await adapters_own(bot, event)
+            else:
+                await handle_event(bot, event)
     finally:
         screening.left()
 
