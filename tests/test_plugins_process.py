@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from pathlib import Path
 
+import httpx
 import tomlkit
 
 from adapters.plugins.install import add_to_config
-from fakes.harness import free_port, run_pacebot, start_run
+from fakes.harness import dashboard_up, free_port, run_pacebot, start_run
 from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
 from fakes.plugins import write_plugins
 
 KEY = "sk-plugins-process-key-1234"
+WEB_TOKEN = "web-token-for-plugin-tests-0123"
 ALICE = 42
 PLUGINS = [
     "pacebot_test_plugin",
@@ -31,8 +34,9 @@ PLUGINS = [
 ]
 
 
-def write_config(tmp_path: Path, llm: FakeLLMServer, *, port: int) -> Path:
+def write_config(tmp_path: Path, llm: FakeLLMServer, *, port: int, web_port: int = 0) -> Path:
     path = tmp_path / "config.toml"
+    web = f"\n[web]\nenabled = true\nport = {web_port}\n" if web_port else ""
     path.write_text(
         f"""# the operator's own comment
 [bot]
@@ -53,7 +57,7 @@ port = {port}
 
 [plugins]
 nonebot = {PLUGINS!r}  # what the group uses
-""".replace("'", '"'),
+{web}""".replace("'", '"'),
         encoding="utf-8",
     )
     return path
@@ -81,13 +85,17 @@ async def test_pacebot_run_hosts_the_plugins_beside_the_llm(
     alconna and apscheduler commands work, localstore writes under <data_dir>, a registry
     plugin answers, ordinary talk is answered by pacebot with the plugins' words in the
     history, and a broken and an unstartable plugin are one log line each."""
-    port = free_port()
-    config = write_config(tmp_path, llm, port=port)
-    env = {"PACEBOT_LLM_API_KEY": KEY, **plugin_env(tmp_path)}
+    port, web_port = free_port(), free_port()
+    config = write_config(tmp_path, llm, port=port, web_port=web_port)
+    env = {"PACEBOT_LLM_API_KEY": KEY, "PACEBOT_WEB_TOKEN": WEB_TOKEN, **plugin_env(tmp_path)}
     process = await start_run(config, env)
     onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=10001)
     await onebot.connect_when_listening()
     try:
+        dashboard = f"http://127.0.0.1:{web_port}"
+        await dashboard_up(dashboard)
+        async with httpx.AsyncClient(base_url=dashboard) as client:
+            overview = await client.get("/", headers={"Authorization": f"Bearer {WEB_TOKEN}"})
         await onebot.send_private_message(ALICE, "/天气")
         await onebot.send_private_message(ALICE, "/掷骰 6")
         await onebot.send_private_message(ALICE, "/稍后")
@@ -125,6 +133,14 @@ async def test_pacebot_run_hosts_the_plugins_beside_the_llm(
     ]
     started = tmp_path / "data" / "plugins" / "data" / "pacebot_test_extras" / "started.txt"
     assert started.read_text(encoding="utf-8") == "loaded"
+    listed = re.findall(r'<li class="(up|down)"><strong>([^<]+)</strong>', overview.text)
+    assert listed == [
+        ("up", "pacebot_test_plugin"),
+        ("up", "pacebot_test_extras"),
+        ("up", "服务器状态查看"),
+        ("down", "pacebot_broken_plugin"),
+        ("down", "pacebot_unstartable_plugin"),
+    ]
 
 
 async def test_plugin_install_adds_the_module_keeping_comments(tmp_path: Path) -> None:

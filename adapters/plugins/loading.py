@@ -17,12 +17,14 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, cast
 
 import nonebot
 from loguru import logger
+from nonebot.log import LoguruHandler
 from nonebot.plugin import Plugin
 from nonebot.utils import is_coroutine_callable, run_sync
 
@@ -128,7 +130,20 @@ def load_plugins(config: Config) -> Plugins:
         matchers = matchers_of(plugin, command_start=command_start)
         states.append(PluginState(module, name, loaded=True, matchers=matchers))
         logger.info("plugins: loaded {} ({}), {} matcher(s)", module, name, len(matchers))
+    _one_route_for_library_logs()
     return plugins
+
+
+def _one_route_for_library_logs() -> None:
+    """Drop the loguru handlers plugins hang on stdlib loggers (nonebot-plugin-apscheduler
+    does on ``apscheduler``): pacebot routes every stdlib record into loguru already, and
+    a second route logs each line twice."""
+    for library_logger in logging.root.manager.loggerDict.values():
+        if not isinstance(library_logger, logging.Logger) or not library_logger.propagate:
+            continue
+        for handler in list(library_logger.handlers):
+            if isinstance(handler, LoguruHandler):
+                library_logger.removeHandler(handler)
 
 
 def _load(module: str) -> tuple[Plugin | None, str]:

@@ -66,7 +66,8 @@ def _triggers(matcher: type[Matcher], command_start: str) -> tuple[str, ...]:
 def _described(rule: object, command_start: str) -> list[str]:
     """Describe one rule checker in a few words; nothing for one this module does not know."""
     if isinstance(rule, CommandRule | ShellCommandRule):
-        return [command_start + " ".join(command) for command in rule.cmds]
+        # sorted: a command's aliases are a set, so its order says nothing
+        return sorted(command_start + " ".join(command) for command in rule.cmds)
     if isinstance(rule, RegexRule):
         return [f"regex {rule.regex}"]
     if isinstance(rule, StartswithRule):
