@@ -26,7 +26,7 @@ import gc
 import os
 import random
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +47,7 @@ from adapters.platforms import (
     history_sources,
     load_platform_modules,
 )
+from adapters.plugins.hosting import hosted_plugins, hosting_plugins
 from adapters.reload import Reloader, pid_file
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
@@ -249,7 +250,7 @@ async def running_bot(
     adapters: Mapping[str, PlatformAdapter] | None = None,
     parts: Parts | None = None,
 ) -> AsyncIterator[Core]:
-    """Start the core and every enabled platform; stop them in reverse on exit.
+    """Start the core, the nonebot plugins and every enabled platform; stop them in reverse.
 
     The platforms exist before the core recovers, so replies queued before a restart
     find their platform; they start taking updates only once the core is running, and
@@ -259,8 +260,14 @@ async def running_bot(
         adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
     platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
+        if parts is None:
+            parts = await stack.enter_async_context(opened_parts(config, secrets))
         core = await stack.enter_async_context(
             running_core(config, secrets, platforms, parts=parts)
+        )
+        # nonebot plugins, if any: loaded once QQ set nonebot up, before its server starts.
+        await stack.enter_async_context(
+            hosting_plugins(config, parts.store, adapters.values(), now=utc_now)
         )
         for adapter in adapters.values():
             await adapter.start(core.inbox)
@@ -281,7 +288,7 @@ async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
         reloader = Reloader(path, parts.settings)
         edited = ConfigFile(path, parts.settings, reloader, now=utc_now)
         await stack.enter_async_context(
-            serving_dashboard(config, secrets, core.ops, config_file=edited)
+            serving_dashboard(config, secrets, core.ops, config_file=edited, plugins=hosted_plugins)
         )
         _reload_on_sighup(reloader)
         # Each platform says "running" itself, once it is: Telegram after its first poll
@@ -320,15 +327,23 @@ def _reload_on_sighup(reloader: Reloader) -> None:
 
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, secrets: Secrets, ops: Ops | None, *, config_file: ConfigFile | None = None
+    config: Config,
+    secrets: Secrets,
+    ops: Ops | None,
+    *,
+    config_file: ConfigFile | None = None,
+    plugins: Callable[[], Sequence[object]] = tuple,
 ) -> AsyncIterator[str | None]:
-    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
+    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``);
+    it lists what ``plugins`` returns (the nonebot plugins hosted)."""
     if ops is None or not config.web.enabled or secrets.web_token is None:
         yield None
         return
     from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
 
-    async with serving(config, secrets.web_token, ops, config_file=config_file) as url:
+    async with serving(
+        config, secrets.web_token, ops, config_file=config_file, plugins=plugins
+    ) as url:
         yield url
 
 

@@ -3,7 +3,8 @@
 ``run`` and ``console`` go to the composition root (:mod:`adapters.app`), the only module
 outside ``storage/`` and ``scheduler/`` that may import them; ``summarize``, ``recall``,
 ``trace`` and ``cost`` to :mod:`adapters.offline`, which opens its parts through it;
-``check`` to :mod:`adapters.checks`. This module imports them (and pydantic, the
+``check`` to :mod:`adapters.checks`; ``plugin install`` and ``plugin list`` to
+:mod:`adapters.plugins.install`. This module imports them (and pydantic, the
 database, the LLM SDK behind them) only once a command runs: ``pacebot --help`` and
 ``--version`` answer from the standard library alone, at once.
 """
@@ -116,6 +117,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     cost.add_argument("--chat", type=_chat_key, help="only this chat, e.g. qq:group:456")
     cost.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    plugin = commands.add_parser(
+        "plugin",
+        help="install and list the nonebot plugins run beside pacebot on QQ",
+        description="nonebot2 plugins, run beside pacebot on QQ ([plugins] in the config).",
+    )
+    plugin_commands = plugin.add_subparsers(dest="plugin_command", required=True, metavar="ACTION")
+    install = plugin_commands.add_parser(
+        "install",
+        parents=[with_config],
+        help="pip-install a plugin into pacebot's environment and add it to [plugins] nonebot",
+        description="Install a nonebot2 plugin with pacebot's own pip and add its module to "
+        "[plugins] nonebot of the config (comments kept).",
+    )
+    install.add_argument("name", help="the package, e.g. nonebot-plugin-status")
+    plugin_commands.add_parser(
+        "list",
+        parents=[with_config],
+        help="show each plugin [plugins] nonebot names, with its commands",
+        description="Load the plugins the config names and show each with its matchers.",
+    )
     return parser
 
 
@@ -161,6 +182,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from adapters import offline
 
         return offline.reload(args.config)
+    if args.command == "plugin":
+        from adapters.plugins import install
+
+        if args.plugin_command == "install":
+            return install.install(args.config, args.name)
+        return install.show(args.config)
     from adapters import app
 
     return app.serve(args.config, console=args.command == "console", log_level=args.log_level)

@@ -2,8 +2,9 @@
 
 A chatter's message is stored once per platform message id and waits (``batch_id`` is
 NULL) until a batch takes it; the bot's own messages come in from the outbox when a reply
-is sent (see ``storage/outbox.py``). The nightly job reads the log through
-:meth:`SqliteMessageLog.chats_active_between` and :meth:`SqliteMessageLog.messages_between`.
+is sent (``storage/outbox.py``), or as a nonebot plugin posts them (``add_bot_message``).
+The nightly job reads the log through :meth:`SqliteMessageLog.chats_active_between` and
+:meth:`SqliteMessageLog.messages_between`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bot.models import (
     VoiceNote,
 )
 from storage.database import Database
-from storage.values import ascii_lower, aware, clean, unix
+from storage.values import BOT_SENDER_ID, ascii_lower, aware, clean, unix
 
 MESSAGE_COLUMNS = (
     "chat_key, message_id, sender_id, sender_name, text, sent_at, from_bot, "
@@ -258,6 +259,38 @@ class SqliteMessageLog(Database):
             for chat_key, message_ids in new_by_chat.items():
                 await _close_as_context(db, chat_key, message_ids, at_s=received_at_s)
         return stored
+
+    async def add_bot_message(
+        self,
+        chat: ChatKey,
+        message_id: str,
+        text: str,
+        *,
+        sender_name: str,
+        sent_at: datetime,
+        reply_to_id: str | None = None,
+    ) -> bool:
+        """Keep a message posted in the bot's name outside the outbox (a nonebot plugin's)
+        in the chat's history, as a sent reply is kept; ``False`` if it was kept before."""
+        at_s = unix(sent_at, "sent_at")
+        async with self._connection() as db:
+            cursor = await db.execute(
+                "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
+                " sent_at, received_at, from_bot, addresses_bot, reply_to_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?)"
+                " ON CONFLICT (chat_key, message_id) DO NOTHING",
+                (
+                    str(chat),
+                    message_id,
+                    BOT_SENDER_ID,
+                    clean(sender_name),
+                    clean(text),
+                    at_s,
+                    at_s,
+                    reply_to_id,
+                ),
+            )
+            return cursor.rowcount == 1
 
     def _changes_title(self, key: str, given: tuple[str, float]) -> bool:
         """Tell whether a chat's title, given at a moment, is news to this process."""

@@ -180,6 +180,7 @@ async def overview(request: Request, ops: Operations, granted: Granted) -> HTMLR
         chart=chart,
         by_cost=by_cost,
         format_cost=format_cost,
+        plugins=request.app.state.plugins(),
     )
 
 

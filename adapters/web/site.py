@@ -8,7 +8,7 @@ sent to the login form, and back to that page once logged in.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -34,7 +34,12 @@ STATIC = Path(__file__).parent / "static"
 
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, token: str, ops: Ops, *, config_file: ConfigFile | None = None
+    config: Config,
+    token: str,
+    ops: Ops,
+    *,
+    config_file: ConfigFile | None = None,
+    plugins: Callable[[], Sequence[object]] = tuple,
 ) -> AsyncIterator[str]:
     """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL.
     With ``config_file`` the settings can be changed there."""
@@ -44,6 +49,7 @@ async def serving_dashboard(
         zone=config.bot.zone,
         log_file=config.log_dir / LOG_FILE,
         config_file=config_file,
+        plugins=plugins,
     )
     async with serving(app, host=config.web.host, port=config.web.port) as url:
         yield url
@@ -56,11 +62,15 @@ def create_app(
     zone: ZoneInfo,
     log_file: Path,
     config_file: ConfigFile | None = None,
+    plugins: Callable[[], Sequence[object]] = tuple,
 ) -> FastAPI:
-    """Return the dashboard app over ``ops``, open to the holder of ``token`` only."""
+    """Return the dashboard app over ``ops``, open to the holder of ``token`` only; its
+    overview lists what ``plugins`` returns (the nonebot plugins hosted, each with
+    ``module``, ``name``, ``loaded``, ``problem`` and ``matchers``)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.ops = ops
     app.state.config_file = config_file
+    app.state.plugins = plugins
     app.state.log_file = log_file
     app.state.gate = Gate(token, Sessions())
     app.state.zone = zone

@@ -74,6 +74,7 @@ RESTART_ONLY: tuple[str, ...] = (
     "voice.api_key_env",
     "voice.stt_model",
     "voice.tts_model",
+    "plugins",
 )
 """Keys read once when a part is built: a reload keeps their running values. A table's
 name stands for every key in it."""
@@ -275,7 +276,7 @@ class Settings:
         profiles = resolve_profiles(config)
         old, new = _flat(self._config.model_dump()), _flat(config.model_dump())
         changed = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
-        kept = [key for key in changed if _restart_only(key)]
+        kept = [key for key in changed if restart_only(key)]
         if kept:
             merged = config.model_dump()
             for key in kept:
@@ -287,7 +288,7 @@ class Settings:
             changed.append("profiles")
         self._config, self._profiles = config, profiles
         self._persona, self._personas = persona, dict(personas or {})
-        return Reloaded(tuple(key for key in changed if not _restart_only(key)), tuple(kept))
+        return Reloaded(tuple(key for key in changed if not restart_only(key)), tuple(kept))
 
     # -- the tables, as they are now ---------------------------------------------------
 
@@ -360,7 +361,8 @@ class Settings:
         return self._config.chat_days(now)
 
 
-def _restart_only(key: str) -> bool:
+def restart_only(key: str) -> bool:
+    """Whether ``key`` (a dotted config key) keeps its running value until a restart."""
     return any(key == prefix or key.startswith(f"{prefix}.") for prefix in RESTART_ONLY)
 
 
