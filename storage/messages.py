@@ -11,120 +11,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
 import aiosqlite
 
-from bot.models import (
-    ChatActivity,
-    ChatKey,
-    IncomingMessage,
-    Picture,
-    StoredMessage,
-    VoiceNote,
-)
+from bot.models import ChatActivity, ChatKey, IncomingMessage, StoredMessage
 from storage.database import Database
+from storage.message_rows import (
+    INSERT_ROWS,
+    INSERTED_COLUMNS,
+    MESSAGE_COLUMNS,
+    ROW_PLACEHOLDERS,
+    inserted_row,
+    stored_message,
+)
 from storage.values import BOT_SENDER_ID, ascii_lower, aware, clean, unix
 
-MESSAGE_COLUMNS = (
-    "chat_key, message_id, sender_id, sender_name, text, sent_at, from_bot, "
-    "addresses_bot, reply_to_id, pictures, image_note, voice, transcript"
-)
-"""The ``messages`` columns :func:`stored_message` reads."""
-
 _PARSE_SLICE = 1000  # chat keys parsed per event-loop turn (~2 ms) when a query returns many
-
-
-def pictures_json(pictures: Sequence[Picture]) -> str | None:
-    """Return a message's pictures as the ``pictures`` column holds them; ``None`` if none."""
-    if not pictures:
-        return None
-    return json.dumps(
-        [{"ref": clean(p.ref), "placeholder": clean(p.placeholder)} for p in pictures],
-        ensure_ascii=False,
-    )
-
-
-def pictures_of(column: str | None) -> tuple[Picture, ...]:
-    """Read the ``pictures`` column back; a row written before pictures has none."""
-    if not column:
-        return ()
-    return tuple(Picture(item["ref"], item["placeholder"]) for item in json.loads(column))
-
-
-def voice_json(note: VoiceNote | None) -> str | None:
-    """Return a message's voice note as the ``voice`` column holds it; ``None`` if none."""
-    if note is None:
-        return None
-    return json.dumps(
-        {
-            "ref": clean(note.ref),
-            "placeholder": clean(note.placeholder),
-            "duration_s": note.duration_s,
-            "url": clean(note.url),
-            "size_bytes": note.size_bytes,
-        },
-        ensure_ascii=False,
-    )
-
-
-def voice_of(column: str | None) -> VoiceNote | None:
-    """Read the ``voice`` column back; a row written before voice has none."""
-    if not column:
-        return None
-    note = json.loads(column)
-    return VoiceNote(
-        note["ref"], note["placeholder"], note["duration_s"], note["url"], note["size_bytes"]
-    )
-
-
-def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
-    """Build a message of ``chat`` from a row of :data:`MESSAGE_COLUMNS`."""
-    return StoredMessage(
-        chat=chat,
-        message_id=row["message_id"],
-        sender_id=row["sender_id"],
-        sender_name=row["sender_name"],
-        text=row["text"],
-        sent_at=aware(row["sent_at"]),
-        from_bot=bool(row["from_bot"]),
-        addresses_bot=bool(row["addresses_bot"]),
-        reply_to_id=row["reply_to_id"],
-        pictures=pictures_of(row["pictures"]),
-        image_note=row["image_note"],
-        voice=voice_of(row["voice"]),
-        transcript=row["transcript"],
-    )
-
-
-_INSERTED_COLUMNS = (
-    "chat_key, message_id, sender_id, sender_name, text, sent_at, received_at, from_bot,"
-    " addresses_bot, reply_to_id, pictures, voice"
-)
-_ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
-# Rows per INSERT: a whole page (getUpdates gives 100, a QQ hand-over 500) in one round
-# trip. 5,500 parameters: RETURNING needs SQLite 3.35, whose limit is 32,766.
-_INSERT_ROWS = 500
-
-
-def _row(message: IncomingMessage, received_at_s: float) -> tuple[object, ...]:
-    """Return the values of :data:`_ROW_PLACEHOLDERS` for a chatter's message."""
-    return (
-        str(message.chat),
-        message.message_id,
-        message.sender_id,
-        clean(message.sender_name),
-        clean(message.text),
-        unix(message.sent_at, "sent_at"),
-        received_at_s,
-        message.addresses_bot,
-        message.reply_to_id,
-        pictures_json(message.pictures),
-        voice_json(message.voice),
-    )
 
 
 async def _keep_titles(db: aiosqlite.Connection, titles: Mapping[str, tuple[str, float]]) -> None:
@@ -140,9 +45,9 @@ async def _keep_titles(db: aiosqlite.Connection, titles: Mapping[str, tuple[str,
 
 async def _insert(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> set[tuple[str, str]]:
     """Insert ``rows`` in one statement; return the (chat key, message id) of the new ones."""
-    values = ", ".join([_ROW_PLACEHOLDERS] * len(rows))
+    values = ", ".join([ROW_PLACEHOLDERS] * len(rows))
     inserted = await db.execute_fetchall(
-        f"INSERT INTO messages ({_INSERTED_COLUMNS}) VALUES {values}"
+        f"INSERT INTO messages ({INSERTED_COLUMNS}) VALUES {values}"
         " ON CONFLICT (chat_key, message_id) DO NOTHING RETURNING chat_key, message_id",
         [value for row in rows for value in row],
     )
@@ -162,13 +67,13 @@ def _newest_titles(messages: Sequence[IncomingMessage]) -> dict[str, tuple[str, 
 
 
 async def _insert_all(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> list[bool]:
-    """Insert ``rows`` in statements of :data:`_INSERT_ROWS`; say for each whether it is new.
+    """Insert ``rows`` in statements of :data:`INSERT_ROWS`; say for each whether it is new.
 
     A row stored before, or repeated in ``rows``, is ``False``.
     """
     new: set[tuple[str, str]] = set()
-    for start in range(0, len(rows), _INSERT_ROWS):
-        new |= await _insert(db, rows[start : start + _INSERT_ROWS])
+    for start in range(0, len(rows), INSERT_ROWS):
+        new |= await _insert(db, rows[start : start + INSERT_ROWS])
     stored = []
     for chat_key, message_id, *_ in rows:
         stored.append((chat_key, message_id) in new)
@@ -186,8 +91,8 @@ async def _close_as_context(
         (chat_key, at_s, at_s),
     )
     batch_id = next(iter(inserted))[0]
-    for start in range(0, len(message_ids), _INSERT_ROWS):
-        chunk = message_ids[start : start + _INSERT_ROWS]
+    for start in range(0, len(message_ids), INSERT_ROWS):
+        chunk = message_ids[start : start + INSERT_ROWS]
         await db.execute(
             "UPDATE messages SET batch_id = ? WHERE chat_key = ? AND batch_id IS NULL"
             f" AND message_id IN ({', '.join('?' * len(chunk))})",
@@ -215,18 +120,18 @@ class SqliteMessageLog(Database):
         """Store chatters' messages in one transaction; say for each whether it is new.
 
         A message stored before, or repeated in ``messages``, is ``False``. Rows go in as
-        multi-row ``INSERT``s of :data:`_INSERT_ROWS` each: one round trip to the database
+        multi-row ``INSERT``s of :data:`INSERT_ROWS` each: one round trip to the database
         thread per page of messages, not one per message.
         """
         received_at_s = unix(received_at, "received_at")
-        rows = [_row(message, received_at_s) for message in messages]
+        rows = [inserted_row(message, received_at_s) for message in messages]
         titles = _newest_titles(messages)
         changed = {key: given for key, given in titles.items() if self._changes_title(key, given)}
         # One INSERT is atomic on its own; more need a transaction around them.
         # Urgent: every timer of the page waits for this commit (see storage.turns).
         writing = (
             self._connection(urgent=True)
-            if len(rows) <= _INSERT_ROWS
+            if len(rows) <= INSERT_ROWS
             else self._transaction(urgent=True)
         )
         async with writing as db:
@@ -247,7 +152,7 @@ class SqliteMessageLog(Database):
         wait for an answer.
         """
         received_at_s = unix(received_at, "received_at")
-        rows = [_row(message, received_at_s) for message in messages]
+        rows = [inserted_row(message, received_at_s) for message in messages]
         if not rows:
             return []
         async with self._transaction() as db:
