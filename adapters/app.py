@@ -48,11 +48,11 @@ from adapters.platforms import (
     load_platform_modules,
 )
 from adapters.plugins.hosting import hosted_plugins, hosting_plugins
-from adapters.reload import Reloader, pid_file
+from adapters.reload import Reloader, pid_file, running_settings
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config.model import Config, enabled_platforms, load_config
-from bot.config.personas import read_persona, read_profile_personas
+from bot.config.personas import read_persona
 from bot.config.settings import Settings
 from bot.config.values import LogLevel
 from bot.errors import ConfigError, PacebotError
@@ -123,12 +123,6 @@ def _embedder(config: Config, api_key: str) -> OpenAIEmbedder:
     from adapters.openai_embeddings import OpenAIEmbedder
 
     return OpenAIEmbedder.from_config(config, api_key=api_key)
-
-
-def running_settings(config: Config) -> Settings:
-    """Return the settings to run ``config`` with: its persona files read, its profiles
-    applied (raise ``ConfigError`` when one cannot be)."""
-    return Settings(config, persona=read_persona(config), personas=read_profile_personas(config))
 
 
 @contextlib.asynccontextmanager

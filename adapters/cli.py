@@ -3,10 +3,10 @@
 ``run`` and ``console`` go to the composition root (:mod:`adapters.app`), the only module
 outside ``storage/`` and ``scheduler/`` that may import them; ``summarize``, ``recall``,
 ``trace`` and ``cost`` to :mod:`adapters.offline`, which opens its parts through it;
-``check`` to :mod:`adapters.checks`; ``plugin install`` and ``plugin list`` to
-:mod:`adapters.plugins.install`. This module imports them (and pydantic, the
-database, the LLM SDK behind them) only once a command runs: ``pacebot --help`` and
-``--version`` answer from the standard library alone, at once.
+``check`` to :mod:`adapters.checks`; ``reload`` to :mod:`adapters.reload`; ``plugin
+install`` and ``plugin list`` to :mod:`adapters.plugins.install`. This module imports them
+(and pydantic, the database, the LLM SDK behind them) only once a command runs: ``pacebot
+--help`` and ``--version`` answer from the standard library alone, at once.
 """
 
 from __future__ import annotations
@@ -179,9 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in {"summarize", "recall", "trace", "cost"}:
         return _offline(args)
     if args.command == "reload":
-        from adapters import offline
+        from adapters.reload import ask_to_reload
 
-        return offline.reload(args.config)
+        return ask_to_reload(args.config)
     if args.command == "plugin":
         from adapters.plugins import install
 

@@ -27,12 +27,10 @@ from adapters.app import (
     opened_parts,
     opened_store,
     resolve_log_level,
-    running_settings,
     start_logging,
     utc_now,
 )
 from adapters.checks import prepare_data_dir
-from adapters.reload import signal_running
 from bot.config.model import Config, load_config
 from bot.config.personas import read_persona
 from bot.errors import PacebotError
@@ -162,15 +160,3 @@ def _exit_code(run: Callable[[], int]) -> int:
         return shell.failed(exc)
     except KeyboardInterrupt:
         return 130
-
-
-def reload(path: Path) -> int:
-    """Check ``path``, then ask the ``pacebot run`` of it to reload it; 1 if either fails."""
-    try:
-        config = load_config(path)
-        running_settings(config)  # the same checks as a reload: personas, profiles
-        pid = signal_running(config)
-    except (PacebotError, OSError) as exc:
-        return shell.failed(exc)
-    print(f"asked pacebot (process {pid}) to reload {path}; its log says what changed")
-    return 0

@@ -99,6 +99,13 @@ BENCHMARKS = (
         1200,
         quick_budget_s=90.0,
     ),
+    Benchmark(
+        "reload",
+        "bench.reload",
+        "pacebot reload → the next batch on the new config; a reload's hold on the loop",
+        120,
+        quick_budget_s=40.0,
+    ),
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
     Benchmark("items", "bench.items", "reply items read and delivered; the stickers part", 120),
     Benchmark(
