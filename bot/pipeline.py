@@ -400,6 +400,21 @@ class Pipeline:
             await asyncio.gather(*self._batches, *self._side_tasks, return_exceptions=True)
             await self._sender.drain()
 
+    def chats_held(self) -> dict[str, int]:
+        """Return how many chats each part beside the pipeline holds something for. Each
+        count is bounded by the chats that are live, or inside a window of their own (a
+        pacer's minute, the company's follow-up and pause, an opener's silence): a chat
+        idle past them leaves nothing behind."""
+        return {
+            "waiting": len(self._debouncer),
+            "conversations": len(self._conversations),
+            "sending": len(self._sender),
+            "paced": self._sender.paced_chats(),
+            "company": len(self._company),
+            "initiative": len(self._initiative),
+            "voice notes": 0 if self._hearing is None else len(self._hearing),
+        }
+
     def _busy(self) -> bool:
         return bool(
             len(self._debouncer)

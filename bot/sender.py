@@ -124,6 +124,14 @@ class Sender:
         """From now on, tell ``events`` each item sent and each chat whose replies are done."""
         self._events = events
 
+    def __len__(self) -> int:
+        """Return how many chats have replies being delivered."""
+        return len(self._tasks.keys() | self._wakes.keys() | self._backing_off | self._cut_short)
+
+    def paced_chats(self) -> int:
+        """Return how many chats a platform's pacer remembers (each within its windows)."""
+        return sum(len(pacer) for pacer in self._pacers.values())
+
     @property
     def idle(self) -> bool:
         """Tell whether no chat has replies being delivered."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +30,8 @@ from storage.message_rows import (
 )
 from storage.values import BOT_SENDER_ID, ascii_lower, aware, clean, unix
 
+TITLES_KEPT = 2048
+"""Chat titles remembered to skip writing an unchanged one; beyond, the oldest are let go."""
 _PARSE_SLICE = 1000  # chat keys parsed per event-loop turn (~2 ms) when a query returns many
 
 
@@ -105,9 +108,10 @@ class SqliteMessageLog(Database):
 
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         super().__init__(db, path)
-        # Each chat's newest title seen by this process, and when it was given: a title
-        # is written only when it changes, and never by an older message.
-        self._newest_titles: dict[str, tuple[str, float]] = {}
+        # The newest title seen by this process of the chats that gave one lately, and when
+        # it was given: a title is written only when it changes. The oldest are let go past
+        # TITLES_KEPT; a chat let go writes its title once more (the SQL keeps the newest).
+        self._newest_titles: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
@@ -203,11 +207,15 @@ class SqliteMessageLog(Database):
         return known is None or (given[1] >= known[1] and given[0] != known[0])
 
     def _note_titles(self, titles: Mapping[str, tuple[str, float]]) -> None:
-        """Remember each chat's newest title once it is stored."""
+        """Remember each chat's newest title once it is stored, the chats that gave one
+        most lately at most :data:`TITLES_KEPT`."""
         for key, given in titles.items():
             known = self._newest_titles.get(key)
             if known is None or given[1] >= known[1]:
                 self._newest_titles[key] = given
+            self._newest_titles.move_to_end(key)
+        while len(self._newest_titles) > TITLES_KEPT:
+            self._newest_titles.popitem(last=False)
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""
