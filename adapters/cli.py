@@ -64,10 +64,14 @@ def _parser() -> argparse.ArgumentParser:
         parents=[with_config],
         help="run the nightly summaries by hand",
         description="Summarise chat days now. Without options: yesterday, every chat that "
-        "has messages and no summary (popped days stay popped).",
+        "has messages and no summary (popped days stay popped). Today is allowed: its "
+        "summary is partial, and the nightly run summarises the whole day in its place once "
+        "it has ended.",
     )
     summarize.add_argument(
-        "--date", type=date.fromisoformat, help="this chat day (YYYY-MM-DD), even if popped"
+        "--date",
+        type=date.fromisoformat,
+        help="this chat day (YYYY-MM-DD), even if popped; today's summary is partial",
     )
     summarize.add_argument("--chat", type=_chat_key, help="only this chat, e.g. qq:group:456")
     summarize.add_argument(

@@ -83,6 +83,10 @@ async def _summarize(
 ) -> int:
     async with opened_parts(config, secrets) as parts:
         ops = MemoryOps(config, parts.memory, parts.store)
+        today = ops.today()
+        if day is not None and day > today:
+            print(f"pacebot: --date {day} has not begun (today is {today})", file=sys.stderr)
+            return 1
         work = await ops.unsummarised(day=day, only=chat, all_missing=all_missing)
         if not work:
             print("nothing to summarise")
@@ -95,7 +99,8 @@ async def _summarize(
 
             report = await ops.summarise_all(work, on_purpose=day is not None, progress=advance)
     for pushed_chat, pushed_day in report.pushed:
-        print(f"summarised {pushed_chat} {pushed_day}")
+        partial = " (partial: the day has not ended)" if pushed_day == today else ""
+        print(f"summarised {pushed_chat} {pushed_day}{partial}")
     for failed_chat, failed_day in report.failed:
         print(f"failed {failed_chat} {failed_day}", file=sys.stderr)
     print(

@@ -75,6 +75,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "(persona with summaries ~{tokens} tokens); newest first:",
         "summary_list_item": "{number}. {day} · {first_line} · ~{tokens} tok",
         "summary_list_recall_only": " (recall only)",
+        "summary_list_partial": " (partial: the day had not ended)",
         "summary_list_more": "… and {count} older, back to {day} "
         "(/summary show N shows any of them)",
         "summary_show_usage": "usage: /summary show [N], N = 1 for the newest",
@@ -99,6 +100,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "run_already": "{day} already has a summary; /pop it first to write it again.",
         "run_nothing": "Nobody wrote in {chat} on {day}: nothing to summarise.",
         "run_done": "Summarised {day}; it is now the newest memory. /summary show to read it.",
+        "run_done_partial": "Summarised {day} so far (partial: the day has not ended). Once "
+        "it has, the nightly run summarises the whole day in its place.",
         # /recall
         "recall_usage": "usage: /recall <question>, e.g. /recall 昨天聊了什么",
         "recall_nothing": "Nothing recalled for that question{days}.",
@@ -253,6 +256,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "（人设加摘要约 {tokens} token）；从新到旧：",
         "summary_list_item": "{number}. {day} · {first_line} · 约 {tokens} token",
         "summary_list_recall_only": "（仅供回忆检索）",
+        "summary_list_partial": "（部分：写于当天结束前）",
         "summary_list_more": "……还有 {count} 条更早的，最早到 {day}"
         "（/summary show N 可查看任意一条）",
         "summary_show_usage": "用法：/summary show [N]，N = 1 表示最新的一条",
@@ -274,6 +278,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "run_already": "{day} 已经有摘要了；要重写请先 /pop。",
         "run_nothing": "{day} 没有人在 {chat} 说话：没有可总结的。",
         "run_done": "已总结 {day}，现在它是最新的记忆。用 /summary show 查看。",
+        "run_done_partial": "已总结 {day} 到目前为止的内容（部分：这一天还没结束）。"
+        "这一天结束后，夜间任务会总结全天，替换这条摘要。",
         "recall_usage": "用法：/recall <问题>，例如 /recall 昨天聊了什么",
         "recall_nothing": "这个问题没有唤起任何记忆{days}。",
         "recall_days": "（问到的日期：{days}）",
