@@ -9,6 +9,7 @@ does: an array, a table, a string in double quotes, a whole number, true or fals
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import date, time
 from pathlib import Path
@@ -34,6 +35,9 @@ _FORMS = {
 """The expected form for each pydantic error type that is about the kind of value."""
 _TABLE_TYPES = frozenset({"model_type", "model_attributes_type", "dict_type"})
 _ARRAY_TYPES = frozenset({"tuple_type", "list_type"})
+_SECRET_KEY = re.compile(r"(^|_)(token|key|secret|password|passwd|apikey)s?$", re.IGNORECASE)
+"""A key whose name says its value is a secret: it is never written back."""
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BOUNDS = {
     "greater_than": ("gt", "must be more than {}"),
     "greater_than_equal": ("ge", "must be at least {}"),
@@ -64,6 +68,9 @@ def describe(error: Mapping[str, Any], *, model: type[BaseModel]) -> str:
     key = _key(loc)
     kind = error["type"]
     value = error.get("input")
+    secret = _secret_advice(model, loc, kind, value)
+    if secret is not None:
+        return f"{key}: {secret}"
     shown = toml_value(value)
     if kind == "extra_forbidden":
         return f"{key}: unknown key (value {shown}); check its spelling against config.toml"
@@ -77,6 +84,61 @@ def describe(error: Mapping[str, Any], *, model: type[BaseModel]) -> str:
     if isinstance(value, Mapping):  # a check across a table's keys names those keys itself
         return reason
     return f"{key} = {shown}: {reason}"
+
+
+def _secret_advice(
+    model: type[BaseModel], loc: tuple[str | int, ...], kind: str, value: object
+) -> str | None:
+    """Say where a secret belongs, without its value, if the key at ``loc`` holds one.
+
+    That is a key named like a secret (``token``, ``api_key``), or one that names an
+    environment variable (``api_key_env``) but holds no such name: likely the secret.
+    """
+    names = [part for part in loc if isinstance(part, str)]
+    name = names[-1] if names else ""
+    unknown = "unknown key; " if kind == "extra_forbidden" else ""
+    if name.endswith("_env"):
+        if not isinstance(value, str) or not value or _ENV_NAME.fullmatch(value):
+            return None
+        return (
+            f"{unknown}must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY,"
+            " never the secret itself (its value is not shown here): put the secret in that"
+            " variable"
+        )
+    if not _SECRET_KEY.search(name) or _default(model, loc) is not None:
+        return None
+    table = _model_at(model, tuple(names[:-1]))
+    envs = [field for field in table.model_fields if field.endswith("_env")] if table else []
+    chosen = [env for env in envs if env == f"{name}_env"] or envs
+    advice = f"{unknown}a secret never goes in config.toml (its value is not shown here): "
+    if table is None or not chosen:
+        return advice + (
+            "delete this line and put it in an environment variable; the table it belongs"
+            " to names that variable (e.g. llm.api_key_env, telegram.token_env)"
+        )
+    where = ".".join(names[:-1])
+    places = []
+    for env in chosen:
+        default = table.model_fields[env].default
+        example = default or f"PACEBOT_{where.replace('.', '_').upper()}_KEY"
+        places.append(f"{where}.{env} ({example}{' by default' if default else ', say'})")
+    return (
+        advice
+        + "delete this line and put the secret in the environment variable named by "
+        + " or ".join(places)
+    )
+
+
+def _model_at(model: type[BaseModel], names: tuple[str, ...]) -> type[BaseModel] | None:
+    """Return the table model at ``names`` (``()``: ``model`` itself), if there is one."""
+    current: type[BaseModel] = model
+    for name in names:
+        field = current.model_fields.get(name)
+        annotation = None if field is None else field.annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        current = annotation
+    return current
 
 
 def _key(loc: tuple[str | int, ...]) -> str:

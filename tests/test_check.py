@@ -79,6 +79,53 @@ def test_a_config_error_still_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert 'bot.timezone = "Mars/Olympus"' in capsys.readouterr().err
 
 
+async def pacebot(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+    """Run ``pacebot ARGS`` as a process; return its exit code, stdout and stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PACEBOT_LLM_API_KEY": KEY, **(env or {})},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_a_secret_written_into_the_file_is_never_printed_back(tmp_path: Path) -> None:
+    """A token, a key, or a key in place of its variable's name: check names each line and
+    the variable the secret belongs in, and prints none of the secrets."""
+    secrets = ("123456:AAH-token-in-the-file", "sk-key-in-the-file", "sk-key-as-a-name")
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[telegram]\ntoken = "{secrets[0]}"\n[llm]\napi_key = "{secrets[1]}"\n'
+        f'[memory.embeddings]\napi_key_env = "{secrets[2]}"\n',
+        encoding="utf-8",
+    )
+    code, out, err = await pacebot("check", "-c", str(path))
+    hidden = "(its value is not shown here)"
+    assert (code, out, err.splitlines()) == (
+        1,
+        "",
+        [
+            "✗ invalid configuration:",
+            "  - llm.api_key: unknown key; a secret never goes in config.toml "
+            f"{hidden}: delete this line and put the secret in the environment variable "
+            "named by llm.api_key_env (PACEBOT_LLM_API_KEY by default)",
+            "  - memory.embeddings.api_key_env: must be the name of an environment "
+            f"variable, e.g. PACEBOT_LLM_API_KEY, never the secret itself {hidden}: put the "
+            "secret in that variable",
+            "  - telegram.token: unknown key; a secret never goes in config.toml "
+            f"{hidden}: delete this line and put the secret in the environment variable "
+            "named by telegram.token_env (TELEGRAM_BOT_TOKEN by default)",
+        ],
+    )
+    assert [secret for secret in secrets if secret in out + err] == []
+
+
 @pytest.mark.parametrize(
     ("web", "url"),
     [

@@ -99,8 +99,9 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
         ),
         (
             "[llm]\napi_key_env = 'sk-secret value'\n",
-            'llm.api_key_env = "sk-secret value": must be the name of an environment variable,'
-            " e.g. PACEBOT_LLM_API_KEY",
+            "llm.api_key_env: must be the name of an environment variable, e.g."
+            " PACEBOT_LLM_API_KEY, never the secret itself (its value is not shown here): put"
+            " the secret in that variable",
         ),
         (
             "[pacing]\ndebounce_min_s = 20.0\n",
@@ -172,17 +173,18 @@ def test_bad_values_name_key_value_and_form(tmp_path: Path, text: str, expected:
 
 
 ENV_FORM = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
+HIDDEN = (
+    f"{ENV_FORM}, never the secret itself (its value is not shown here): put the secret in"
+    " that variable"
+)
 
 
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"llm": {"api_key_env": "a b"}}, f'llm.api_key_env = "a b": {ENV_FORM}'),
-        (
-            {"llm": {"splitter": {"api_key_env": "1x"}}},
-            f'llm.splitter.api_key_env = "1x": {ENV_FORM}',
-        ),
-        ({"telegram": {"token_env": "a-b"}}, f'telegram.token_env = "a-b": {ENV_FORM}'),
+        ({"llm": {"api_key_env": "a b"}}, f"llm.api_key_env: {HIDDEN}"),
+        ({"llm": {"splitter": {"api_key_env": "1x"}}}, f"llm.splitter.api_key_env: {HIDDEN}"),
+        ({"telegram": {"token_env": "a-b"}}, f"telegram.token_env: {HIDDEN}"),
         ({"qq": {"access_token_env": ""}}, f'qq.access_token_env = "": {ENV_FORM}'),
         (
             {"llm": {"base_url": "ftp://x"}},
