@@ -30,12 +30,12 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from adapters import shell
-from adapters.checks import NOTHING_ENABLED, prepare_data_dir
+from adapters.checks import NOTHING_ENABLED, prepare_data_dir, resolve_log_level
 from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.media import opened_media
@@ -49,7 +49,6 @@ from adapters.platforms import (
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config import Config, enabled_platforms, load_config, read_persona
-from bot.config_values import LogLevel
 from bot.errors import ConfigError, PacebotError
 from bot.initiative.wakeup import LONGEST_WAIT_S
 from bot.log import setup_logging
@@ -68,8 +67,6 @@ from storage.words import RecallWords
 if TYPE_CHECKING:
     from adapters.openai_embeddings import OpenAIEmbedder
     from adapters.openai_llm import OpenAILLM
-
-LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 
 
 def utc_now() -> datetime:
@@ -353,16 +350,6 @@ def start_logging(
         stderr_level=stderr_level,
         zone=config.bot.zone,
     )
-
-
-def resolve_log_level(chosen: str | None, config: Config) -> str:
-    """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
-    level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
-    if level and level not in LOG_LEVELS:
-        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
-        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
-        raise ConfigError(msg)
-    return level or config.bot.log_level
 
 
 def serve(path: Path, *, console: bool, log_level: str | None) -> int:

@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from bot.config import Config, enabled_platforms, load_config, read_persona
 from bot.config_errors import toml_value
+from bot.config_values import LogLevel
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 NOTHING_ENABLED = (
     "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
 )
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 ONLINE_TIMEOUT_S = 20.0
 """The longest one online check may take, whatever ``llm.timeout_s`` says."""
 _PING = (
@@ -71,6 +74,10 @@ def check(path: Path, *, online: bool = False) -> int:
         problems.append(str(exc))
     try:
         prepare_data_dir(config, keep=False)  # check leaves no directory behind
+    except ConfigError as exc:
+        problems.append(str(exc))
+    try:
+        resolve_log_level(None, config)
     except ConfigError as exc:
         problems.append(str(exc))
     secrets: Secrets | None = None
@@ -111,6 +118,16 @@ def check(path: Path, *, online: bool = False) -> int:
             "set enabled = true under [telegram] or [qq]"
         )
     return 0
+
+
+def resolve_log_level(chosen: str | None, config: Config) -> str:
+    """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
+    level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
+    if level and level not in LOG_LEVELS:
+        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
+        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
+        raise ConfigError(msg)
+    return level or config.bot.log_level
 
 
 def prepare_data_dir(config: Config, *, keep: bool = True) -> None:

@@ -11,6 +11,7 @@ database, the LLM SDK behind them) only once a command runs: ``pacebot --help`` 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -57,7 +58,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--online",
         action="store_true",
-        help="also contact the LLM (one tiny request) and Telegram (getMe)",
+        help="also contact the far ends: the LLM (one tiny request; one more offering the "
+        "memory tool when llm.memory_tool is on), the embeddings endpoint when "
+        "[memory.embeddings] is on (one word), the audio endpoints as far as [voice] turns "
+        "them on (a second of silence heard, one word spoken) and Telegram (getMe)",
     )
     summarize = commands.add_parser(
         "summarize",
@@ -143,8 +147,25 @@ def _chat_key(text: str) -> ChatKey:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+SIGPIPE_EXIT = 128 + 13
+"""The exit code of a command whose reader left early, as a shell reports one SIGPIPE ended."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pacebot`` command."""
+    """Run the ``pacebot`` command; a reader that leaves early (``| head``) ends it quietly."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a reader gone shows here, not as a complaint at exit
+    except BrokenPipeError:
+        # What is left to print goes nowhere, and Python's flush at exit finds no pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return SIGPIPE_EXIT
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
+    """Parse the arguments and run the command they name."""
     args = _parser().parse_args(argv)
     if args.command == "check":
         from adapters import checks

@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from adapters import shell
-from adapters.app import opened_parts, opened_store, resolve_log_level, start_logging, utc_now
-from adapters.checks import prepare_data_dir
+from adapters.app import opened_parts, opened_store, start_logging, utc_now
+from adapters.checks import prepare_data_dir, resolve_log_level
 from bot.config import Config, load_config, read_persona
 from bot.errors import PacebotError
 from bot.memory.stack import SummaryResult
@@ -152,6 +152,8 @@ def _exit_code(run: Callable[[], int]) -> int:
     """Return what ``run`` returns, or the exit code of its failure, said in one line."""
     try:
         return run()
+    except BrokenPipeError:  # the reader left early (``| head``): the CLI ends quietly
+        raise
     except (PacebotError, OSError) as exc:
         return shell.failed(exc)
     except KeyboardInterrupt:

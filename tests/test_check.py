@@ -126,6 +126,32 @@ async def test_a_secret_written_into_the_file_is_never_printed_back(tmp_path: Pa
     assert [secret for secret in secrets if secret in out + err] == []
 
 
+def test_a_bad_log_level_in_the_environment_fails_the_check(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PACEBOT_LOG_LEVEL that `pacebot run` would refuse makes check exit 1, in run's words."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    monkeypatch.setenv("PACEBOT_LOG_LEVEL", "loud")
+    assert main(["check", "-c", str(ROOT / "config.toml")]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "✗ PACEBOT_LOG_LEVEL = 'LOUD': must be one of TRACE, DEBUG, INFO, SUCCESS, WARNING, ERROR"
+    ]
+
+
+def test_check_help_names_every_online_check(capsys: pytest.CaptureFixture[str]) -> None:
+    """`pacebot check --help` names each far end --online contacts, embeddings and voice too."""
+    with pytest.raises(SystemExit) as exited:
+        main(["check", "--help"])
+    words = " ".join(capsys.readouterr().out.split())
+    named = [
+        end for end in ("LLM", "memory tool", "embeddings", "[voice]", "Telegram") if end in words
+    ]
+    assert (exited.value.code, named) == (
+        0,
+        ["LLM", "memory tool", "embeddings", "[voice]", "Telegram"],
+    )
+
+
 @pytest.mark.parametrize(
     ("web", "url"),
     [

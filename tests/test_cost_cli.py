@@ -7,7 +7,10 @@ call, print a table whose total is nothing, and say so.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -113,3 +116,20 @@ async def test_a_bad_chat_key_is_refused_without_a_traceback(tmp_path: Path) -> 
     assert code == 2
     assert "is not of the form platform:kind:id" in err
     assert "Traceback" not in err
+
+
+async def test_a_reader_that_leaves_early_ends_cost_quietly(tmp_path: Path) -> None:
+    """`pacebot cost | head` with the reader gone: no 'Broken pipe', no traceback, and the
+    exit code a shell gives a command SIGPIPE ended (141), as coreutils do."""
+    config = write_config(tmp_path)
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader has left before a line is written
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "adapters.cli", "cost", "-c", str(config),
+            stdout=writer, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+    finally:
+        os.close(writer)
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert (process.returncode, err.decode()) == (141, "")
