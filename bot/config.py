@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import Field, ValidationError, model_validator
 
-from bot.config_errors import describe, toml_value
+from bot.config_errors import describe, toml_error, toml_value
 from bot.config_groups import BudgetConfig, GroupsConfig, describe_override
 from bot.config_values import (
     AdminIds,
@@ -390,7 +390,7 @@ def load_config(path: Path) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        msg = f"{path} is not valid TOML: {exc}"
+        msg = toml_error(path, text, exc)
         raise ConfigError(msg) from None
     return parse_config(data, base_dir=path.resolve().parent)
 

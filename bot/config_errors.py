@@ -62,6 +62,68 @@ def toml_value(value: object) -> str:
     return str(value)
 
 
+_TWICE = re.compile(r"Cannot declare \((.*)\) twice \(at line (\d+), column \d+\)")
+_OVERWRITE = re.compile(r"Cannot overwrite a value \(at line (\d+), column \d+\)")
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_ASSIGNED = re.compile(r"^\s*([A-Za-z0-9_.\-\"' ]+?)\s*=")
+
+
+def toml_error(path: Path, text: str, error: ValueError) -> str:
+    """Say what is wrong with a file tomllib could not read, in an operator's words.
+
+    A table declared twice (a README snippet pasted below the table it already holds)
+    names the line of the first; a key set twice in a table names both lines.
+    """
+    message = str(error)
+    lines = text.splitlines()
+    twice = _TWICE.fullmatch(message)
+    if twice:
+        table = ".".join(part.strip().strip("'\"") for part in twice[1].split(",") if part.strip())
+        again = int(twice[2])
+        first = _header_line(lines, table, before=again)
+        where = f"at line {first}" if first else "above (by a dotted key or a sub-table)"
+        return (
+            f"{path.name} already has [{table}] {where}: edit that table instead of"
+            f" declaring it again at line {again}"
+        )
+    overwrite = _OVERWRITE.fullmatch(message)
+    if overwrite and (found := _set_twice(lines, int(overwrite[1]))):
+        key, first = found
+        return (
+            f"{path.name} sets {key} twice, at line {first} and at line {overwrite[1]}:"
+            " keep one of them"
+        )
+    return f"{path} is not valid TOML: {message}"
+
+
+def _header_line(lines: list[str], table: str, *, before: int) -> int | None:
+    """Return the number of the line before line ``before`` that opens ``[table]``."""
+    for number, line in enumerate(lines[: before - 1], start=1):
+        header = _HEADER.match(line)
+        if header and header[1].replace(" ", "") == table.replace(" ", ""):
+            return number
+    return None
+
+
+def _set_twice(lines: list[str], again: int) -> tuple[str, int] | None:
+    """Return the key line ``again`` sets (with its table) and the line that set it first."""
+
+    def key_at(index: int) -> str | None:
+        assigned = _ASSIGNED.match(lines[index])
+        return assigned[1].replace(" ", "") if assigned else None
+
+    if not 1 <= again <= len(lines) or (key := key_at(again - 1)) is None:
+        return None
+    table, first = "", None
+    for index in range(again - 1):
+        header = _HEADER.match(lines[index])
+        if header:
+            table, first = header[1].replace(" ", ""), None
+        elif key_at(index) == key:
+            first = index + 1
+    return (f"{table}.{key}" if table else key, first) if first else None
+
+
 def describe(error: Mapping[str, Any], *, model: type[BaseModel]) -> str:
     """Return one line for one validation error of ``model``: key, value, expected form."""
     loc = tuple(error["loc"])

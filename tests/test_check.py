@@ -138,6 +138,36 @@ def test_a_bad_log_level_in_the_environment_fails_the_check(
     ]
 
 
+def test_check_prints_what_groups_and_budget_run_with_and_warns_of_odd_caps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """check shows the reply mode, each override and the caps it will run with, and warns
+    (still ready) of a hard cap below the soft one and a chat cap above the hard one."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[groups]\nreply_mode = "smart"\ninterests = ["猫"]\n'
+        '[[groups.override]]\nchat = "qq:group:123456"\nreply_mode = "always"\n'
+        "[budget]\ndaily_tokens = 200000\nhard_daily_tokens = 100000\n"
+        "chat_daily_tokens = 150000\n",
+        encoding="utf-8",
+    )
+    assert main(["check", "-c", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[3:6] == [
+        'groups: reply mode "smart" (interests: 猫; talk_value 0.3; 6 unaddressed calls an hour)',
+        '  override qq:group:123456: reply_mode = "always"',
+        "budget: caps in tokens a chat day: soft 200,000, hard 100,000, per chat 150,000;"
+        " no prices set",
+    ]
+    assert captured.err.splitlines() == [
+        "! budget.hard_daily_tokens = 100000 is below budget.daily_tokens = 200000: the hard"
+        " cap stops every call before the soft cap is ever reached",
+        "! budget.chat_daily_tokens = 150000 is above budget.hard_daily_tokens = 100000: no"
+        " chat can reach it, the hard cap stops every call first",
+    ]
+
+
 def test_check_help_names_every_online_check(capsys: pytest.CaptureFixture[str]) -> None:
     """`pacebot check --help` names each far end --online contacts, embeddings and voice too."""
     with pytest.raises(SystemExit) as exited:
