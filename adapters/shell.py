@@ -72,7 +72,7 @@ def _spent_cells(spent: Spent, currency: str) -> list[str]:
         f"{tokens.prompt_tokens:,}",
         f"{tokens.completion_tokens:,}",
         f"{tokens.total:,}" + (" ~" if tokens.estimated_calls else ""),
-        format_cost(spent.cost, currency),
+        format_cost(spent.cost, currency, priced=spent.priced),
     ]
 
 

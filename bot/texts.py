@@ -157,7 +157,9 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_call_no_tokens": ", tokens not reported",
         "trace_gate": "gate: {reasons}",
         "trace_cost": "tokens {total:,} (prompt {prompt:,}, completion {completion:,}){estimated}, "
-        "cost {cost}",
+        "{cost}",
+        "trace_cost_amount": "cost {cost}",
+        "no_prices": "no prices set",
         "trace_estimated": ", some counted offline",
         "trace_guard": "guard: {what}",
         "trace_tier": "replies read by: {tier}",
@@ -328,8 +330,9 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_call_tokens_estimated": "，token 约 {prompt}→{completion}（服务商未报告：离线估算）",
         "trace_call_no_tokens": "，服务商未报告 token 数",
         "trace_gate": "闸门：{reasons}",
-        "trace_cost": "token {total:,}（输入 {prompt:,}，输出 {completion:,}）{estimated}，"
-        "费用 {cost}",
+        "trace_cost": "token {total:,}（输入 {prompt:,}，输出 {completion:,}）{estimated}，{cost}",
+        "trace_cost_amount": "费用 {cost}",
+        "no_prices": "未设置价格",
         "trace_estimated": "，部分为离线估算",
         "trace_guard": "防护：{what}",
         "trace_tier": "回复解析方式：{tier}",

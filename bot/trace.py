@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import TypeAdapter
 
-from bot.budget import cost_of, format_cost
+from bot.budget import cost_of, format_cost, is_priced
 from bot.config_groups import BudgetConfig
 from bot.conversation import NO_WAIT, Wait
 from bot.initiative.occasion import Occasion
@@ -139,6 +139,7 @@ class Trace:
     guards: tuple[str, ...] = ()  # what the guards changed: links replaced, splitter skipped
     cost: float = 0.0  # what the calls cost at [budget]'s prices, in ``currency``
     currency: str = ""
+    priced: bool = True  # [budget] set prices when the batch was answered
 
     @property
     def tokens(self) -> TokenCount:
@@ -293,6 +294,7 @@ class TraceNotes:
             gate=self.gate,
             guards=tuple(self.guards),
             currency=self.prices.currency,
+            priced=is_priced(self.prices),
         )
         return replace(trace, cost=cost_of(trace.tokens, self.prices))
 
@@ -410,7 +412,9 @@ def format_trace(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> str:
                 total=tokens.total,
                 prompt=tokens.prompt_tokens,
                 completion=tokens.completion_tokens,
-                cost=format_cost(trace.cost, trace.currency),
+                cost=say("trace_cost_amount", cost=format_cost(trace.cost, trace.currency))
+                if trace.priced
+                else say("no_prices"),
                 estimated=say("trace_estimated") if tokens.estimated_calls else "",
             )
         )

@@ -133,3 +133,16 @@ async def test_a_reader_that_leaves_early_ends_cost_quietly(tmp_path: Path) -> N
         os.close(writer)
     _, err = await asyncio.wait_for(process.communicate(), 30)
     assert (process.returncode, err.decode()) == (141, "")
+
+
+async def test_without_prices_the_cost_says_so(tmp_path: Path) -> None:
+    """With no prices in [budget] the cost is 'no prices set', in the table and as JSON,
+    never 0.00 USD."""
+    config = tmp_path / "config.toml"
+    config.write_text('[bot]\ndata_dir = "data"\n', encoding="utf-8")
+    code, out, err = await pacebot_cost(config)
+    json_code, as_json, _ = await pacebot_cost(config, "--json", "--days", "1")
+    [total] = [line for line in out.splitlines() if "total" in line and "│" in line]
+    assert (code, json_code, err) == (0, 0, "")
+    assert [cell.strip() for cell in total.split("│")[1:-1]][-1] == "no prices set"
+    assert json.loads(as_json)["total"]["cost_text"] == "no prices set"

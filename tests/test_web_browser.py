@@ -337,7 +337,7 @@ async def test_the_overview_charts_the_days_and_keeps_todays_cost_live(
     assert box is not None
     assert box["height"] > 20  # drawn for real, not only present in the markup
     assert hover is not None
-    assert hover.endswith(f": {first:,} tokens, 0.00 USD")
+    assert hover.endswith(f": {first:,} tokens, no prices set")
     assert (shown_first, second > first) == (f"{first:,}", True)
 
 

@@ -54,7 +54,7 @@ def bars(days: Sequence[DayCost], *, currency: str, by_cost: bool) -> list[Bar]:
                 day=day.day.isoformat(),
                 label=f"{day.day:%m-%d}",
                 tokens=day.spent.tokens.total,
-                cost_text=format_cost(day.spent.cost, currency),
+                cost_text=format_cost(day.spent.cost, currency, priced=day.spent.priced),
             )
         )
     return laid_out

@@ -32,7 +32,7 @@ from adapters.web.depends import (
     access,
     gate,
 )
-from bot.budget import format_cost
+from bot.budget import format_cost, is_priced
 from bot.ops.initiative import Cancelled
 from bot.ops.status import OVERVIEW_CHATS
 
@@ -168,7 +168,7 @@ async def overview(request: Request, ops: Operations, granted: Granted) -> HTMLR
     kept live by script; the last days' spending as a chart."""
     status = await ops.status.overview()
     budget = status.today.budget
-    by_cost = bool(budget.price_in_per_million or budget.price_out_per_million)
+    by_cost = is_priced(budget)
     days = await ops.cost.daily(days=CHART_DAYS)
     return render(
         request,
