@@ -36,7 +36,7 @@ from loguru import logger
 
 from adapters import shell
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir, resolve_log_level
-from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
+from adapters.console import ConsolePlatform, stdin_is_terminal
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.media import opened_media
 from adapters.platforms import (
@@ -316,15 +316,15 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
         bot_name=config.bot.name,
         texts=Texts(config.bot.language),
         echo_input=not stdin_is_terminal(),
+        zone=config.bot.zone,
     )
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as core:
-        reader = await stdin_reader()
         console.show_banner()
         if config.web.enabled:
             console.show_no_dashboard(config.web.url)
         reading = asyncio.create_task(
-            console.read_input(core.inbox, core.ops.status, reader), name="console:input"
+            console.read_input(core.inbox, core.ops.status), name="console:input"
         )
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)

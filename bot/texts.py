@@ -59,7 +59,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "status_caps": "budget a day: soft cap {soft}, hard cap {hard}, per chat {chat_cap}",
         "status_no_cap": "none",
         "status_cap_reached": "{cap:,} (reached)",
-        "status_hard_cap": "hard cap reached: no LLM call until {until}",
+        "status_hard_cap": "hard cap reached: the bot stays silent, no LLM call until {until} "
+        "(messages are kept)",
         "status_unaddressed": "unaddressed calls in the last hour: {calls} of {budget}",
         "status_paused": "paused for a bot loop until {until}: no LLM call here meanwhile",
         "status_later": "later items pending: {count}; the next, a {kind}, at {due} (/later)",
@@ -206,6 +207,12 @@ EN: Mapping[str, str] = MappingProxyType(
         "next start.",
         "console_no_dashboard": "[web] is enabled, but the console does not serve the "
         "dashboard: only `pacebot run` does, at {url}",
+        "console_you": "you",
+        "console_prompt": "you> ",
+        "console_typing": "{bot} is typing…",
+        "console_silent": "{bot} stays silent: today's hard cap of [budget] ({cap:,} tokens) "
+        "is reached, so no LLM call is made until the next chat day begins at {until}. What "
+        "you write is kept.",
     }
 )
 
@@ -245,7 +252,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "status_caps": "每日预算：软上限 {soft}，硬上限 {hard}，每个会话 {chat_cap}",
         "status_no_cap": "无",
         "status_cap_reached": "{cap:,}（已达到）",
-        "status_hard_cap": "已达到硬上限：{until} 之前不再调用 LLM",
+        "status_hard_cap": "已达到硬上限：机器人暂不回复，{until} 之前不再调用 LLM（消息都会保存）",
         "status_unaddressed": "最近一小时未被点名的调用：{calls} / {budget}",
         "status_paused": "发现机器人互相回复，暂停到 {until}：期间这里不调用 LLM",
         "status_later": "待办的稍后事项：{count} 个；下一个（{kind}）在 {due}（/later）",
@@ -372,6 +379,11 @@ ZH: Mapping[str, str] = MappingProxyType(
         "console_left_waiting": "还有 {count} 条消息在等待：{bot} 下次启动时会回复。",
         "console_no_dashboard": "[web] 已开启，但控制台不提供网页面板：只有 `pacebot run` 提供，"
         "地址是 {url}",
+        "console_you": "你",
+        "console_prompt": "你> ",
+        "console_typing": "{bot} 正在输入…",
+        "console_silent": "{bot} 暂不回复：今天已达到 [budget] 的硬上限（{cap:,} token），"
+        "下一个聊天日 {until} 开始前不再调用 LLM。你说的话都会保存。",
     }
 )
 

@@ -192,7 +192,7 @@ async def test_the_gate_the_hourly_budget_and_the_hard_cap_through_pacebot_run(
         ["hard cap reached"],
     )
     assert len(llm.requests) == 2
-    assert "hard cap reached: no LLM call until" in status
+    assert "hard cap reached: the bot stays silent, no LLM call until" in status
     assert dashboard["hard_cap_reached"] is True
     assert tokens_line(status)[0] == report["total"]["total_tokens"] == prompt + completion
     for secret in (LLM_KEY, WEB_TOKEN, api.token):
