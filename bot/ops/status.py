@@ -140,6 +140,8 @@ class ChatStatus:
     unaddressed_calls: int | None  # in the last hour, for the chat's group; None: private
     unaddressed_budget: int  # the group's unaddressed_calls_per_hour
     paused_until: datetime | None  # a bot loop paused the chat until then
+    interests: tuple[str, ...] = ()  # the chat's group's (an override applied)
+    overridden: bool = False  # a [[groups.override]] names the chat's group
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +215,8 @@ class StatusOps:
             await self._gate.calls_this_hour(chat) if chat.is_group else None,
             settings.unaddressed_calls_per_hour,
             self._company.paused_until(chat, now=self._now()),
+            settings.interests,
+            any(o.chat == str(chat.room) for o in self._config.groups.override),
         )
 
     async def overview(self) -> Status:
