@@ -26,6 +26,7 @@ def spent_json(spent: Spent, currency: str) -> dict[str, Any]:
         "estimated_calls": tokens.estimated_calls,
         "cost": spent.cost,
         "cost_text": format_cost(spent.cost, currency, priced=spent.priced),
+        "priced": spent.priced,
     }
 
 

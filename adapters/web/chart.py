@@ -33,10 +33,6 @@ class Bar:
     tokens: int
     cost_text: str
 
-    @property
-    def title(self) -> str:
-        return f"{self.day}: {self.tokens:,} tokens, {self.cost_text}"
-
 
 def bars(days: Sequence[DayCost], *, currency: str, by_cost: bool) -> list[Bar]:
     """Lay out one bar per day, oldest on the left, scaled to the tallest."""

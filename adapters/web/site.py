@@ -24,9 +24,11 @@ from adapters.web.depends import TEMPLATES
 from adapters.web.guards import BodyLimit, SecurityHeaders
 from adapters.web.pages import login_url
 from adapters.web.server import serving
+from adapters.web.words import Words
 from bot.config import Config
 from bot.log import LOG_FILE
 from bot.ops import Ops
+from bot.texts import Language
 
 STATIC = Path(__file__).parent / "static"
 
@@ -34,15 +36,25 @@ STATIC = Path(__file__).parent / "static"
 @contextlib.asynccontextmanager
 async def serving_dashboard(config: Config, token: str, ops: Ops) -> AsyncIterator[str]:
     """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL."""
-    app = create_app(ops, token=token, zone=config.bot.zone, log_file=config.log_dir / LOG_FILE)
+    app = create_app(
+        ops,
+        token=token,
+        zone=config.bot.zone,
+        log_file=config.log_dir / LOG_FILE,
+        language=config.bot.language,
+    )
     async with serving(app, host=config.web.host, port=config.web.port) as url:
         yield url
 
 
-def create_app(ops: Ops, *, token: str, zone: ZoneInfo, log_file: Path) -> FastAPI:
-    """Return the dashboard app over ``ops``, open to the holder of ``token`` only."""
+def create_app(
+    ops: Ops, *, token: str, zone: ZoneInfo, log_file: Path, language: Language = "en"
+) -> FastAPI:
+    """Return the dashboard app over ``ops``, open to the holder of ``token`` only, in
+    ``language``."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.ops = ops
+    app.state.words = Words(language)
     app.state.log_file = log_file
     app.state.gate = Gate(token, Sessions())
     app.state.zone = zone
@@ -62,10 +74,11 @@ def _error(
 ) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
+    words: Words = request.app.state.words
     return TEMPLATES.TemplateResponse(
         request,
         "error.html",
-        {"status": status, "message": message},
+        {"status": status, "message": message, "t": words, "html_lang": words.html_lang},
         status_code=status,
         headers=headers,
     )
