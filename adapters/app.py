@@ -36,6 +36,7 @@ from loguru import logger
 
 from adapters import shell
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir, resolve_log_level
+from adapters.config_file import ConfigFile
 from adapters.console import ConsolePlatform, stdin_is_terminal
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.media import opened_media
@@ -46,9 +47,12 @@ from adapters.platforms import (
     history_sources,
     load_platform_modules,
 )
+from adapters.reload import Reloader, pid_file
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
-from bot.config import Config, enabled_platforms, load_config, read_persona
+from bot.config.model import Config, enabled_platforms, load_config
+from bot.config.personas import read_persona, read_profile_personas
+from bot.config.settings import Settings
 from bot.errors import ConfigError, PacebotError
 from bot.initiative.wakeup import LONGEST_WAIT_S
 from bot.log import setup_logging
@@ -89,8 +93,10 @@ def freeze_startup_heap() -> None:
 
 @dataclass(frozen=True, slots=True)
 class Parts:
-    """The store, the main LLM, the memory built on them, and what the calls cost."""
+    """The running settings, the store, the main LLM, the memory built on them, and what
+    the calls cost."""
 
+    settings: Settings
     store: SqliteStore
     llm: DeferredLLM
     memory: Memory
@@ -115,6 +121,12 @@ def _embedder(config: Config, api_key: str) -> OpenAIEmbedder:
     return OpenAIEmbedder.from_config(config, api_key=api_key)
 
 
+def running_settings(config: Config) -> Settings:
+    """Return the settings to run ``config`` with: its persona files read, its profiles
+    applied (raise ``ConfigError`` when one cannot be)."""
+    return Settings(config, persona=read_persona(config), personas=read_profile_personas(config))
+
+
 @contextlib.asynccontextmanager
 async def opened_store(config: Config) -> AsyncIterator[SqliteStore]:
     """Open the store alone (no secret, no LLM); close it on exit."""
@@ -128,7 +140,7 @@ async def opened_parts(
 ) -> AsyncIterator[Parts]:
     """Open the store, the LLM client and, if on, the embeddings client (each built on its
     first call); close them on exit. ``now`` is the wall clock (tests pass their own)."""
-    persona = read_persona(config)
+    settings = running_settings(config)
     async with contextlib.AsyncExitStack() as stack:
         store = await stack.enter_async_context(opened_store(config))
         llm = DeferredLLM(functools.partial(_main_llm, config, secrets))
@@ -141,17 +153,9 @@ async def opened_parts(
             )
             stack.push_async_callback(embedder.aclose)
             semantic = SemanticMemory(store, embedder, timeout_s=config.llm.timeout_s, now=now)
-        spending = Spending(config, store, now=now)
-        memory = Memory(
-            config,
-            store,
-            llm,
-            initial_persona=persona,
-            now=now,
-            semantic=semantic,
-            spending=spending,
-        )
-        yield Parts(store, llm, memory, spending)
+        spending = Spending(settings, store, now=now)
+        memory = Memory(settings, store, llm, now=now, semantic=semantic, spending=spending)
+        yield Parts(settings, store, llm, memory, spending)
 
 
 @contextlib.asynccontextmanager
@@ -179,7 +183,7 @@ async def running_core(
         stack.push_async_callback(splitter.aclose)
         media = await stack.enter_async_context(opened_media(config, secrets, platforms))
         core = build_core(
-            config,
+            parts.settings,
             parts.store,
             parts.memory,
             platforms,
@@ -198,6 +202,7 @@ async def running_core(
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)
+        await core.ops.access.load()
         freeze_startup_heap()  # everything is wired: before re-arming makes garbage
         await pipeline.recover()
         if nightly:
@@ -260,16 +265,22 @@ async def running_bot(
         yield core
 
 
-async def run(config: Config, secrets: Secrets) -> None:
-    """Run every enabled platform until SIGINT or SIGTERM."""
+async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
+    """Run every enabled platform until SIGINT or SIGTERM; reload ``path`` on SIGHUP."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
     adapters = build_platforms(config, secrets)
-    async with (
-        opened_parts(config, secrets) as parts,
-        running_bot(config, secrets, adapters=adapters, parts=parts) as core,
-        serving_dashboard(config, secrets, core.ops),
-    ):
+    async with contextlib.AsyncExitStack() as stack:
+        parts = await stack.enter_async_context(opened_parts(config, secrets))
+        core = await stack.enter_async_context(
+            running_bot(config, secrets, adapters=adapters, parts=parts)
+        )
+        reloader = Reloader(path, parts.settings)
+        edited = ConfigFile(path, parts.settings, reloader, now=utc_now)
+        await stack.enter_async_context(
+            serving_dashboard(config, secrets, core.ops, config_file=edited)
+        )
+        _reload_on_sighup(reloader)
         # Each platform says "running" itself, once it is: Telegram after its first poll
         # is answered, QQ once a OneBot implementation has connected.
         logger.info(
@@ -294,9 +305,19 @@ async def run(config: Config, secrets: Secrets) -> None:
         logger.info("stopping: no new updates; unsent replies stay queued")
 
 
+def _reload_on_sighup(reloader: Reloader) -> None:
+    """Reload the config file on SIGHUP; a refused reload is logged and changes nothing."""
+
+    def reload() -> None:
+        with contextlib.suppress(ConfigError):
+            reloader.reload(by="SIGHUP")
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, reload)
+
+
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, secrets: Secrets, ops: Ops | None
+    config: Config, secrets: Secrets, ops: Ops | None, *, config_file: ConfigFile | None = None
 ) -> AsyncIterator[str | None]:
     """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
     if ops is None or not config.web.enabled or secrets.web_token is None:
@@ -304,7 +325,7 @@ async def serving_dashboard(
         return
     from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
 
-    async with serving(config, secrets.web_token, ops) as url:
+    async with serving(config, secrets.web_token, ops, config_file=config_file) as url:
         yield url
 
 
@@ -369,7 +390,11 @@ def serve(path: Path, *, console: bool, log_level: str | None) -> int:
         chosen = log_level or os.environ.get("PACEBOT_LOG_LEVEL")
         stderr_level = "WARNING" if console and not chosen else None
         start_logging(config, secrets, level=level, stderr_level=stderr_level)
-        asyncio.run(chat_in_console(config, secrets) if console else run(config, secrets))
+        if console:
+            asyncio.run(chat_in_console(config, secrets))
+        else:
+            with pid_file(config):
+                asyncio.run(run(config, secrets, path=path))
     except (PacebotError, OSError) as exc:
         return shell.failed(exc)
     except KeyboardInterrupt:

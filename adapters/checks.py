@@ -26,10 +26,12 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 
-from bot.config import Config, enabled_platforms, load_config, read_persona
-from bot.config_errors import toml_value
-from bot.config_groups import BudgetConfig, GroupsConfig
-from bot.config_values import LogLevel
+from bot.config.errors import toml_value
+from bot.config.groups import BudgetConfig, GroupsConfig
+from bot.config.model import Config, enabled_platforms, load_config
+from bot.config.personas import read_persona, read_profile_personas
+from bot.config.settings import Settings
+from bot.config.values import LogLevel
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
@@ -70,7 +72,7 @@ def check(path: Path, *, online: bool = False) -> int:
         return 1
     problems: list[str] = []
     try:
-        read_persona(config)
+        Settings(config, persona=read_persona(config), personas=read_profile_personas(config))
     except ConfigError as exc:
         problems.append(str(exc))
     try:

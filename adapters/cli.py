@@ -63,6 +63,15 @@ def _parser() -> argparse.ArgumentParser:
         "[memory.embeddings] is on (one word), the audio endpoints as far as [voice] turns "
         "them on (a second of silence heard, one word spoken) and Telegram (getMe)",
     )
+    commands.add_parser(
+        "reload",
+        parents=[with_config],
+        help="apply the config file to the running pacebot run, without a restart",
+        description=(
+            "Check the config file, then ask the pacebot run of it to reload it (SIGHUP):"
+            " what is live applies from the next batch, what needs a restart is logged."
+        ),
+    )
     summarize = commands.add_parser(
         "summarize",
         parents=[with_config],
@@ -173,6 +182,10 @@ def _command(argv: Sequence[str] | None) -> int:
         return checks.check(args.config, online=args.online)
     if args.command in {"summarize", "recall", "trace", "cost"}:
         return _offline(args)
+    if args.command == "reload":
+        from adapters import offline
+
+        return offline.reload(args.config)
     from adapters import app
 
     return app.serve(args.config, console=args.command == "console", log_level=args.log_level)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from adapters.deferred import DeferredSpeech
 from adapters.wiring import VoiceParts
-from bot.config import Config
+from bot.config.model import Config
 from bot.ports import PictureSource, Platform
 from bot.secrets import Secrets
 from bot.stickers import StickerSource

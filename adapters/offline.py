@@ -1,5 +1,6 @@
-"""The commands that run against the data without the platforms: ``pacebot summarize``,
-``recall``, ``trace`` and ``cost``.
+"""The commands that run without the platforms: ``pacebot summarize``, ``recall``,
+``trace`` and ``cost`` against the data, and ``reload``, which asks a running bot to read
+its config again.
 
 Each opens what it needs through the composition root (:mod:`adapters.app`): the store,
 the LLM and the memory for ``summarize`` and ``recall``; the store alone for ``trace``
@@ -22,9 +23,11 @@ from rich.console import Console
 from rich.progress import Progress
 
 from adapters import shell
-from adapters.app import opened_parts, opened_store, start_logging, utc_now
+from adapters.app import opened_parts, opened_store, running_settings, start_logging, utc_now
 from adapters.checks import prepare_data_dir, resolve_log_level
-from bot.config import Config, load_config, read_persona
+from adapters.reload import signal_running
+from bot.config.model import Config, load_config
+from bot.config.personas import read_persona
 from bot.errors import PacebotError
 from bot.memory.stack import SummaryResult
 from bot.models import ChatKey
@@ -82,7 +85,7 @@ async def _summarize(
     all_missing: bool,
 ) -> int:
     async with opened_parts(config, secrets) as parts:
-        ops = MemoryOps(config, parts.memory, parts.store)
+        ops = MemoryOps(parts.settings, parts.memory, parts.store)
         today = ops.today()
         if day is not None and day > today:
             print(f"pacebot: --date {day} has not begun (today is {today})", file=sys.stderr)
@@ -111,7 +114,8 @@ async def _summarize(
 
 async def _recall(config: Config, secrets: Secrets, *, chat: ChatKey, query: str) -> int:
     async with opened_parts(config, secrets) as parts:
-        preview = await MemoryOps(config, parts.memory, parts.store).recall_preview(chat, query)
+        ops = MemoryOps(parts.settings, parts.memory, parts.store)
+        preview = await ops.recall_preview(chat, query)
     print(shell.recall_text(preview, say=Texts(config.bot.language)))
     return 0
 
@@ -158,3 +162,15 @@ def _exit_code(run: Callable[[], int]) -> int:
         return shell.failed(exc)
     except KeyboardInterrupt:
         return 130
+
+
+def reload(path: Path) -> int:
+    """Check ``path``, then ask the ``pacebot run`` of it to reload it; 1 if either fails."""
+    try:
+        config = load_config(path)
+        running_settings(config)  # the same checks as a reload: personas, profiles
+        pid = signal_running(config)
+    except (PacebotError, OSError) as exc:
+        return shell.failed(exc)
+    print(f"asked pacebot (process {pid}) to reload {path}; its log says what changed")
+    return 0

@@ -18,7 +18,7 @@ import openai
 
 from adapters.audio import duration_s, sniff
 from adapters.openai_llm import SdkClient, endpoint_name, unavailable
-from bot.config import Config
+from bot.config.model import Config
 from bot.errors import BadLLMReply, LLMError, VoiceUnavailable
 from bot.voice.ports import Audio
 

@@ -17,7 +17,7 @@ import openai
 from openai.types import CreateEmbeddingResponse
 
 from adapters.openai_llm import SdkClient, endpoint_name, unavailable
-from bot.config import Config
+from bot.config.model import Config
 from bot.errors import BadLLMReply, ConfigError, LLMError
 
 PROBE_TEXT = "pacebot"

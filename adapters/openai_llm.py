@@ -28,7 +28,7 @@ from openai.types.chat import (
     ChatCompletionToolParam,
 )
 
-from bot.config import LLMConfig
+from bot.config.model import LLMConfig
 from bot.errors import BadLLMReply, ConfigError, ImagesRefused, LLMError, LLMUnavailable
 from bot.models import ChatMessage, Completion, ToolCall, ToolSpec
 from bot.replies.parse import strip_reasoning

@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from bot.backfill import BackfillSettings
 from bot.commands.menu import menu
-from bot.config import Config, enabled_platforms
+from bot.config.model import Config, enabled_platforms
 from bot.ports import History, MessageSink, Platform
 from bot.secrets import Secrets
 from bot.texts import Texts

@@ -20,7 +20,8 @@ from rich.table import Table
 from adapters.costs import report_json
 from bot.budget import Spending, UsageLog, format_cost
 from bot.commands.recall import in_prompt_line
-from bot.config import Config
+from bot.config.model import Config
+from bot.config.settings import Settings
 from bot.errors import PacebotError
 from bot.models import ChatKey
 from bot.ops.cost import CostOps, CostReport, Spent
@@ -86,7 +87,7 @@ async def show_cost(
     now: Callable[[], datetime],
 ) -> int:
     """Print what the calls of the last ``days`` chat days cost, as a table or as JSON."""
-    costs = CostOps(config.budget, store, Spending(config, store, now=now))
+    costs = CostOps(store, Spending(Settings(config), store, now=now))
     report = await costs.report(days=days, chat=chat)
     if as_json:
         daily = await costs.daily(days=days, chat=chat)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from bot.access import Access, Switches
 from bot.addressing import Addressing, Quotes
 from bot.answer import Answerer, AnswerStore
 from bot.backfill import ActiveChats, Backfill, BackfillSettings
@@ -23,7 +24,7 @@ from bot.batches import Batches
 from bot.budget import Spending, UsageLog
 from bot.commands.runner import CommandRunner
 from bot.company import Company
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.context import ChatHistory, Prompter
 from bot.conversation import Conversations
 from bot.debounce import Debouncer
@@ -36,6 +37,7 @@ from bot.keeping import Keeper, KeptMessages
 from bot.memory.ports import MemoryStore
 from bot.memory.stack import Memory
 from bot.ops import Ops
+from bot.ops.access import AccessOps
 from bot.ops.cost import CostOps
 from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
@@ -71,6 +73,7 @@ class CoreStore(
     TranscriptStore,
     UsageLog,
     RoomLog,
+    Switches,
     Protocol,
 ):
     """Every port the core reads and writes, as one store: the only place they meet."""
@@ -94,10 +97,11 @@ class Core:
     pipeline: Pipeline
     inbox: Inbox
     ops: Ops
+    settings: Settings  # what every room reads; a reload swaps it
 
 
 def build_core(
-    config: Config,
+    config: Settings,
     store: CoreStore,
     memory: Memory,
     platforms: Mapping[str, Platform],
@@ -153,10 +157,13 @@ def build_core(
         stickers=stickers,
         hearing=hearing,
     )
-    conversations = Conversations(cancel_mode=config.pacing.on_new_message == "cancel")
+    access = Access(config, store, now=now)
+    conversations = Conversations(
+        cancel_mode=lambda chat: config.for_chat(chat).pacing.on_new_message == "cancel"
+    )
     beside = Beside(
         conversations=conversations,
-        addressing=Addressing(config, store, conversations),
+        addressing=Addressing(config, store, conversations, access),
         keeper=Keeper(store, retries=retries, now=now),
         debouncer=Debouncer(config.pacing),
         sender=Sender(
@@ -181,7 +188,7 @@ def build_core(
         hearing=hearing,
     )
     pipeline = Pipeline(config, store, platforms, answerer, beside, traces=store, now=now)
-    cost = CostOps(config.budget, store, spending)
+    cost = CostOps(store, spending)
     ops = Ops(
         status=StatusOps(
             config,
@@ -199,10 +206,11 @@ def build_core(
         stickers=StickerOps(stickers),
         cost=cost,
         initiative=InitiativeOps(store, now=now),
+        access=AccessOps(access),
     )
     commands = CommandRunner(config, ops)
     backfill = None
     if history:
         backfill = Backfill(store, pipeline, history, is_command=commands.is_command, now=now)
-    inbox = Inbox(pipeline, commands, platforms, backfill=backfill)
-    return Core(pipeline, inbox, ops)
+    inbox = Inbox(pipeline, commands, platforms, access=access, backfill=backfill)
+    return Core(pipeline, inbox, ops, config)

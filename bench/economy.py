@@ -34,7 +34,7 @@ from typing import Any
 from bench.dataset import CHAT_LINES, TOPICS, ChatHistory, build, chat_keys
 from bench.report import Figure, at_most, exactly
 from bench.rig import answer_afresh, fresh_path
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind, ChatMessage, PersonNote
 from bot.prompt import estimate_prompt_tokens, estimate_tokens
 from fakes.harness import Harness, harness

@@ -28,7 +28,8 @@ from bench.rig import answer_afresh, fresh_path
 from bench.stats import percentile
 from bot.budget import Spending
 from bot.company import Company
-from bot.config import parse_config
+from bot.config.model import parse_config
+from bot.config.settings import Settings
 from bot.gate import CallGate
 from bot.models import Batch, ChatKey, ChatKind, IncomingMessage, StoredMessage
 from fakes.harness import harness
@@ -77,11 +78,12 @@ async def _gate_cost(workdir: Path, *, batches: int) -> list[Figure]:
     rng = random.Random(28)
     async with await SqliteStore.open(path / "pacebot.sqlite3") as store:
         now = lambda: datetime.now(UTC)  # noqa: E731 - the gate reads the wall clock
+        settings = Settings(config)
         gate = CallGate(
-            config,
+            settings,
             store,
             RecallWords(),
-            spending=Spending(config, store, now=now),
+            spending=Spending(settings, store, now=now),
             company=Company(zone=config.bot.zone),
             now=now,
             draw=rng.random,
@@ -152,16 +154,18 @@ async def _peer_minute(workdir: Path, *, mode: str) -> tuple[int, int]:
         start = loop.time()
         for number, (at_s, who, asks, text) in enumerate(_minute(random.Random(3))):
             await asyncio.sleep(max(0.0, start + at_s * second_s - loop.time()))
-            await bot.inbox.receive(
-                IncomingMessage(
-                    GROUP,
-                    f"m{number}",
-                    who,
-                    who,
-                    text,
-                    datetime.now(UTC) - timedelta(seconds=1),
-                    addresses_bot=asks,
-                )
+            await bot.inbox.receive_many(
+                [
+                    IncomingMessage(
+                        GROUP,
+                        f"m{number}",
+                        who,
+                        who,
+                        text,
+                        datetime.now(UTC) - timedelta(seconds=1),
+                        addresses_bot=asks,
+                    )
+                ]
             )
         await bot.settle()
         prompt, _ = llm.reported_tokens()

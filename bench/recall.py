@@ -35,7 +35,8 @@ from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_most, spread_figures
 from bench.rig import NoLLM
 from bench.stats import Spread
-from bot.config import parse_config
+from bot.config.model import parse_config
+from bot.config.settings import Settings
 from bot.memory.semantic import SemanticMemory
 from bot.memory.stack import Memory
 from bot.models import ChatKey
@@ -115,9 +116,8 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     rng = random.Random(365)
     chats = chat_keys(scale.chats)
     async with await SqliteStore.open(path) as store:
-        memory = Memory(
-            config, store, NoLLM(), initial_persona="你是小满。", now=lambda: datetime.now(UTC)
-        )
+        settings = Settings(config, persona="你是小满。")
+        memory = Memory(settings, store, NoLLM(), now=lambda: datetime.now(UTC))
         dates = await _time_recall(
             memory, rng, chats, DATE_QUESTIONS, scale.queries, expect="dates"
         )

@@ -34,7 +34,7 @@ from bench.dataset import chat_keys
 from bench.report import Figure, at_most, spread_figures
 from bench.rig import LoopClock, fresh_path, open_loop
 from bench.stats import Spread
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.models import BatchOutcome, ChatKey, IncomingMessage
 from bot.pacing import Pacer
 from bot.ports import PacingLimits

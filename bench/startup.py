@@ -28,7 +28,8 @@ from bench.dataset import ChatHistory, build, chat_keys
 from bench.report import Figure, at_least, at_most
 from bench.rig import NoLLM, StallWatch, fresh_path
 from bot.budget import Spending
-from bot.config import Config, parse_config
+from bot.config.model import Config, parse_config
+from bot.config.settings import Settings
 from bot.memory.stack import Memory
 from bot.ports import Platform
 from bot.retries import DEFAULT_RETRIES
@@ -114,10 +115,11 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
 def _core(config: Config, store: SqliteStore) -> Core:
     """Wire the core the way ``running_core`` does, with a platform that records."""
     llm = NoLLM()
-    memory = Memory(config, store, llm, initial_persona="你是小满。", now=utc_now)
+    settings = Settings(config, persona="你是小满。")
+    memory = Memory(settings, store, llm, now=utc_now)
     platforms: dict[str, Platform] = {"telegram": RecordingPlatform(name="telegram")}
     core = build_core(
-        config,
+        settings,
         store,
         memory,
         platforms,
@@ -125,7 +127,7 @@ def _core(config: Config, store: SqliteStore) -> Core:
         splitter=llm,
         pictures={},
         sticker_sources={},
-        spending=Spending(config, store, now=utc_now),
+        spending=Spending(settings, store, now=utc_now),
         words=RecallWords(),
         now=utc_now,
         draw=random.random,

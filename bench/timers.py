@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.machine import rss_bytes
 from bench.report import Figure, at_most, spread_figures
 from bench.stats import Spread
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import Conversation
 from bot.models import ChatKey, ChatKind
 from fakes.events import debouncer_calling

@@ -42,7 +42,7 @@ from bench import wire_load
 from bench.report import Figure, at_least, at_most, exactly, spread_figures
 from bench.rig import fresh_path
 from bench.stats import Spread
-from bot.config import Config, parse_config
+from bot.config.model import Config, parse_config
 from bot.conversation import Phase
 from bot.inbox import Inbox
 from bot.models import ChatKey, ChatKind, IncomingMessage

@@ -14,7 +14,8 @@ from typing import Protocol
 
 from loguru import logger
 
-from bot.config import Config
+from bot.access import Access
+from bot.config.settings import Settings
 from bot.conversation import Conversations
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage
@@ -53,19 +54,24 @@ class Addressing:
     """Mark the group messages that address the bot without naming it; leave out the
     unaddressed ones a chat does not keep."""
 
-    def __init__(self, config: Config, quotes: Quotes, conversations: Conversations) -> None:
+    def __init__(
+        self, config: Settings, quotes: Quotes, conversations: Conversations, access: Access
+    ) -> None:
         self._config = config
         self._quotes = quotes
         self._conversations = conversations
+        self._access = access
 
     async def marked(
         self, messages: Sequence[IncomingMessage], *, at: float
     ) -> list[IncomingMessage]:
-        """Return the messages to keep, each marked if it addresses the bot; an unaddressed
-        group message is left out where ``groups.store_unaddressed`` says so. ``at`` is the
-        loop time they arrived at."""
+        """Return the messages to keep, each marked if it addresses the bot. Left out: one
+        the bot may not keep (``bot/access.py``), and an unaddressed group message where
+        ``groups.store_unaddressed`` says so. ``at`` is the loop time they arrived at."""
         kept = []
         for message in messages:
+            if self._access.refusal(message) is not None:
+                continue
             if await self._addresses_bot(message, at=at):
                 message = replace(message, addresses_bot=True)
             unaddressed = message.chat.is_group and not message.addresses_bot
@@ -82,7 +88,7 @@ class Addressing:
         sent replies (a database that cannot say leaves it unmarked: it is still stored).
         """
         conversation = self._conversations.get(message.chat)
-        continue_s = self._config.groups.for_chat(message.chat).continue_s
+        continue_s = self._config.for_chat(message.chat).groups.continue_s
         if conversation is not None and conversation.continues(
             message, at=at, continue_s=continue_s
         ):
@@ -99,5 +105,5 @@ class Addressing:
             return False
 
     def _keeps_unaddressed(self, chat: ChatKey) -> bool:
-        groups = self._config.groups
-        return groups.store_unaddressed or groups.for_chat(chat).reply_mode != "mention"
+        store_unaddressed = self._config.groups.store_unaddressed
+        return store_unaddressed or self._config.for_chat(chat).groups.reply_mode != "mention"

@@ -30,7 +30,7 @@ from loguru import logger
 
 from bot.budget import Spending
 from bot.calls import Calls
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.context import Prompter, Request
 from bot.conversation import NO_WAIT, Wait
 from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
@@ -138,7 +138,7 @@ class Answerer:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: AnswerStore,
         llm: LLM,
         *,
@@ -184,8 +184,14 @@ class Answerer:
         """
         if self._hearing is not None:
             batch = await self._hearing.heard(batch, timeout_s=self._config.llm.timeout_s)
-        notes = TraceNotes(batch, self._now(), wait=wait, prices=self._config.budget)
-        reply_mode = self._config.groups.for_chat(batch.chat).reply_mode
+        notes = TraceNotes(
+            batch,
+            self._now(),
+            wait=wait,
+            prices=self._config.budget,
+            profile=self._config.for_chat(batch.chat).profile,
+        )
+        reply_mode = self._config.for_chat(batch.chat).groups.reply_mode
         turn = _Turn(batch, notes, chat_title, decide(batch, reply_mode=reply_mode))
         verdict = await self._admit(turn)
         if not verdict.go:
@@ -305,7 +311,13 @@ class Answerer:
         calls), a hard cap every call.
         """
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
-        notes = TraceNotes(batch, self._now(), occasion=occasion, prices=self._config.budget)
+        notes = TraceNotes(
+            batch,
+            self._now(),
+            occasion=occasion,
+            prices=self._config.budget,
+            profile=self._config.for_chat(batch.chat).profile,
+        )
         error: str | None = None
         replies: list[Reply] = []
         capped = await self._spending.refusal(batch.chat, optional=occasion.may_stay_silent)
@@ -351,7 +363,7 @@ class Answerer:
             pending=await self._store.pending_later_count(batch.chat),
             now=self._now(),
             zone=self._config.bot.zone,
-            config=self._config.initiative,
+            config=self._config.for_chat(batch.chat).initiative,
             asker=asker_of(batch.messages),
         )
         log = logger.bind(chat=str(batch.chat), batch=batch.id)

@@ -26,8 +26,8 @@ from typing import Protocol
 
 from loguru import logger
 
-from bot.config import Config
-from bot.config_groups import BudgetConfig
+from bot.config.groups import BudgetConfig
+from bot.config.settings import Settings
 from bot.errors import StorageError
 from bot.models import ChatKey, ChatMessage, Completion, TokenCount, Usage, UsageRow
 from bot.prompt import estimate_prompt_tokens, estimate_tokens, image_tokens
@@ -144,18 +144,23 @@ def _over(tokens: TokenCount, cap: int) -> bool:
 class Spending:
     """Note what each call cost, and tell whether the caps let one more be made."""
 
-    def __init__(self, config: Config, log: UsageLog, *, now: Callable[[], datetime]) -> None:
+    def __init__(self, config: Settings, log: UsageLog, *, now: Callable[[], datetime]) -> None:
         self._config = config
-        self._budget = config.budget
         self._log = log
         self._days = config.chat_days(now)
         self._told: set[tuple[date, str]] = set()  # caps logged as reached, by day
 
     @property
+    def prices(self) -> BudgetConfig:
+        """Return the running ``[budget]``: its caps and its prices."""
+        return self._config.budget
+
+    @property
     def capped(self) -> bool:
         """Whether any cap is set (without one, nothing is ever refused)."""
-        budget = self._budget
-        return bool(budget.daily_tokens or budget.hard_daily_tokens or budget.chat_daily_tokens)
+        budget = self._config.budget
+        chat_caps = budget.chat_daily_tokens or self._config.profiles_cap_chats
+        return bool(budget.daily_tokens or budget.hard_daily_tokens or chat_caps)
 
     def today(self) -> date:
         """Return the current chat day: caps count per chat day."""
@@ -169,15 +174,18 @@ class Spending:
         """Return today's tokens, the bot's and ``chat``'s, against the caps."""
         day = self.today()
         bot, of_chat = await self._log.day_tokens(day, chat)
-        budget = self._budget
+        budget = self._config.budget
         return Standing(
             day,
             bot,
             of_chat,
             soft=_over(bot, budget.daily_tokens),
-            chat_soft=_over(of_chat, budget.chat_daily_tokens),
+            chat_soft=chat is not None and _over(of_chat, self._chat_cap(chat)),
             hard=_over(bot, budget.hard_daily_tokens),
         )
+
+    def _chat_cap(self, chat: ChatKey) -> int:
+        return self._config.for_chat(chat).chat_daily_tokens
 
     async def refusal(self, chat: ChatKey, *, optional: bool) -> str | None:
         """Say why a call for ``chat`` may not be made now; ``None`` if it may.
@@ -209,11 +217,11 @@ class Spending:
 
     def _tell_caps(self, chat: ChatKey, standing: Standing) -> None:
         """Log each cap the first time it is found reached on a chat day."""
-        budget = self._budget
+        budget = self._config.budget
         reached = (
             ("hard", "", standing.hard, budget.hard_daily_tokens, standing.bot),
             ("soft", "", standing.soft, budget.daily_tokens, standing.bot),
-            ("chat soft", str(chat), standing.chat_soft, budget.chat_daily_tokens, standing.chat),
+            ("chat soft", str(chat), standing.chat_soft, self._chat_cap(chat), standing.chat),
         )
         until = f"{self.next_day_at().astimezone(self._config.bot.zone):%Y-%m-%d %H:%M}"
         for name, whose, over, cap, tokens in reached:

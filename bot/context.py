@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Protocol
 
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.initiative.occasion import Occasion, reason_block
 from bot.memory.recall import Recalled
 from bot.memory.stack import Memory, Persona
@@ -71,21 +71,24 @@ class ChatHistory(Protocol):
         ...
 
 
-def offered_kinds(config: Config, delivered: frozenset[ItemKind]) -> frozenset[ItemKind]:
+def offered_kinds(
+    config: Settings, chat: ChatKey, delivered: frozenset[ItemKind]
+) -> frozenset[ItemKind]:
     """Return the kinds of item a chat's answer may hold: a text always, each other kind
     that is on in the config and that the chat's platform delivers there, and a later item
     (kept, never delivered) when ``initiative.later`` is on.
 
     Any other kind the model writes is dropped (a voice note is said as text).
     """
+    settings = config.for_chat(chat)
     on = {ItemKind.CONTENT}
     if config.reactions.enabled:
         on.add(ItemKind.REACT)
     if config.stickers.enabled:
         on.add(ItemKind.STICKER)
-    if config.voice.speak:
+    if settings.speak:
         on.add(ItemKind.VOICE)
-    kept = {ItemKind.LATER} if config.initiative.later else set()
+    kept = {ItemKind.LATER} if settings.initiative.later else set()
     return frozenset(on & delivered) | {ItemKind.CONTENT} | kept
 
 
@@ -94,7 +97,7 @@ class Prompter:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: ChatHistory,
         memory: Memory,
         platforms: Mapping[str, Platform],
@@ -113,7 +116,7 @@ class Prompter:
         """Return the kinds of item an answer in ``chat`` may hold (see ``offered_kinds``)."""
         platform = self._platforms.get(chat.platform)
         delivered = platform.kinds(chat) if platform is not None else frozenset()
-        return offered_kinds(self._config, delivered)
+        return offered_kinds(self._config, chat, delivered)
 
     def _prompt_input(
         self,
@@ -129,7 +132,9 @@ class Prompter:
             persona=persona,
             recalled=recalled,
             contract=contract(
-                kinds, images=images, later_days=self._config.initiative.max_days_ahead
+                kinds,
+                images=images,
+                later_days=self._config.for_chat(chat).initiative.max_days_ahead,
             ),
             bot_name=self._config.bot.name,
             chat=chat,
@@ -201,7 +206,7 @@ class Prompter:
         assembled = assemble_prompt(spec)
         if notes is not None:
             notes.recall = recall_found(recalled, persona)
-            initial = estimate_tokens(self._memory.initial_persona.strip())
+            initial = estimate_tokens(self._memory.initial_persona(batch.chat).strip())
             notes.prompt_tokens = {
                 "persona": initial,
                 "summaries": sum(estimate_tokens(r.added_prompt) + 1 for r in persona.kept),

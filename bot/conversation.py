@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -369,7 +369,9 @@ class Conversations:
     again, so the map holds only chats that are waiting, thinking or sending.
     """
 
-    def __init__(self, *, cancel_mode: bool) -> None:
+    def __init__(self, *, cancel_mode: Callable[[ChatKey], bool]) -> None:
+        """``cancel_mode(chat)`` tells whether new words talk over ``chat``'s answer
+        (``pacing.on_new_message == "cancel"``), read when its conversation starts."""
         self._cancel_mode = cancel_mode
         self._live: dict[ChatKey, Conversation] = {}
 
@@ -377,7 +379,8 @@ class Conversations:
         """Return ``chat``'s conversation, made now if the chat was idle."""
         conversation = self._live.get(chat)
         if conversation is None:
-            conversation = self._live[chat] = Conversation(cancel_mode=self._cancel_mode)
+            cancel_mode = self._cancel_mode(chat)
+            conversation = self._live[chat] = Conversation(cancel_mode=cancel_mode)
         return conversation
 
     def get(self, chat: ChatKey) -> Conversation | None:

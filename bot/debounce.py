@@ -15,7 +15,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import ChatEvents, Unheard, WaitEnd
 from bot.models import ChatKey
 
@@ -101,6 +101,7 @@ class Debouncer:
         rearm: bool = True,
         restart_cap: bool = False,
         answer_within_s: float | None = None,
+        pacing: PacingConfig | None = None,
     ) -> None:
         """Note ``count`` new messages in ``chat`` and restart its quiet wait.
 
@@ -110,7 +111,9 @@ class Debouncer:
         from these messages (the first question in a busy room gets a whole wait, not what
         is left of the room's). With ``answer_within_s`` these messages start the answer
         bound: however the wait goes on, it ends that long after them at the latest.
+        ``pacing`` is the chat's own, where it has one (a profile's); else the default.
         """
+        pacing = pacing or self._pacing
         loop = asyncio.get_running_loop()
         now = loop.time()
         state = self._waiting.get(chat)
@@ -120,13 +123,13 @@ class Debouncer:
         answer_by = math.inf if state is None else state.answer_by
         if answer_within_s is not None:
             answer_by = min(answer_by, now + answer_within_s)
-        if counted >= self._pacing.max_batch:
+        if counted >= pacing.max_batch:
             deadline, ended_by = now, WaitEnd.FULL_BATCH
         elif state is not None and not rearm:
             deadline, ended_by = state.deadline, state.ended_by
         else:
             deadline, ended_by = quiet_deadline(
-                self._pacing,
+                pacing,
                 now=now,
                 first_at=first_at,
                 draw=self._rng.random(),

@@ -30,8 +30,8 @@ from typing import Protocol
 
 from bot.budget import Spending
 from bot.company import Company
-from bot.config import Config
-from bot.config_groups import GroupSettings
+from bot.config.groups import GroupSettings
+from bot.config.settings import Settings
 from bot.hours import in_window
 from bot.models import Batch, ChatKey
 from bot.replies.questions import asks_the_room, looks_like_question
@@ -106,7 +106,7 @@ class CallGate:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         rooms: RoomLog,
         words: WordCutter,
         *,
@@ -136,7 +136,7 @@ class CallGate:
             return Verdict(False, (refusal,), OVER_BUDGET)
         if not chat.is_group:
             return Verdict(True)
-        settings = self._config.groups.for_chat(chat)
+        settings = self._config.for_chat(chat).groups
         decision = decide(batch, reply_mode=settings.reply_mode)
         if decision is Decision.ANSWER:
             return Verdict(True, ("addressed",))

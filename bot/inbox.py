@@ -16,6 +16,7 @@ from typing import Protocol
 
 from loguru import logger
 
+from bot.access import Access
 from bot.backfill import Backfill
 from bot.commands.call import Command
 from bot.commands.menu import parse_command
@@ -48,18 +49,16 @@ class Inbox:
         commands: CommandRunner,
         platforms: Mapping[str, Platform],
         *,
+        access: Access,
         backfill: Backfill | None = None,
     ) -> None:
+        self._access = access
         self._pipeline = pipeline
         self._commands = commands
         self._platforms = platforms
         self._backfill = backfill
         self._running: set[asyncio.Task[None]] = set()
         self._stopping = False
-
-    async def receive(self, message: IncomingMessage) -> None:
-        """Take one message or command."""
-        await self.receive_many((message,))
 
     async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         """Start the commands among ``messages``; hand the rest to the pipeline in one go."""
@@ -68,7 +67,7 @@ class Inbox:
             parsed = parse_command(message.text)
             if parsed is None:
                 chat_messages.append(message)
-            elif not self._stopping:
+            elif not self._stopping and self._access.refusal(message, command=True) is None:
                 start_task(
                     self._answer(message, *parsed),
                     name=f"command:{message.chat}",

@@ -26,7 +26,7 @@ from bot.addressing import Addressing
 from bot.answer import Answer, Answerer
 from bot.batches import Batches
 from bot.company import Company
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.conversation import Conversation, Conversations, WaitEnd, answered_senders
 from bot.debounce import Debouncer, looks_unfinished
 from bot.errors import StorageError
@@ -70,7 +70,7 @@ class Pipeline:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: Batches,
         platforms: Mapping[str, Platform],
         answerer: Answerer,
@@ -105,13 +105,10 @@ class Pipeline:
     def _await_quiet(self, chat: ChatKey, *, count: int = 1, unfinished: bool = False) -> None:
         """(Re)start ``chat``'s quiet wait for ``count`` more messages."""
         self._conversations.of(chat).more_waiting()
-        self._debouncer.touch(chat, count=count, unfinished=unfinished)
+        pacing = self._config.for_chat(chat).pacing
+        self._debouncer.touch(chat, count=count, unfinished=unfinished, pacing=pacing)
 
     # -- in -------------------------------------------------------------------------
-
-    async def receive(self, message: IncomingMessage) -> None:
-        """Store ``message``, then cancel talked-over replies and restart the wait."""
-        await self.receive_many((message,))
 
     async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         """Store messages that arrived together in one write, then move their chats on.
@@ -155,9 +152,11 @@ class Pipeline:
             chat = kept.chat
             self._initiative.heard(chat, kept.sent_at)
             self._company.heard(kept, at=now)
-            settings = self._config.groups.for_chat(chat)
+            settings = self._config.for_chat(chat)
             conversation = self._conversations.of(chat)
-            arrival = conversation.message_in(kept, at=arrived_at, continue_s=settings.continue_s)
+            arrival = conversation.message_in(
+                kept, at=arrived_at, continue_s=settings.groups.continue_s
+            )
             if arrival.cancels:
                 talked_over[chat] = None
             self._debouncer.touch(
@@ -165,7 +164,8 @@ class Pipeline:
                 unfinished=looks_unfinished(kept.text),
                 rearm=arrival.rearms,
                 restart_cap=arrival.first_to_ask,
-                answer_within_s=settings.answer_within_s if arrival.first_to_ask else None,
+                answer_within_s=settings.groups.answer_within_s if arrival.first_to_ask else None,
+                pacing=settings.pacing,
             )
         for chat in talked_over:
             await self._cancel_unsent(chat)
@@ -261,7 +261,7 @@ class Pipeline:
             await self._answer_occasion(chat, conversation)
             return
         # Context that joined a busy room's wait does not count toward max_batch.
-        limit = self._config.pacing.max_batch + conversation.batch_context
+        limit = self._config.for_chat(chat).pacing.max_batch + conversation.batch_context
         batch = await self._store.open_batch(chat, limit=limit, now=self._now())
         if batch is None:
             return
@@ -275,7 +275,7 @@ class Pipeline:
         log.info("took {} message(s) as a batch", len(batch.messages))
         # Someone who is owed an answer sees "typing…" while the LLM thinks. From now on
         # they are being answered (in a private chat always): writing again talks over it.
-        reply_mode = self._config.groups.for_chat(chat).reply_mode
+        reply_mode = self._config.for_chat(chat).groups.reply_mode
         owed = decide(batch, reply_mode=reply_mode) is Decision.ANSWER
         wait = conversation.answer_started(
             answered_senders(batch.messages), owed=owed or not chat.is_group

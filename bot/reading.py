@@ -16,7 +16,7 @@ from loguru import logger
 
 from bot.budget import Spending
 from bot.calls import Calls
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.context import Request
 from bot.errors import BadLLMReply, LLMUnavailable
 from bot.models import Completion
@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 class Reader:
     """Read replies from a completion: the JSON, else the splitter's, else a text split."""
 
-    def __init__(self, config: Config, calls: Calls, *, splitter: LLM, spending: Spending) -> None:
+    def __init__(
+        self, config: Settings, calls: Calls, *, splitter: LLM, spending: Spending
+    ) -> None:
         self._config = config
         self._calls = calls
         self._splitter = splitter
@@ -57,7 +59,7 @@ class Reader:
         item the chat is offered are kept, a reaction only on a message the prompt showed
         (each one dropped is logged and traced).
         """
-        pacing = self._config.pacing
+        pacing = self._config.for_chat(notes.batch.chat).pacing
         log = _log(notes)
         try:
             plan = parse_replies(
@@ -85,7 +87,7 @@ class Reader:
         self, completion: Completion, reason: str, notes: TraceNotes, offer: Request
     ) -> list[Reply]:
         """Ask the splitter to turn the output into a plan; ``[]`` when it cannot."""
-        pacing = self._config.pacing
+        pacing = self._config.for_chat(notes.batch.chat).pacing
         log = _log(notes)
         capped = await self._spending.refusal(notes.batch.chat, optional=True)
         if capped is not None:
@@ -120,7 +122,7 @@ class Reader:
         self, completion: Completion, notes: TraceNotes, offer: Request, reason: str
     ) -> list[Reply]:
         """The last fallback: cut the text into messages; raise if nothing is left."""
-        pacing = self._config.pacing
+        pacing = self._config.for_chat(notes.batch.chat).pacing
         split_up = split_text(
             completion.text, chars_per_s=pacing.typing_chars_per_s, max_delay_s=pacing.max_delay_s
         )

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from bot.config import WEB_TOKEN_CHARS_MIN, Config
-from bot.config_errors import toml_value
+from bot.config.errors import toml_value
+from bot.config.model import WEB_TOKEN_CHARS_MIN, Config
 from bot.errors import ConfigError
 
 

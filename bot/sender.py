@@ -20,7 +20,7 @@ from typing import Protocol
 import stamina
 from loguru import logger
 
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import ChatEvents, Unheard
 from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
 from bot.models import ChatKey

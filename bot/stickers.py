@@ -24,7 +24,7 @@ from typing import Protocol
 
 from loguru import logger
 
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage, StickerRecord, StickerSeen
 from bot.prompt import clip
@@ -140,13 +140,13 @@ class Stickers:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: StickerStore,
         sources: Mapping[str, StickerSource],
         *,
         now: Callable[[], datetime],
     ) -> None:
-        self._config = config.stickers
+        self._config = config
         self._store = store
         self._sources = sources
         self._now = now
@@ -154,7 +154,9 @@ class Stickers:
 
     def collection(self, chat: ChatKey) -> str:
         """Return the collection ``chat``'s stickers go to and come from."""
-        return str(chat.room) if self._config.scope == "chat" else f"global:{chat.platform}"
+        return (
+            str(chat.room) if self._config.stickers.scope == "chat" else f"global:{chat.platform}"
+        )
 
     async def collect(self, messages: Sequence[IncomingMessage]) -> None:
         """Keep the stickers of stored messages; a sticker that fails is only logged.
@@ -190,7 +192,7 @@ class Stickers:
             caption=default_caption(seen.emoji, seen.set_name, seen.summary),
             chat=message.chat,
             message_id=message.message_id,
-            keep=self._config.max_per_chat,
+            keep=self._config.stickers.max_per_chat,
             now=self._now(),
         )
         for file_ref in kept.evicted:  # a file another collection holds stays
@@ -206,7 +208,7 @@ class Stickers:
 
     async def offered(self, chat: ChatKey) -> list[StickerRecord]:
         """Return the stickers the prompt offers in ``chat``: the most sent, then newest."""
-        limit = self._config.in_prompt
+        limit = self._config.stickers.in_prompt
         return await self._store.stickers(self.collection(chat), limit=limit) if limit else []
 
     async def prompt_part(self, chat: ChatKey) -> str:

@@ -41,6 +41,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_sticker": "ban a sticker: never offered or sent again",
         "help_later": "the reminders and follow-ups pending here; cancel one by its id",
         "help_quiet": "no openers or follow-ups here for N hours (default 24); /quiet off",
+        "help_bot": "stop serving this chat (nothing stored or answered), or start again",
         # /status
         "status": "chat: {chat}\n"
         "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
@@ -63,6 +64,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "(messages are kept)",
         "status_unaddressed": "unaddressed calls in the last hour: {calls} of {budget}",
         "status_paused": "paused for a bot loop until {until}: no LLM call here meanwhile",
+        "status_profile": "profile: {profile}",
         "status_later": "later items pending: {count}; the next, a {kind}, at {due} (/later)",
         "status_quiet": "quiet until {until}: no openers or follow-ups here",
         # /prompt
@@ -169,6 +171,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_heard": "voice note #{id} heard: {transcript}",
         "trace_unheard": "voice note #{id} not heard: its placeholder was answered",
         "trace_note": "note: {note}",
+        "trace_profile": "profile: {profile}",
         "trace_promised": "kept for later: {kind} at {due} · {note}",
         "trace_raw": "raw output:",
         # /stickers, /sticker ban
@@ -199,6 +202,12 @@ EN: Mapping[str, str] = MappingProxyType(
         "(reminders still come). /quiet off ends it sooner.",
         "quiet_off_done": "Quiet ended: the bot may speak first here again.",
         "quiet_off_none": "This chat is not quiet.",
+        "bot_usage": "usage: /bot off | /bot on",
+        "bot_on_now": "The bot serves this chat (/bot off stops it).",
+        "bot_off_done": "Switched off in {chat}: its messages are neither stored nor answered "
+        "until an admin says /bot on.",
+        "bot_on_done": "Switched on in {chat}: its messages are stored and answered again.",
+        "bot_refused": "The bot does not serve this chat: {why}.",
         # the console's own lines
         "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
         "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
@@ -236,6 +245,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_sticker": "禁用一个表情包：不再提供，也不再发送",
         "help_later": "这里待办的提醒和回访；按编号取消一个",
         "help_quiet": "N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束",
+        "help_bot": "在这个聊天停用机器人（不存也不回），或重新启用",
         "status": "会话：{chat}\n"
         "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
         "每批最多 {max_batch} 条\n"
@@ -255,6 +265,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "status_hard_cap": "已达到硬上限：机器人暂不回复，{until} 之前不再调用 LLM（消息都会保存）",
         "status_unaddressed": "最近一小时未被点名的调用：{calls} / {budget}",
         "status_paused": "发现机器人互相回复，暂停到 {until}：期间这里不调用 LLM",
+        "status_profile": "配置方案：{profile}",
         "status_later": "待办的稍后事项：{count} 个；下一个（{kind}）在 {due}（/later）",
         "status_quiet": "安静到 {until}：期间这里不主动开口、不跟进",
         "prompt": "{chat} 的系统提示词，约 {tokens} token：\n\n{prompt}",
@@ -348,6 +359,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_heard": "语音 #{id} 转写：{transcript}",
         "trace_unheard": "语音 #{id} 未能转写：按占位符回答",
         "trace_note": "备注：{note}",
+        "trace_profile": "配置方案：{profile}",
         "trace_promised": "留待以后：{kind}，{due} · {note}",
         "trace_raw": "原始输出：",
         "stickers_usage": "用法：/stickers（在聊天里，或在私聊里指明一个会话）",
@@ -373,6 +385,11 @@ ZH: Mapping[str, str] = MappingProxyType(
         "/quiet off 可提前结束。",
         "quiet_off_done": "安静已结束：机器人可以在这里主动开口了。",
         "quiet_off_none": "这个聊天没有在安静中。",
+        "bot_usage": "用法：/bot off | /bot on",
+        "bot_on_now": "机器人在这个聊天里工作中（/bot off 停用）。",
+        "bot_off_done": "已在 {chat} 停用：这里的消息不再保存、不再回复，直到管理员说 /bot on。",
+        "bot_on_done": "已在 {chat} 重新启用：这里的消息会保存并回复。",
+        "bot_refused": "机器人不为这个聊天服务：{why}。",
         "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",

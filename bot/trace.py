@@ -25,7 +25,7 @@ from zoneinfo import ZoneInfo
 from pydantic import TypeAdapter
 
 from bot.budget import cost_of, format_cost, is_priced
-from bot.config_groups import BudgetConfig
+from bot.config.groups import BudgetConfig
 from bot.conversation import NO_WAIT, Wait
 from bot.initiative.occasion import Occasion
 from bot.initiative.promises import Promise
@@ -130,6 +130,7 @@ class Trace:
     rearmed_by: tuple[str, ...] = ()  # messages that re-armed the quiet timer; the rest of
     # a group batch joined it as context (the busy-room rule)
     wait_ended: str = ""  # why the quiet wait ended (bot.conversation.WaitEnd); "" before
+    profile: str = ""  # the profile the chat ran with; "" = none
     heard: tuple[tuple[str, str], ...] = ()  # (message id, transcript; "" unheard) per voice
     # note of the batch, as the model was given it
     outcome: str = ""  # an initiative batch: "answered", "silent" or "failed"
@@ -198,6 +199,7 @@ class TraceNotes:
     batch: Batch
     at: datetime
     wait: Wait = NO_WAIT
+    profile: str = ""
     prompt_tokens: dict[str, int] = field(default_factory=dict)
     recall: RecallFound = RecallFound()
     calls: list[LLMCall] = field(default_factory=list)
@@ -286,6 +288,7 @@ class TraceNotes:
             dropped=tuple(self.dropped),
             rearmed_by=tuple(i for i in self.wait.rearmed_by if i in message_ids),
             wait_ended=self.wait.ended_by if message_ids else "",
+            profile=self.profile,
             heard=tuple(
                 (m.message_id, clip(m.transcript or "", TOOL_CHARS_MAX))
                 for m in self.batch.messages
@@ -365,6 +368,8 @@ def trace_lines(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> list[TraceL
     ]
     if trace.note:
         lines.append(TraceLine("note", say("trace_note", note=trace.note)))
+    if trace.profile:
+        lines.append(TraceLine("profile", say("trace_profile", profile=trace.profile)))
     if trace.chat.is_group and trace.message_ids:
         context = [i for i in trace.message_ids if i not in trace.rearmed_by]
         rearmed = ", ".join(trace.rearmed_by) or say("trace_nothing")
@@ -441,8 +446,7 @@ def _cost_line(trace: Trace, say: Texts) -> str:
 
 
 def _fates(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> list[TraceLine]:
-    """Say what became of each item of the answer: queued, kept for later, refused,
-    heard, guarded."""
+    """Say what became of each item: queued, kept for later, refused, heard, guarded."""
     trace = shown.trace
     lines = [
         TraceLine(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import Unheard, WaitEnd
 from bot.debounce import Debouncer
 from bot.models import ChatKey

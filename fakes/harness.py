@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.app import Core, running_bot, running_core, utc_now
-from bot.config import Config, parse_config
+from bot.config.model import Config, parse_config
 from bot.conversation import Phase
 from bot.errors import MessageRefused, PlatformError
 from bot.inbox import Inbox
@@ -122,15 +122,17 @@ FAST_PACING = {
 }
 
 
-def make_config(tmp_path: Path, llm_url: str, **sections: dict[str, Any]) -> Config:
-    """Return a config for tests: fast pacing, the fake LLM, data under ``tmp_path``."""
+def make_config(tmp_path: Path, llm_url: str, **sections: Any) -> Config:
+    """Return a config for tests: fast pacing, the fake LLM, data under ``tmp_path``; each
+    table of ``sections`` adds to the defaults, an array of tables (``profiles``) is
+    taken as it is."""
     data: dict[str, Any] = {
         "bot": {"name": "小满", "aliases": ["xiaoman"], "data_dir": str(tmp_path / "data")},
         "pacing": dict(FAST_PACING),
         "llm": {"base_url": llm_url, "timeout_s": 2.0, "max_retries": 0},
     }
     for name, values in sections.items():
-        data[name] = {**data.get(name, {}), **values}
+        data[name] = values if isinstance(values, list) else {**data.get(name, {}), **values}
     return parse_config(data, base_dir=tmp_path)
 
 
@@ -190,7 +192,7 @@ class Harness:
 
     async def say(self, text: str, **kwargs: Any) -> IncomingMessage:
         message = self.message(text, **kwargs)
-        await self.inbox.receive(message)
+        await self.inbox.receive_many((message,))
         return message
 
     async def command(self, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from bot.config import Config
+from bot.config.model import Config
 
 MISFIRE_GRACE_S = 6 * 3600  # a run up to six hours late (a suspended laptop) still happens
 NIGHTLY_JOB_ID = "nightly-summaries"

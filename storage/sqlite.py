@@ -11,7 +11,8 @@ of each port lives beside it, one mixin per concept over the shared connection
 ``search.py``), ``people.py`` (facts about people, per chat), ``traces.py`` and
 ``vectors.py`` (the vectors of semantic recall), ``initiative.py`` (later items, quiet
 periods, what the opener guards read), ``usage.py`` (what the LLM calls cost) and
-``rooms.py`` (what the group gate reads of a room).
+``rooms.py`` (what the group gate reads of a room) and ``access.py`` (the chats
+switched off).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Self
 import aiosqlite
 
 from bot.errors import StorageError
+from storage.access import SqliteAccess
 from storage.batches import SqliteBatches
 from storage.initiative import SqliteInitiative
 from storage.messages import SqliteMessageLog
@@ -54,6 +56,7 @@ class SqliteStore(
     SqliteInitiative,
     SqliteUsage,
     SqliteRooms,
+    SqliteAccess,
 ):
     """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog``, ``VectorStore``,
     ``UsageLog`` and ``RoomLog`` on one SQLite file."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +16,16 @@ from storage.sqlite import SqliteStore
 # PTB 22 warns that RetryAfter.retry_after as an int is deprecated; opt in to the
 # timedelta form so ``filterwarnings = error`` does not turn that warning into failures.
 os.environ.setdefault("PTB_TIMEDELTA", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Say up front that no event loop is current outside the async tests.
+
+    looptime asks the loop policy for the current loop before every test, synchronous ones
+    too; on Python 3.11 that call makes a fresh loop, never closed, until some loop has been
+    set once, and ``filterwarnings = error`` turns its ResourceWarning into a failure.
+    """
+    asyncio.set_event_loop(None)
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ bot/ imports nothing outside itself; among the adapters only the composition roo
 ``storage`` and ``scheduler`` import no adapter; no module passes 500 lines; no two modules
 import each other, however indirectly (an import under ``TYPE_CHECKING`` or inside a
 function counts too), and none imports another's private name. A platform's libraries
-load only when that platform is enabled.
+load only when that platform is enabled. No test module imports another: what tests share
+lives in ``fakes/``, ``tests/conftest.py`` or ``tests/log_capture.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ MODULE_LINES_MAX = 500
 PLATFORM_LIBRARIES = ("telegram", "nonebot", "fastapi", "uvicorn", "jinja2")
 QQ_LIBRARIES = ("nonebot", "fastapi", "uvicorn")
 WEB_LIBRARIES = ("fastapi", "uvicorn", "starlette", "jinja2", "multipart")
+SHARED_TEST_MODULES = ("log_capture",)  # in tests/ and meant to be imported (conftest never is)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -190,6 +192,52 @@ def test_no_module_is_over_500_lines(path: Path) -> None:
     assert max(lines, MODULE_LINES_MAX) == MODULE_LINES_MAX
 
 
+def imported_test_modules(source: str) -> list[str]:
+    """Return the modules of tests/ that ``source`` (a module of tests/ or fakes/) imports,
+    however it names them, leaving out the shared ones."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level:  # relative: inside tests/
+            base = "tests." + node.module if node.module else "tests"
+            names = [base] if node.module else [f"tests.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "tests":
+            names = [f"tests.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        else:
+            names = []
+        found.update(name for name in names if name.startswith("tests."))
+    return sorted(name for name in found if name.split(".")[1] not in SHARED_TEST_MODULES)
+
+
+@pytest.mark.parametrize("path", modules_of("tests", "fakes"), ids=relative)
+def test_no_test_module_imports_another(path: Path) -> None:
+    """A test module or a fake imports no test module: shared helpers live in fakes/."""
+    assert imported_test_modules(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_test_import_check_sees_every_spelling() -> None:
+    """The check is not blind: absolute, package and relative imports of a test module are
+    found, and the shared log capture is let through."""
+    source = (
+        "import tests.test_a\n"
+        "from tests.test_b import helper\n"
+        "from tests import test_c, log_capture\n"
+        "from .test_d import helper\n"
+        "from . import test_e\n"
+        "from tests.log_capture import captured_logs\n"
+    )
+    assert imported_test_modules(source) == [
+        "tests.test_a",
+        "tests.test_b",
+        "tests.test_c",
+        "tests.test_d",
+        "tests.test_e",
+    ]
+
+
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_load_only_the_command_line(flag: str) -> None:
     """``pacebot --help`` and ``--version`` load no pacebot module but the CLI, and none of
@@ -225,7 +273,7 @@ def test_a_telegram_only_config_loads_no_qq_library(tmp_path: Path) -> None:
     loaded = loaded_after(
         "from pathlib import Path\n"
         "from adapters.app import build_platforms, load_platform_modules\n"
-        "from bot.config import parse_config\n"
+        "from bot.config.model import parse_config\n"
         "from bot.secrets import Secrets\n"
         "config = parse_config({'telegram': {'enabled': True}}, base_dir=Path('.'))\n"
         "load_platform_modules(config)\n"
@@ -233,6 +281,7 @@ def test_a_telegram_only_config_loads_no_qq_library(tmp_path: Path) -> None:
         "assert list(platforms) == ['telegram'], platforms\n"
     )
     assert ("telegram" in loaded, [name for name in QQ_LIBRARIES if name in loaded]) == (True, [])
+    assert "cryptography" not in loaded  # PTB's Passport, unused, would hold ~10 MiB
 
 
 def test_a_qq_only_config_loads_no_telegram_library() -> None:
@@ -240,7 +289,7 @@ def test_a_qq_only_config_loads_no_telegram_library() -> None:
     loaded = loaded_after(
         "from pathlib import Path\n"
         "from adapters.app import build_platforms, load_platform_modules\n"
-        "from bot.config import parse_config\n"
+        "from bot.config.model import parse_config\n"
         "from bot.secrets import Secrets\n"
         "config = parse_config({'qq': {'enabled': True}}, base_dir=Path('.'))\n"
         "load_platform_modules(config)\n"
@@ -259,7 +308,7 @@ def test_the_sdk_waits_for_the_first_answer_and_recall_loads_nothing(tmp_path: P
         "from datetime import date\n"
         "from pathlib import Path\n"
         "from adapters.app import opened_parts, running_core\n"
-        "from bot.config import parse_config\n"
+        "from bot.config.model import parse_config\n"
         "from bot.secrets import Secrets\n"
         "from bot.models import ChatKey\n"
         "from fakes.harness import push_day_summary\n"
@@ -311,7 +360,7 @@ async def test_the_embeddings_client_waits_for_its_first_request(
         "import asyncio, sys\n"
         "from pathlib import Path\n"
         "from adapters.app import opened_parts, running_core\n"
-        "from bot.config import parse_config\n"
+        "from bot.config.model import parse_config\n"
         "from bot.secrets import Secrets\n"
         "from bot.models import ChatKey\n"
         f"config = parse_config({config!r}, base_dir=Path('.'))\n"
@@ -340,7 +389,7 @@ def test_a_run_without_the_dashboard_loads_no_web_library() -> None:
         "import asyncio\n"
         "from pathlib import Path\n"
         "from adapters.app import serving_dashboard\n"
-        "from bot.config import parse_config\n"
+        "from bot.config.model import parse_config\n"
         "from bot.secrets import Secrets\n"
         "config = parse_config({'telegram': {'enabled': True}}, base_dir=Path('.'))\n"
         "async def serve() -> None:\n"

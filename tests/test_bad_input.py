@@ -27,7 +27,7 @@ import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, capture
 import pytest
 
 from adapters.app import running_bot
-from bot.config import Config
+from bot.config.model import Config
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI, entity, forwarded, make_message, photo
 from fakes.harness import TEST_KEY, free_port, make_config, user_prompt

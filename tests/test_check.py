@@ -2,66 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from adapters.cli import main
 from fakes.bot_api import FakeBotAPI
+from fakes.harness import run_pacebot
 from fakes.openai_api import FakeLLMServer
+from fakes.process import CHECK_KEY, check_config, check_online
 
 ROOT = Path(__file__).resolve().parent.parent
-KEY = "sk-check-online-key-123456"
-
-
-def write_config(
-    tmp_path: Path,
-    llm: FakeLLMServer,
-    api: FakeBotAPI | None = None,
-    *,
-    json_mode: bool = True,
-    more: str = "",
-) -> Path:
-    """Write a config for the fakes; ``more`` is TOML for further tables."""
-    telegram = f'[telegram]\nenabled = true\napi_base_url = "{api.base_url}"\n' if api else ""
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f'[llm]\nbase_url = "{llm.base_url}"\njson_mode = {str(json_mode).lower()}\n'
-        f"{telegram}{more}",
-        encoding="utf-8",
-    )
-    return path
-
-
-async def check_online(
-    config: Path, *, key: str = KEY, token: str = "", env: dict[str, str] | None = None
-) -> tuple[int, str, str]:
-    env = {**os.environ, "PACEBOT_LLM_API_KEY": key, "TELEGRAM_BOT_TOKEN": token, **(env or {})}
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "check",
-        "--online",
-        "-c",
-        str(config),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 30)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 def test_the_shipped_config_is_ready_for_the_console(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On the shipped config (no platform on) check exits 0 and says only the console can run."""
-    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
     assert main(["check", "-c", str(ROOT / "config.toml")]) == 0
     captured = capsys.readouterr()
     assert (captured.err, captured.out.splitlines()[-1]) == (
@@ -79,22 +37,6 @@ def test_a_config_error_still_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert 'bot.timezone = "Mars/Olympus"' in capsys.readouterr().err
 
 
-async def pacebot(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    """Run ``pacebot ARGS`` as a process; return its exit code, stdout and stderr."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PACEBOT_LLM_API_KEY": KEY, **(env or {})},
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 30)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
 async def test_a_secret_written_into_the_file_is_never_printed_back(tmp_path: Path) -> None:
     """A token, a key, or a key in place of its variable's name: check names each line and
     the variable the secret belongs in, and prints none of the secrets."""
@@ -105,7 +47,9 @@ async def test_a_secret_written_into_the_file_is_never_printed_back(tmp_path: Pa
         f'[memory.embeddings]\napi_key_env = "{secrets[2]}"\n',
         encoding="utf-8",
     )
-    code, out, err = await pacebot("check", "-c", str(path))
+    code, out, err = await run_pacebot(
+        "check", "-c", str(path), env={"PACEBOT_LLM_API_KEY": CHECK_KEY}
+    )
     hidden = "(its value is not shown here)"
     assert (code, out, err.splitlines()) == (
         1,
@@ -130,7 +74,7 @@ def test_a_bad_log_level_in_the_environment_fails_the_check(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A PACEBOT_LOG_LEVEL that `pacebot run` would refuse makes check exit 1, in run's words."""
-    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
     monkeypatch.setenv("PACEBOT_LOG_LEVEL", "loud")
     assert main(["check", "-c", str(ROOT / "config.toml")]) == 1
     assert capsys.readouterr().err.splitlines() == [
@@ -143,7 +87,7 @@ def test_check_prints_what_groups_and_budget_run_with_and_warns_of_odd_caps(
 ) -> None:
     """check shows the reply mode, each override and the caps it will run with, and warns
     (still ready) of a hard cap below the soft one and a chat cap above the hard one."""
-    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
     path = tmp_path / "config.toml"
     path.write_text(
         '[groups]\nreply_mode = "smart"\ninterests = ["猫"]\n'
@@ -197,7 +141,7 @@ def test_check_names_the_dashboard_and_who_serves_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """With [web] on, check gives the dashboard's URL and says only `pacebot run` serves it."""
-    monkeypatch.setenv("PACEBOT_LLM_API_KEY", KEY)
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
     monkeypatch.setenv("PACEBOT_WEB_TOKEN", "a-dashboard-token-of-32-characters")
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "123:abc")
     path = tmp_path / "config.toml"
@@ -214,8 +158,8 @@ async def test_online_check_passes_against_a_working_llm_and_telegram(
     tmp_path: Path, api: FakeBotAPI
 ) -> None:
     """--online makes one JSON-mode LLM request and one getMe, and says what each found."""
-    async with FakeLLMServer(api_key=KEY) as llm:
-        code, out, err = await check_online(write_config(tmp_path, llm, api), token=api.token)
+    async with FakeLLMServer(api_key=CHECK_KEY) as llm:
+        code, out, err = await check_online(check_config(tmp_path, llm, api), token=api.token)
         assert (code, err) == (0, "")
         assert (
             f"LLM gpt-4o-mini at {llm.base_url}: reachable, key accepted, JSON mode accepted"
@@ -225,16 +169,16 @@ async def test_online_check_passes_against_a_working_llm_and_telegram(
     assert f"token valid, the bot is @{api.bot_username}" in out
     assert [call.method for call in api.calls] == ["getMe"]
     assert out.splitlines()[-1] == "✓ ready to run: `pacebot run`"
-    assert (KEY in out, api.token in out) == (False, False)
+    assert (CHECK_KEY in out, api.token in out) == (False, False)
 
 
 async def test_a_wrong_llm_key_fails_without_showing_it(tmp_path: Path) -> None:
     """A key the provider refuses (401) exits 1, says to check the key, and prints no key."""
     async with FakeLLMServer(api_key="sk-the-right-one-000000") as llm:
-        code, out, err = await check_online(write_config(tmp_path, llm))
+        code, out, err = await check_online(check_config(tmp_path, llm))
     assert code == 1
     assert "HTTP 401 unauthorized (check the API key)" in err
-    assert KEY not in out + err
+    assert CHECK_KEY not in out + err
 
 
 async def test_a_wrong_telegram_token_fails_without_showing_it(
@@ -242,7 +186,7 @@ async def test_a_wrong_telegram_token_fails_without_showing_it(
 ) -> None:
     """A token the Bot API refuses (401) exits 1 naming the setting, never the token."""
     wrong = "999:WRONG-token-value"
-    code, out, err = await check_online(write_config(tmp_path, llm, api), token=wrong)
+    code, out, err = await check_online(check_config(tmp_path, llm, api), token=wrong)
     assert code == 1
     assert "the bot token was rejected: check the variable named by telegram.token_env" in err
     assert (api.unauthorized, "WRONG-token" in out + err) == (["getMe"], False)
@@ -251,8 +195,8 @@ async def test_a_wrong_telegram_token_fails_without_showing_it(
 async def test_refused_json_mode_says_to_turn_it_off(tmp_path: Path) -> None:
     """A provider that refuses response_format is found out, and the fix is named."""
     async with FakeLLMServer(refuse_json_mode=True) as llm:
-        refused = await check_online(write_config(tmp_path, llm))
-        turned_off = await check_online(write_config(tmp_path, llm, json_mode=False))
+        refused = await check_online(check_config(tmp_path, llm))
+        turned_off = await check_online(check_config(tmp_path, llm, json_mode=False))
     assert refused[0] == 1
     assert "JSON mode (response_format) is refused: set llm.json_mode = false" in refused[2]
     assert (turned_off[0], turned_off[2]) == (0, "")
@@ -273,8 +217,8 @@ EMBEDDINGS_ON = '[memory.embeddings]\nmodel = "fake-embed"\n'
 
 async def test_online_check_embeds_one_word_when_embeddings_are_on(tmp_path: Path) -> None:
     """With [memory.embeddings] on, --online makes one tiny embeddings request and says so."""
-    async with FakeLLMServer(api_key=KEY) as llm:
-        code, out, err = await check_online(write_config(tmp_path, llm, more=EMBEDDINGS_ON))
+    async with FakeLLMServer(api_key=CHECK_KEY) as llm:
+        code, out, err = await check_online(check_config(tmp_path, llm, more=EMBEDDINGS_ON))
     assert (code, err) == (0, "")
     assert (
         f"✓ embeddings fake-embed at {llm.base_url}: reachable, key accepted, vectors returned"
@@ -291,11 +235,11 @@ async def test_a_failing_embeddings_endpoint_fails_the_check_without_its_key(
     """An embeddings key the provider refuses, or a 500, exits 1 with one clear line each."""
     wrong = "sk-wrong-embeddings-key-987654"
     more = EMBEDDINGS_ON + 'api_key_env = "PACEBOT_EMBEDDINGS_KEY"\n'
-    async with FakeLLMServer(api_key=KEY) as llm:
-        config = write_config(tmp_path, llm, more=more)
+    async with FakeLLMServer(api_key=CHECK_KEY) as llm:
+        config = check_config(tmp_path, llm, more=more)
         refused = await check_online(config, env={"PACEBOT_EMBEDDINGS_KEY": wrong})
         llm.embeddings_fail(500)
-        failed = await check_online(config, env={"PACEBOT_EMBEDDINGS_KEY": KEY})
+        failed = await check_online(config, env={"PACEBOT_EMBEDDINGS_KEY": CHECK_KEY})
     assert (refused[0], failed[0]) == (1, 1)
     assert refused[2].splitlines() == [
         f"✗ embeddings fake-embed at {llm.base_url.rsplit('/', 1)[0]}: HTTP 401 unauthorized"
@@ -303,7 +247,7 @@ async def test_a_failing_embeddings_endpoint_fails_the_check_without_its_key(
     ]
     assert "embeddings fake-embed at " in failed[2]
     assert "HTTP 500" in failed[2]
-    assert (wrong in refused[1] + refused[2], KEY in failed[1] + failed[2]) == (False, False)
+    assert (wrong in refused[1] + refused[2], CHECK_KEY in failed[1] + failed[2]) == (False, False)
     assert "reachable, key accepted, JSON mode accepted" in refused[1]  # the LLM itself is fine
 
 
@@ -312,7 +256,7 @@ async def test_online_check_says_when_the_provider_refuses_the_memory_tool(
 ) -> None:
     """With llm.memory_tool on, a provider answering 400 to tools is named, with the fix."""
     async with FakeLLMServer() as llm:
-        path = write_config(tmp_path, llm)
+        path = check_config(tmp_path, llm)
         path.write_text(path.read_text().replace("[llm]\n", "[llm]\nmemory_tool = true\n"))
         accepted = await check_online(path)
         llm.refuse_tools()

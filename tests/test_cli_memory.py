@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import load_config
+from bot.config.model import load_config
 from bot.days import chat_day
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.openai_api import FakeLLMServer

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from adapters.cli import main
-from bot.config import Config, load_config, parse_config, read_persona
-from bot.config_keys import ConfigKey, config_keys
-from bot.config_values import Section
+from bot.config.keys import ConfigKey, config_keys
+from bot.config.model import Config, load_config, parse_config
+from bot.config.personas import read_persona
+from bot.config.values import Section
 from bot.errors import ConfigError
 from bot.models import ChatKey
 from bot.secrets import read_secrets

@@ -18,6 +18,7 @@ from typing import IO
 
 from fakes.harness import replies_json
 from fakes.openai_api import FakeLLMServer
+from fakes.process import console_config, start_console
 
 KEY = "sk-console-test-key-123456"
 BANNER = (
@@ -25,46 +26,6 @@ BANNER = (
     "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now."
 )
 WAITING = "… (小满 is waiting for you to finish)"
-
-
-def write_config(tmp_path: Path, llm_url: str, *, debounce_s: float = 0.05) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f"""
-[bot]
-name = "小满"
-data_dir = "data"
-
-[pacing]
-debounce_min_s = {debounce_s}
-debounce_max_s = {debounce_s}
-max_delay_s = 0.2
-
-[llm]
-base_url = "{llm_url}"
-max_retries = 0
-timeout_s = 5.0
-""",
-        encoding="utf-8",
-    )
-    return path
-
-
-async def start_console(
-    config: Path, env: dict[str, str], *, stdin: int | IO[bytes] = asyncio.subprocess.PIPE
-) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "adapters.cli",
-        "console",
-        "-c",
-        str(config),
-        stdin=stdin,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=env,
-    )
 
 
 async def run_console(
@@ -95,7 +56,7 @@ async def test_console_chat_answers_and_exits_at_end_of_input(
     """Two piped lines, shown as the user's, get one answer in two paced messages, then exit 0."""
     llm.reply_json(replies_json("你好呀", "今天过得怎么样？", delay=0.1))
     code, out, err = await run_console(
-        write_config(tmp_path, llm.base_url), "嗨\n\n我回来了\n".encode()
+        console_config(tmp_path, llm.base_url), "嗨\n\n我回来了\n".encode()
     )
     assert code == 0, err
     assert out.splitlines() == [
@@ -115,7 +76,7 @@ async def test_console_chat_answers_and_exits_at_end_of_input(
 
 async def test_console_user_is_admin(tmp_path: Path, llm: FakeLLMServer) -> None:
     """/status works in the console without any admins configured, and makes no LLM call."""
-    code, out, _ = await run_console(write_config(tmp_path, llm.base_url), b"/status\n")
+    code, out, _ = await run_console(console_config(tmp_path, llm.base_url), b"/status\n")
     assert code == 0
     assert "chat: console:private:local" in out
     assert llm.requests == []
@@ -124,7 +85,7 @@ async def test_console_user_is_admin(tmp_path: Path, llm: FakeLLMServer) -> None
 async def test_console_without_key_explains(tmp_path: Path, llm: FakeLLMServer) -> None:
     """Without the API key the console exits 1 naming the variable to set."""
     env = {k: v for k, v in os.environ.items() if k != "PACEBOT_LLM_API_KEY"}
-    code, _, err = await run_console(write_config(tmp_path, llm.base_url), b"hi\n", env=env)
+    code, _, err = await run_console(console_config(tmp_path, llm.base_url), b"hi\n", env=env)
     assert code == 1
     assert "PACEBOT_LLM_API_KEY is not set" in err
 
@@ -132,7 +93,7 @@ async def test_console_without_key_explains(tmp_path: Path, llm: FakeLLMServer) 
 async def test_console_ctrl_c_exits_cleanly(tmp_path: Path, llm: FakeLLMServer) -> None:
     """SIGINT while waiting for input stops the console with exit code 0 and no traceback."""
     env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "PACEBOT_LOG_LEVEL": "INFO"}
-    process = await start_console(write_config(tmp_path, llm.base_url), env)
+    process = await start_console(console_config(tmp_path, llm.base_url), env)
     assert process.stdout is not None
     banner = await asyncio.wait_for(process.stdout.readline(), 20)  # it is up
     process.send_signal(signal.SIGINT)
@@ -144,7 +105,7 @@ async def test_console_ctrl_c_exits_cleanly(tmp_path: Path, llm: FakeLLMServer) 
 async def test_ctrl_c_says_a_message_is_still_waiting(tmp_path: Path, llm: FakeLLMServer) -> None:
     """SIGINT while the bot waits for more says what is left for the next start, exit 0."""
     env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY}
-    process = await start_console(write_config(tmp_path, llm.base_url, debounce_s=30.0), env)
+    process = await start_console(console_config(tmp_path, llm.base_url, debounce_s=30.0), env)
     assert process.stdin is not None
     assert process.stdout is not None
     process.stdin.write("还在吗\n".encode())
@@ -165,7 +126,7 @@ async def test_console_with_dev_null_as_input_exits_at_once(
 ) -> None:
     """`pacebot console < /dev/null` shows the banner and exits 0: no traceback, no hang."""
     code, out, err = await run_console(
-        write_config(tmp_path, llm.base_url), asyncio.subprocess.DEVNULL, within_s=20
+        console_config(tmp_path, llm.base_url), asyncio.subprocess.DEVNULL, within_s=20
     )
     assert (code, out.splitlines()) == (0, [BANNER])
     assert "Traceback" not in err
@@ -176,7 +137,7 @@ async def test_console_says_it_does_not_serve_the_dashboard(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
     """With [web] enabled the console says, under its banner, that only `pacebot run` serves it."""
-    config = write_config(tmp_path, llm.base_url)
+    config = console_config(tmp_path, llm.base_url)
     config.write_text(config.read_text() + "\n[web]\nenabled = true\nport = 8123\n")
     code, out, err = await run_console(config, asyncio.subprocess.DEVNULL)
     assert (code, out.splitlines()) == (
@@ -197,7 +158,7 @@ async def test_lines_typed_at_a_terminal_are_not_printed_again(
     terminal, stdin = os.openpty()
     try:
         env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY}
-        process = await start_console(write_config(tmp_path, llm.base_url), env, stdin=stdin)
+        process = await start_console(console_config(tmp_path, llm.base_url), env, stdin=stdin)
         assert process.stdout is not None
         banner = await asyncio.wait_for(process.stdout.readline(), 20)
         os.write(terminal, "好的\n".encode())
@@ -222,7 +183,7 @@ async def test_console_reads_a_file_to_its_end_and_answers(
     lines = tmp_path / "input.txt"
     lines.write_text("第一行\n第二行\n", encoding="utf-8")
     with lines.open("rb") as stdin:
-        code, out, err = await run_console(write_config(tmp_path, llm.base_url), stdin)
+        code, out, err = await run_console(console_config(tmp_path, llm.base_url), stdin)
     assert (code, out.splitlines()) == (
         0,
         [BANNER, "you: 第一行", WAITING, "you: 第二行", "小满: 收到"],
@@ -238,7 +199,7 @@ async def test_piped_commands_are_answered_in_the_order_of_the_lines(
     llm.reply_json(replies_json("第一个回答"))
     llm.reply_json(replies_json("第二个回答"))
     code, out, err = await run_console(
-        write_config(tmp_path, llm.base_url), "你好\n/status\n在吗\n/trace\n".encode()
+        console_config(tmp_path, llm.base_url), "你好\n/status\n在吗\n/trace\n".encode()
     )
     lines = out.splitlines()
     marks = [
@@ -257,7 +218,7 @@ async def test_over_the_hard_cap_the_console_says_once_why_it_is_silent(
     """Once today's hard cap is spent the console says, once, that the bot stays silent and
     until when; the lines after it are kept, unanswered, and cost no call."""
     llm.reply_json(replies_json("好的"))
-    config = write_config(tmp_path, llm.base_url)
+    config = console_config(tmp_path, llm.base_url)
     config.write_text(config.read_text() + "\n[budget]\nhard_daily_tokens = 10\n")
     code, out, err = await run_console(config, "你好\n/status\n还在吗\n再说一句\n".encode())
     said = [line for line in out.splitlines() if line.startswith("小满 stays silent")]
@@ -338,7 +299,7 @@ async def at_a_terminal(
 ) -> tuple[asyncio.subprocess.Process, Terminal]:
     """Start the console with a pseudo-terminal as its standard input and output (one that
     answers no cursor position request, so prompt_toolkit is told not to ask)."""
-    config = write_config(tmp_path, llm.base_url, debounce_s=30.0)
+    config = console_config(tmp_path, llm.base_url, debounce_s=30.0)
     config.write_text(config.read_text().replace("[bot]\n", f'[bot]\nlanguage = "{language}"\n'))
     terminal = Terminal()
     env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config_errors import toml_value
-from bot.config_keys import config_keys
+from bot.config.errors import toml_value
+from bot.config.keys import config_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
@@ -75,13 +75,16 @@ def documented_keys(text: str) -> list[tuple[str, str]]:
     """Read docs/configuration.md: the key of each row under a ``[table]`` heading, dotted,
     with the row's default cell."""
     rows: list[tuple[str, str]] = []
-    table = ""
+    table = None
     for line in text.splitlines():
-        if line.startswith("#"):  # a heading: "## [bot]" opens a table, any other closes it
-            table = line[line.index("[") + 1 : -1] if line.endswith("]") else ""
-        elif table and line.startswith("| `"):
+        if line.startswith("#"):  # "## [bot]" opens a table, "## Top-level keys" the keys
+            # outside any table, and any other heading closes it
+            top_level = line == "## Top-level keys"
+            table = line[line.index("[") + 1 : -1] if line.endswith("]") else None
+            table = "" if top_level else table
+        elif table is not None and line.startswith("| `"):
             key, default = (cell.strip() for cell in line.split("|")[1:3])
-            rows.append((f"{table}.{key.strip('`')}", default))
+            rows.append((f"{table}.{key.strip('`')}" if table else key.strip("`"), default))
     return rows
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.app import Core, running_bot
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from bot.secrets import Secrets
 from fakes.bot_api import FakeBotAPI

@@ -190,4 +190,5 @@ async def test_command_menu_is_published_to_admins_only(
         "sticker",
         "later",
         "quiet",
+        "bot",
     ]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.app import Core
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from fakes.bot_api import FakeBotAPI, sticker
 from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt, wait_waiting
@@ -144,7 +144,9 @@ async def test_a_topic_telegram_lost_still_gets_its_words_into_the_group(
     assert delivered.get("message_thread_id") is None
     [sent] = api.sent_messages(FORUM)
     assert (sent["text"], sent["reply_to_message"]["message_id"]) == ("在呢", asked)
-    assert any(f"cannot find topic {doomed}" in line for line in logs)
+    assert logs.about("cannot find topic") == [
+        f"WARNING Telegram cannot find topic {doomed}; posting to the group instead"
+    ]
 
 
 async def test_the_groups_people_are_shared_by_its_topics(

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from bot.config_groups import GroupSettings
+from bot.config.groups import GroupSettings
 from bot.gate import draw_line
 from bot.hours import in_window
 from bot.models import ChatKey, ChatKind

@@ -56,7 +56,9 @@ async def test_a_reply_equal_to_one_of_the_last_three_is_dropped(
     assert [(d.kind, d.reason) for d in shown.trace.dropped] == [
         ("content", "repeats one of the bot's last 3 messages here")
     ]
-    assert any("content item dropped: repeats one of the bot's" in line for line in logs)
+    assert logs.about("item dropped") == [
+        "INFO content item dropped: repeats one of the bot's last 3 messages here"
+    ]
 
 
 async def test_a_bot_answering_within_two_seconds_five_times_pauses_the_chat(
@@ -88,10 +90,10 @@ async def test_a_bot_answering_within_two_seconds_five_times_pauses_the_chat(
     assert "paused for a bot loop until 2026-11-20 13:00: no LLM call here meanwhile" in status
     assert again.trace.why == "answered"
     assert len(llm.requests) == 7  # 5 rounds, the private chat, the group an hour later
-    assert any(
-        f"bot loop: {OTHER_BOT} answered the bot within 2 s 5 rounds in a row" in line
-        for line in logs
-    )
+    assert logs.about(f"bot loop: {OTHER_BOT}") == [
+        f"WARNING bot loop: {OTHER_BOT} answered the bot within 2 s 5 rounds in a row; "
+        "the chat is paused until 13:00"
+    ]
 
 
 def answer(chat: ChatKey, sender: str, *, addresses_bot: bool = True) -> IncomingMessage:
@@ -166,10 +168,11 @@ async def test_links_in_qq_texts_become_link_marks(
     if strip:
         assert sent == "看这个[link]很好玩，还有 [link]"
         assert shown.trace.guards == ("2 link(s) replaced with [link]",)
-        assert any("2 link(s) replaced with [link] (qq.strip_urls)" in line for line in logs)
+        assert logs.about("replaced") == ["INFO 2 link(s) replaced with [link] (qq.strip_urls)"]
     else:
         assert sent == "看这个https://example.com/a?b=1很好玩，还有 www.bilibili.com"
         assert shown.trace.guards == ()
+        assert logs.about("replaced") == []
 
 
 def test_links_are_cut_at_the_words_around_them() -> None:

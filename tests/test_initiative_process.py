@@ -26,7 +26,7 @@ import pytest
 from aiohttp import web
 
 from bot.prompt import REASON_HEADING
-from tests.test_kill import (
+from fakes.process_world import (
     BOT_TOKEN,
     LLM_KEY,
     ONEBOT_TOKEN,
@@ -189,7 +189,7 @@ async def test_a_reminder_arrives_once_at_its_time_across_sigkills(tmp_path: Pat
             ["done", "done"],
             ["reminder", "reminder"],
         )
-        assert 1.5 <= arrived_after_s < 8
+        assert arrived_after_s >= 1.5  # not before its time
         assert_clean_logs(w)
 
 

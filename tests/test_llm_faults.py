@@ -17,17 +17,12 @@ import sqlite3
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
-from loguru import logger
 
 from fakes.harness import PRIVATE, TEST_KEY, Harness, harness, make_config
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
-
-if TYPE_CHECKING:
-    from loguru import Record
 
 QUESTION = "明天去爬山吗？"
 FOLLOW_UP = "那后天呢？"
@@ -367,20 +362,16 @@ async def test_each_fallback_is_logged_with_its_chat_and_batch(
 ) -> None:
     """Prose, the splitter down: both steps down the chain name the chat key and batch id."""
     splitter_down(says("好呀。几点出发？"))(llm)
-    records: list[Record] = []
-    sink = logger.add(lambda message: records.append(message.record), level="INFO")
-    try:
+    with captured_logs("INFO") as logs:
         async with harness(tmp_path, llm, pacing=PACING, llm=LLM) as bot:
             await bot.say(QUESTION)
             await bot.settle()
-    finally:
-        logger.remove(sink)
     with contextlib.closing(sqlite3.connect(bot.config.database_path)) as db:
         [(batch,)] = db.execute("SELECT id FROM batches").fetchall()
     fallbacks = [
-        (r["message"].split(" (")[0], r["extra"].get("chat"), r["extra"].get("batch"))
-        for r in records
-        if r["message"].startswith("fallback:")
+        (line.split(": ", 1)[1].split(" (")[0], line.chat, line.extra.get("batch"))
+        for line in logs
+        if ": fallback:" in line
     ]
     assert fallbacks == [
         ("fallback: splitter", str(PRIVATE), batch),

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.media import opened_media
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import Picture, StickerSeen, VoiceNote
 from bot.secrets import Secrets
 from fakes import audio

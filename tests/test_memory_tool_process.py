@@ -14,13 +14,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_config
+from bot.config.model import load_config
 from bot.models import ChatKey, ChatKind
 from fakes.harness import free_port, push_day_summary, replies_json, start_run
 from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
+from fakes.process import connected_onebot, console_config
 from storage.sqlite import SqliteStore
-from tests.test_people_process import connected_onebot, write_config
 
 KEY = "sk-memory-tool-process-key-123456"
 ALICE = 42
@@ -31,9 +31,9 @@ HOTPOT_DAY = "MEMORY-CANARY 小明说学校旁边那家火锅店太辣了，下�
 async def start_with_memory_tool(tmp_path: Path, llm: FakeLLMServer) -> tuple[Path, int]:
     """Write a QQ config with llm.memory_tool on and push 2026-11-01's summary; return both."""
     port = free_port()
-    config = write_config(
+    config = console_config(
         tmp_path,
-        llm,
+        llm.base_url,
         bot=f'admins = ["qq:{ALICE}"]\n',
         tables=f"\n[qq]\nenabled = true\nport = {port}\n",
     )

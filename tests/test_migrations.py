@@ -211,7 +211,7 @@ JIEBA_INDEXED = (
     ),
 )
 CHAT = "telegram:private:1"
-DICTIONARY_FREE = 15  # the schema before 0016, the step that cuts the index again
+DICTIONARY_FREE = 15  # the migrations before 0016, the step that cuts the index again
 
 
 async def jieba_indexed_database(db_path: Path) -> None:

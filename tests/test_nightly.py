@@ -18,7 +18,8 @@ from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MAX_INSTANCES, EVEN
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from adapters.openai_llm import OpenAILLM
-from bot.config import Config
+from bot.config.model import Config
+from bot.config.settings import Settings
 from bot.days import chat_day_bounds
 from bot.memory.stack import Memory, SummaryResult
 from bot.models import ChatKey, ChatKind, IncomingMessage
@@ -52,7 +53,7 @@ class World:
         await self.store.add_message(message, received_at=at.astimezone(UTC))
 
     async def nightly(self) -> None:
-        await MemoryOps(self.config, self.memory, self.store).run_nightly()
+        await MemoryOps(Settings(self.config), self.memory, self.store).run_nightly()
 
 
 @pytest.fixture
@@ -64,7 +65,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
             await SqliteStore.open(config.database_path) as store,
             OpenAILLM.from_config(config.llm, api_key=TEST_KEY) as llm,
         ):
-            memory = Memory(config, store, llm, initial_persona="初始人设", now=lambda: clock[0])
+            settings = Settings(config, persona="初始人设")
+            memory = Memory(settings, store, llm, now=lambda: clock[0])
             yield World(config, store, memory, server, clock)
 
 
@@ -282,7 +284,7 @@ async def test_the_clock_runs_the_cores_nightly_recipe(world: World) -> None:
     yesterday = TODAY - timedelta(days=1)
     await world.say(ALPHA, "周六去爬山", on_day(yesterday), 1)
     scheduler = start_scheduler(
-        world.config, MemoryOps(world.config, world.memory, world.store).run_nightly
+        world.config, MemoryOps(Settings(world.config), world.memory, world.store).run_nightly
     )
     try:
         events = JobEvents(scheduler)

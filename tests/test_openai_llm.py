@@ -6,15 +6,15 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from loguru import logger
 
 from adapters.openai_llm import SPLITTER_TEMPERATURE, OpenAILLM, message_text
-from bot.config import LLMConfig, SplitterConfig
+from bot.config.model import LLMConfig, SplitterConfig
 from bot.errors import BadLLMReply, ConfigError, LLMUnavailable
 from bot.models import ChatMessage, Completion
 from bot.replies.items import Text
 from bot.replies.plan import parse_replies
 from fakes.openai_api import DEFAULT_REPLY, FakeLLMServer
+from tests.log_capture import captured_logs
 
 API_KEY = "sk-test-S3CRET-0123456789abcdef"
 MESSAGES = [ChatMessage("system", "你是小满。{persona} 100%"), ChatMessage("user", "在吗？")]
@@ -343,13 +343,9 @@ async def test_debug_log_has_model_latency_usage_but_no_key(
     server: FakeLLMServer, llm: OpenAILLM
 ) -> None:
     """The DEBUG line names the model, latency and tokens, and never the key or the text."""
-    lines: list[str] = []
-    sink = logger.add(lines.append, level="DEBUG", format="{message}")
-    try:
-        server.reply("秘密内容")
+    server.reply("秘密内容")
+    with captured_logs() as lines:
         await llm.complete(MESSAGES, json_mode=True)
-    finally:
-        logger.remove(sink)
     ours = [line for line in lines if "test-model" in line]
     assert len(ours) == 1
     assert (

@@ -19,15 +19,14 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.config import load_config
+from bot.config.model import load_config
 from bot.days import chat_day, chat_day_bounds
 from bot.models import BatchOutcome, ChatKey, ChatKind, IncomingMessage
 from fakes.harness import free_port, start_run, wait_until
 from fakes.onebot import FakeOneBot, at, text
 from fakes.openai_api import FakeLLMServer
+from fakes.process import connected_onebot, console_config, start_console
 from storage.sqlite import SqliteStore
-from tests.test_console import start_console
-from tests.test_console import write_config as console_config
 
 KEY = "sk-people-process-key-123456"
 SELF_ID = 10001
@@ -35,14 +34,6 @@ GROUP_ID = 500
 ALICE, BOB = 42, 43
 QQ_GROUP = ChatKey("qq", ChatKind.GROUP, str(GROUP_ID))
 CONSOLE = ChatKey("console", ChatKind.PRIVATE, "local")
-
-
-def write_config(tmp_path: Path, llm: FakeLLMServer, *, bot: str = "", tables: str = "") -> Path:
-    """Write the console tests' config with ``bot`` lines added to [bot], and more ``tables``."""
-    path = console_config(tmp_path, llm.base_url)
-    toml = path.read_text(encoding="utf-8").replace("[bot]\n", f"[bot]\n{bot}", 1)
-    path.write_text(toml + tables, encoding="utf-8")
-    return path
 
 
 async def seed_yesterday(
@@ -95,12 +86,6 @@ def system_prompt(llm: FakeLLMServer, index: int) -> str:
 # -- QQ: `pacebot run`, nonebot2 fed by the OneBot client -------------------------------------
 
 
-async def connected_onebot(port: int) -> FakeOneBot:
-    onebot = FakeOneBot(f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=SELF_ID)
-    await onebot.connect_when_listening()
-    return onebot
-
-
 async def ask(onebot: FakeOneBot, sender: int, words: str | list[dict[str, Any]]) -> str:
     """Say ``words`` in the group as ``sender``; return the text of the bot's next message."""
     before = len(onebot.calls_of("send_group_msg"))
@@ -114,9 +99,9 @@ async def test_people_and_traces_through_pacebot_run_on_qq(
 ) -> None:
     """The night's people become facts; the commands answer in Chinese; /trace shows the batch."""
     port = free_port()
-    config = write_config(
+    config = console_config(
         tmp_path,
-        llm,
+        llm.base_url,
         bot=f'language = "zh"\nadmins = ["qq:{ALICE}"]\n',
         tables=f"\n[qq]\nenabled = true\nport = {port}\n",
     )
@@ -213,7 +198,7 @@ async def type_and_read(process: asyncio.subprocess.Process, line: str, until: s
 
 async def test_people_and_traces_in_the_console(tmp_path: Path, llm: FakeLLMServer) -> None:
     """The console user's facts come from the night, reach the prompt, and can be forgotten."""
-    config = write_config(tmp_path, llm)
+    config = console_config(tmp_path, llm.base_url)
     yesterday = await seed_yesterday(
         config, CONSOLE, [("local", "you", "我下周三考驾照"), ("local", "you", "我对花生过敏")]
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.app import utc_now
-from bot.config import PacingConfig
+from bot.config.model import PacingConfig
 from bot.conversation import Phase
 from bot.errors import ChatUnavailable, RateLimited, SendFailed
 from bot.models import BatchOutcome, ChatKey, ChatKind, ChatMessage
@@ -59,7 +59,7 @@ async def test_burst_is_one_call_and_paced_replies(tmp_path: Path, llm: FakeLLMS
     sent = bot.platform.sent
     assert [s.text for s in sent] == ["第一句", "第二句", "第三句"]
     gaps = [b.at - a.at for a, b in itertools.pairwise(sent)]
-    assert all(0.09 <= gap < 0.3 for gap in gaps), gaps
+    assert [gap >= 0.09 for gap in gaps] == [True, True], gaps
     typing_between = [t for _, t in bot.platform.typing if sent[0].at < t < sent[2].at]
     assert len(typing_between) >= 2
     quiet_s = bot.config.pacing.debounce_min_s
@@ -68,15 +68,12 @@ async def test_burst_is_one_call_and_paced_replies(tmp_path: Path, llm: FakeLLMS
 
 async def test_first_reply_goes_out_at_once(tmp_path: Path, llm: FakeLLMServer) -> None:
     """The first reply is sent right after the LLM answers, whatever its delay field says."""
-    llm.reply_json({"replies": [{"content": "嗨", "send_delay_seconds": 5}]})
-    async with harness(tmp_path, llm, pacing={"max_delay_s": 10.0}) as bot:
+    llm.reply_json({"replies": [{"content": "嗨", "send_delay_seconds": 60}]})
+    async with harness(tmp_path, llm, pacing={"max_delay_s": 120.0}) as bot:
         await bot.say("hi")
-        loop = asyncio.get_running_loop()
         await llm.wait_for_requests(1)
-        asked_at = loop.time()
-        await bot.platform.wait_for_sends(1, within_s=1.0)
+        await bot.platform.wait_for_sends(1, within_s=10.0)  # the delay says 60 s
     assert [s.text for s in bot.platform.sent] == ["嗨"]
-    assert bot.platform.sent[0].at - asked_at < 0.1
 
 
 async def test_messages_during_an_answer_go_to_the_next_batch(
@@ -375,14 +372,18 @@ async def test_commands_skip_the_llm_and_the_timer(tmp_path: Path, llm: FakeLLMS
     pacing = {"debounce_min_s": 0.3, "debounce_max_s": 0.3}
     async with harness(tmp_path, llm, pacing=pacing, bot={"admins": ["test:7"]}) as bot:
         await bot.say("你好")
-        loop = asyncio.get_running_loop()
-        started = loop.time()
         await asyncio.sleep(0.15)
+        # Loop timers fire in deadline order, however late: the wait that began with 你好
+        # ends before this one, and a wait the command restarted would end after it.
+        phase_then: list[Phase] = []
+        asyncio.get_running_loop().call_later(
+            0.3, lambda: phase_then.append(bot.ops.status.phase(PRIVATE))
+        )
         await bot.say("/status", chat=PRIVATE)
         await llm.wait_for_requests(1)
-        waited = loop.time() - started
+        await wait_until(lambda: phase_then)
         await bot.settle()
-    assert waited < 0.45
+    assert [phase is Phase.WAITING for phase in phase_then] == [False]
     status = bot.platform.texts()[0]
     assert "waiting messages: 1" in status
     assert "/status" not in user_prompt(llm.requests[0])
@@ -672,7 +673,9 @@ async def test_a_message_waits_out_a_failing_database(tmp_path: Path, llm: FakeL
     with captured_logs() as logs:
         async with harness(tmp_path, llm) as bot:
             with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
-                receiving = asyncio.create_task(bot.pipeline.receive(bot.message("还在吗？")))
+                receiving = asyncio.create_task(
+                    bot.pipeline.receive_many((bot.message("还在吗？"),))
+                )
                 await wait_until(lambda: sum("cannot store message" in line for line in logs) >= 2)
                 assert not receiving.done()
                 db.execute("DROP TRIGGER refuse")
@@ -691,14 +694,11 @@ async def test_a_message_the_database_never_takes_is_reported_lost(
     patience is per outage, so the next one only gets what is left of it; and the chat
     works again as soon as the database does."""
     llm.reply_json(replies_json("好了"))
-    loop = asyncio.get_running_loop()
     with captured_logs() as logs:
         async with harness(tmp_path, llm, retries=Retries(store_patience_s=0.5)) as bot:
             with contextlib.closing(refuse_writes(bot.config.database_path)) as db:
-                await bot.pipeline.receive(bot.message("第一句", message_id="m-1"))
-                started = loop.time()
-                await bot.pipeline.receive(bot.message("第二句", message_id="m-2"))
-                second_took_s = loop.time() - started
+                await bot.pipeline.receive_many((bot.message("第一句", message_id="m-1"),))
+                await bot.pipeline.receive_many((bot.message("第二句", message_id="m-2"),))
                 db.execute("DROP TRIGGER refuse")
                 db.commit()
             await bot.say("第三句", message_id="m-3")
@@ -710,7 +710,12 @@ async def test_a_message_the_database_never_takes_is_reported_lost(
         f"{bot.config.database_path}: database or disk is full"
     )
     assert "message m-2 lost" in lost[1]
-    assert second_took_s < 0.25  # the rest of the outage's 0.5 s, not 0.5 s more
+    tries = [
+        sum(f"cannot store message {message_id} " in line for line in logs)
+        for message_id in ("m-1", "m-2")
+    ]
+    # m-1 retried through the outage's 0.5 s; m-2 got what was left of it: one try, no wait.
+    assert (tries[0] >= 2, tries[1]) == (True, 1)
     assert ("第一句" in user_prompt(llm.requests[0]), "第三句" in user_prompt(llm.requests[0])) == (
         False,
         True,

@@ -19,7 +19,7 @@ import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, capture
 from adapters.app import Core, running_bot
 from adapters.qq.history import messages_of
 from bot.addressing import BotNames
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from bot.secrets import Secrets
 from fakes.harness import TEST_KEY, free_port, make_config, replies_json, user_prompt, wait_until

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.config.settings import Settings
 from bot.context import offered_kinds
 from bot.errors import BadLLMReply
+from bot.models import ChatKey, ChatKind
 from bot.replies.contract import REACT_CONTRACT, contract
 from bot.replies.items import (
     DroppedItem,
@@ -202,7 +204,8 @@ def test_the_kinds_offered_are_on_and_delivered(
         initiative={"later": enabled},
     )
     later = {ItemKind.LATER} if enabled else set()
-    assert offered_kinds(config, delivered) == expected | later
+    chat = ChatKey("test", ChatKind.PRIVATE, "42")
+    assert offered_kinds(Settings(config), chat, delivered) == expected | later
 
 
 def test_the_contract_offers_reactions_only_where_they_are_delivered() -> None:

@@ -16,34 +16,10 @@ from fakes.image_host import ImageHost
 from fakes.images import jpeg, jpeg_size
 from fakes.onebot import FakeOneBot, at, image, text
 from fakes.openai_api import FakeLLMServer
+from fakes.process import telegram_run_config
 
 KEY = "sk-run-process-key-123456"
 ALICE = 1001
-
-
-def write_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f"""
-[bot]
-data_dir = "data"
-
-[pacing]
-debounce_min_s = 0.05
-debounce_max_s = 0.05
-max_delay_s = 5.0
-
-[llm]
-base_url = "{llm.base_url}"
-max_retries = 0
-
-[telegram]
-enabled = true
-api_base_url = "{api.base_url}"
-""",
-        encoding="utf-8",
-    )
-    return path
 
 
 async def start(
@@ -68,7 +44,7 @@ async def test_sigterm_between_replies_then_restart(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """SIGTERM after the first of three replies exits 0; the restart sends the rest, none twice."""
-    config = write_config(tmp_path, llm, api)
+    config = telegram_run_config(tmp_path, llm, api)
     llm.reply_json(replies_json("第一句", "第二句", "第三句", delay=1.5))
     process = await start(config, api)
     await api.wait_for("getUpdates", timeout=20)
@@ -96,7 +72,7 @@ async def test_both_platforms_stop_cleanly_and_log_through_pacebot(
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
-    config = write_config(tmp_path, llm, api)
+    config = telegram_run_config(tmp_path, llm, api)
     config.write_text(
         config.read_text(encoding="utf-8") + f"\n[qq]\nenabled = true\nport = {port}\n",
         encoding="utf-8",
@@ -127,7 +103,7 @@ async def test_run_with_a_rejected_token_and_nothing_else_exits_1(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """Telegram alone, its token rejected: the run stops at once and says why, exit 1."""
-    process = await start(write_config(tmp_path, llm, api), api, token="999:WRONG-token")
+    process = await start(telegram_run_config(tmp_path, llm, api), api, token="999:WRONG-token")
     _, err = await asyncio.wait_for(process.communicate(), 30)
     stderr = err.decode()
     assert process.returncode == 1
@@ -157,7 +133,7 @@ async def test_run_answers_a_telegram_photo_having_seen_it(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI
 ) -> None:
     """`pacebot run` with vision: a Telegram photo reaches the model as a ≤1024 px JPEG."""
-    config = write_config(tmp_path, llm, api)
+    config = telegram_run_config(tmp_path, llm, api)
     config.write_text(
         config.read_text(encoding="utf-8").replace("[llm]\n", "[llm]\nvision = true\n"),
         encoding="utf-8",
@@ -181,7 +157,7 @@ async def test_run_answers_a_qq_picture_having_seen_it(
 ) -> None:
     """`pacebot run` with vision: a QQ image segment's URL is fetched and seen by the model."""
     port = free_port()
-    config = write_config(tmp_path, llm, api)
+    config = telegram_run_config(tmp_path, llm, api)
     toml = config.read_text(encoding="utf-8").replace("[llm]\n", "[llm]\nvision = true\n")
     toml = toml.replace("[telegram]\nenabled = true", "[telegram]\nenabled = false")
     toml += f"\n[qq]\nenabled = true\nport = {port}\nallow_private_image_hosts = true\n"
@@ -212,7 +188,7 @@ async def test_run_answers_with_a_reaction_alone_on_telegram_and_qq(
     "thanks" are each answered by a reaction alone: setMessageReaction and
     set_msg_emoji_like on the very messages, no text, one LLM call each."""
     port = free_port()
-    config = write_config(tmp_path, llm, api)
+    config = telegram_run_config(tmp_path, llm, api)
     config.write_text(
         config.read_text(encoding="utf-8") + f"\n[qq]\nenabled = true\nport = {port}\n",
         encoding="utf-8",
@@ -255,7 +231,7 @@ async def test_run_sends_back_a_sticker_it_saw_on_telegram_and_qq(
     one in a QQ group are collected, and the model's {"sticker": id} sends each back, by
     its file_id on Telegram and as the kept picture inlined on QQ."""
     port = free_port()
-    config = write_config(tmp_path, llm, api)
+    config = telegram_run_config(tmp_path, llm, api)
     config.write_text(
         config.read_text(encoding="utf-8")
         + f"\n[qq]\nenabled = true\nport = {port}\nallow_private_image_hosts = true\n"

@@ -24,7 +24,7 @@ from loguru import logger
 from adapters.app import running_bot
 from adapters.checks import check
 from adapters.qq.platform import QQPlatform
-from bot.config import Config, load_config
+from bot.config.model import Config, load_config
 from bot.days import chat_day
 from bot.errors import ConfigError
 from bot.log import setup_logging
@@ -35,6 +35,7 @@ from fakes.harness import FAST_PACING, free_port, push_day_summary, replies_json
 from fakes.onebot import FakeOneBot, at, text
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
+from tests.log_capture import LogLines, captured_logs
 
 QQ_SELF = 10001
 TG_ADMIN, QQ_ADMIN = 9001, 9002
@@ -246,15 +247,14 @@ def leaks(text: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def trace_logging(log_dir: Path) -> Iterator[list[str]]:
+def trace_logging(log_dir: Path) -> Iterator[LogLines]:
     """Log as ``pacebot run --log-level TRACE`` does, plus a list sink; undo it afterwards."""
     levels = {name: logging.getLogger(name).level for name in CARELESS}
     setup_logging(level="TRACE", log_dir=log_dir, secrets=SECRETS)
-    lines: list[str] = []
-    logger.add(lines.append, level="TRACE", format="{level} {message}{extra[error]}")
     careless()
     try:
-        yield lines
+        with captured_logs("TRACE", stdlib_level=None) as lines:  # the app's routing stays
+            yield lines
     finally:
         logger.remove()
         logging.basicConfig(handlers=[], force=True)

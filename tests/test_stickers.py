@@ -16,7 +16,7 @@ import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, capture
 from PIL import Image
 
 from adapters.app import Core, running_bot, serving_dashboard
-from bot.config import Config
+from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import STICKER_CONTRACT
 from bot.secrets import Secrets
@@ -134,7 +134,9 @@ async def test_a_banned_sticker_is_never_offered_sent_or_kept_again(
     assert api.calls_to("sendSticker") == []
     assert f"[{kept.label}]" not in system_prompt(llm)
     assert [(s.label, s.banned) for s in after] == [(kept.label, True)]
-    assert [line for line in logs if "dropped" in line and "sticker" in line] != []
+    assert logs.about("item dropped") == [
+        "INFO sticker item dropped: sticker items are not offered here"
+    ]
 
 
 async def test_a_collection_keeps_the_most_recently_used(
@@ -371,7 +373,10 @@ async def test_a_qq_sticker_that_cannot_be_fetched_is_not_kept(
             await core.inbox.drain()
             kept = await core.ops.stickers.collection(QQ_CHAT)
     assert (kept, host.requests) == ([], [])
-    assert [line for line in logs if "QQ sticker not kept" in line] != []
+    assert logs.about("QQ sticker not kept") == [
+        "INFO QQ sticker not kept: QQ picture host '127.0.0.1' is at 127.0.0.1, a private or "
+        "local address (set qq.allow_private_image_hosts = true to allow)"
+    ]
     assert logs.tracebacks() == []
 
 
@@ -432,5 +437,8 @@ async def test_a_qq_sticker_is_drawn_from_its_kept_file_and_not_once_it_is_gone(
     with Image.open(io.BytesIO(drawn)) as picture:
         assert (picture.format, picture.size, picture.getpixel((0, 0))[3]) == ("PNG", (128, 128), 0)
     assert (gone, unknown, host.requests) == (None, None, ["/s.png"])
-    assert [line for line in logs if "QQ sticker" in line and "not drawn" in line] != []
+    assert logs.about("not drawn") == [
+        f"INFO QQ sticker {kept.file_ref} not drawn: [Errno 2] No such file or directory: "
+        f"'{config.stickers_dir / kept.file_ref}'"
+    ]
     assert logs.tracebacks() == []

@@ -17,9 +17,9 @@ import pytest
 from bot.errors import StorageError
 from bot.models import BatchOutcome
 from bot.replies.items import PlannedReply, Text
+from fakes.store_rows import ALICE, T0, add, answered_batch, at, incoming, stored
 from storage.migrate import load_migrations
 from storage.sqlite import SqliteStore
-from tests.test_store_contract import ALICE, T0, add, answered_batch, at, incoming, stored
 
 LATEST_VERSION = len(load_migrations())
 
@@ -44,6 +44,7 @@ async def test_open_migrates_an_empty_file(store: SqliteStore, db_path: Path) ->
 
     assert tables == [
         ("batches",),
+        ("chat_switches",),
         ("chat_titles",),
         ("embeddings",),
         ("fact_audit",),

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from bot.commands.menu import MENU, menu
-from bot.config import parse_config
+from bot.config.model import parse_config
 from bot.errors import ConfigError
 from bot.texts import CATALOGUES, EN, Texts
 from fakes.harness import GROUP, PRIVATE, harness
 from fakes.openai_api import FakeLLMServer
-from tests.test_memory_commands import command
 
 
 def fields(template: str) -> set[str]:
@@ -62,8 +61,8 @@ def test_the_admin_menu_holds_every_command_and_the_open_menu_only_open_ones() -
 async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMServer) -> None:
     """/help shows admins every command, one line each, and others only what they may use."""
     async with harness(tmp_path, llm, bot={"admins": ["test:7"]}) as bot:
-        admin = await command(bot, "/help")
-        member = await command(bot, "/help", chat=GROUP, sender_id="8")
+        admin = await bot.command("/help")
+        member = await bot.command("/help", chat=GROUP, sender_id="8")
     assert admin.splitlines() == [
         "Commands you can use here:",
         "/help — the commands you can use",
@@ -82,6 +81,7 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/sticker ban <id> — ban a sticker: never offered or sent again",
         "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
         "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
+        "/bot [off | on] — stop serving this chat (nothing stored or answered), or start again",
     ]
     assert member.splitlines() == [
         "Commands you can use here:",
@@ -95,9 +95,9 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
 async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: FakeLLMServer) -> None:
     """With bot.language = "zh" a refusal, a usage line and /help are in Chinese."""
     async with harness(tmp_path, llm, bot={"admins": ["test:7"], "language": "zh"}) as bot:
-        refusal = await command(bot, "/status", chat=GROUP, sender_id="8")
-        usage = await command(bot, "/recall", chat=PRIVATE)
-        listing = await command(bot, "/help", chat=GROUP, sender_id="8")
+        refusal = await bot.command("/status", chat=GROUP, sender_id="8")
+        usage = await bot.command("/recall", chat=PRIVATE)
+        listing = await bot.command("/help", chat=GROUP, sender_id="8")
     assert refusal == "抱歉，只有管理员可以使用这个命令。"
     assert usage == "用法：/recall <问题>，例如 /recall 昨天聊了什么"
     assert listing.splitlines() == [

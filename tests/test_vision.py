@@ -6,7 +6,7 @@ import base64
 from pathlib import Path
 from typing import Any
 
-from bot.config import Config
+from bot.config.model import Config
 from fakes.bot_api import FakeBotAPI, photo
 from fakes.harness import replies_json, telegram_bot, telegram_config, user_prompt
 from fakes.images import jpeg, jpeg_size, png_bomb
@@ -124,4 +124,9 @@ async def test_a_provider_refusing_pictures_is_asked_again_without_them(
     assert [len(llm.image_urls(i)) for i in range(len(llm.requests))] == [1, 0]
     assert "image_notes" not in llm.requests[1]["messages"][0]["content"]
     assert texts(api) == ["看不到图，但听起来不错"]
-    assert [line for line in logs if "llm.vision = false" in line] != []
+    assert logs.about("llm.vision") == [
+        "WARNING the LLM refused a request with pictures (LLM gpt-4o-mini at "
+        f"{llm.base_url.removesuffix('/v1')}: HTTP 400 bad request: image input is not "
+        "supported); re-asking without them. If this model cannot see images, set "
+        "llm.vision = false"
+    ]

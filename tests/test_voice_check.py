@@ -10,7 +10,8 @@ import pytest
 
 from adapters.cli import main
 from fakes.openai_api import FakeLLMServer
-from tests.test_check import KEY, check_online, write_config
+from fakes.process import CHECK_KEY as KEY
+from fakes.process import check_config, check_online
 
 SILENCE = (resources.files("adapters") / "sounds" / "silence.ogg").read_bytes()
 BOTH = "[voice]\ntranscribe = true\nspeak = true\n"
@@ -63,7 +64,7 @@ async def test_online_check_hears_a_second_and_speaks_a_word(tmp_path: Path) -> 
     """--online uploads the bundled second of silence and asks for one word spoken, and
     says what each did; the LLM itself is asked once, as without voice."""
     async with FakeLLMServer(api_key=KEY) as llm:
-        code, out, err = await check_online(write_config(tmp_path, llm, more=BOTH))
+        code, out, err = await check_online(check_config(tmp_path, llm, more=BOTH))
     assert (code, err) == (0, "")
     assert [(u.filename, u.data) for u in llm.transcriptions] == [("silence.ogg", SILENCE)]
     assert [(r["input"], r["response_format"]) for r in llm.speech_requests] == [("好", "mp3")]
@@ -77,7 +78,7 @@ async def test_online_check_asks_only_what_voice_turns_on(tmp_path: Path) -> Non
     """With speak alone on, nothing is uploaded for transcription."""
     async with FakeLLMServer(api_key=KEY) as llm:
         code, _, err = await check_online(
-            write_config(tmp_path, llm, more="[voice]\nspeak = true\n")
+            check_config(tmp_path, llm, more="[voice]\nspeak = true\n")
         )
     assert (code, err, llm.transcriptions, len(llm.speech_requests)) == (0, "", [], 1)
 
@@ -90,11 +91,11 @@ async def test_a_provider_without_audio_endpoints_fails_the_check_without_the_ke
     wrong = "sk-wrong-voice-key-246810"
     async with FakeLLMServer(api_key=KEY) as llm:
         llm.audio_endpoints = False
-        missing = await check_online(write_config(tmp_path, llm, more=BOTH))
+        missing = await check_online(check_config(tmp_path, llm, more=BOTH))
         llm.audio_endpoints = True
         more = BOTH + 'api_key_env = "PACEBOT_VOICE_KEY"\n'
         refused = await check_online(
-            write_config(tmp_path, llm, more=more), env={"PACEBOT_VOICE_KEY": wrong}
+            check_config(tmp_path, llm, more=more), env={"PACEBOT_VOICE_KEY": wrong}
         )
     assert (missing[0], refused[0]) == (1, 1)
     assert [line.split(": HTTP")[1][:9] for line in missing[2].splitlines()] == [

@@ -16,7 +16,7 @@ from fakes.bot_api import FakeBotAPI, voice
 from fakes.harness import free_port, start_run, user_prompt
 from fakes.onebot import FakeOneBot, record
 from fakes.openai_api import FakeLLMServer
-from tests.test_run_process import write_config as telegram_config_file
+from fakes.process import telegram_run_config
 
 KEY = "sk-voice-process-key-13579"
 ALICE, QQ_FRIEND = 1001, 42
@@ -24,7 +24,7 @@ ALICE, QQ_FRIEND = 1001, 42
 
 def write_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, qq_port: int) -> Path:
     """The config of the Telegram process tests, with QQ and voice on."""
-    path = telegram_config_file(tmp_path, llm, api)
+    path = telegram_run_config(tmp_path, llm, api)
     more = f"\n[qq]\nenabled = true\nport = {qq_port}\n\n[voice]\ntranscribe = true\nspeak = true\n"
     path.write_text(path.read_text(encoding="utf-8") + more, encoding="utf-8")
     return path

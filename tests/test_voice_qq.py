@@ -11,7 +11,7 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 
 from adapters.audio import sniff
-from bot.config import Config
+from bot.config.model import Config
 from fakes import audio
 from fakes.harness import free_port, make_config, qq_bot, user_prompt
 from fakes.image_host import ImageHost
@@ -103,7 +103,10 @@ async def test_a_record_url_on_a_private_address_is_never_fetched(
     assert (host.requests, llm.transcriptions) == ([], [])
     assert new_messages(llm).strip().endswith(": [voice] 听")
     assert segments(answer) == [{"type": "text", "data": {"text": "好的"}}]
-    assert [line for line in logs if "a private or local address" in line] != []
+    assert logs.about("a private or local address") == [
+        "INFO voice note 1001 keeps its placeholder: QQ voice note host '127.0.0.1' is at "
+        "127.0.0.1, a private or local address (set qq.allow_private_image_hosts = true to allow)"
+    ]
     assert logs.tracebacks() == []
 
 

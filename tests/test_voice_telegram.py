@@ -12,7 +12,7 @@ from typing import Any
 
 from adapters.app import Core
 from adapters.web.api import trace_json
-from bot.config import Config
+from bot.config.model import Config
 from bot.conversation import Phase
 from bot.days import chat_day
 from bot.models import ChatKey, ChatKind

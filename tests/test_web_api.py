@@ -11,108 +11,40 @@ import asyncio
 import re
 import sqlite3
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
-from adapters.app import opened_parts, running_core, serving_dashboard
 from adapters.checks import check
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
 from bot.budget import format_cost
-from bot.config import Config, load_config
+from bot.config.model import load_config
 from bot.models import ChatKey, ChatKind, PersonNote
-from bot.ports import Platform
-from bot.replies.items import ItemKind
-from bot.secrets import Secrets, read_secrets
+from bot.secrets import read_secrets
+from fakes.dashboard import BEARER, TOKEN, Web, running_web
 from fakes.harness import (
     GROUP,
     TEST_KEY,
-    Harness,
-    RecordingPlatform,
-    free_port,
-    make_config,
     push_day_summary,
     replies_json,
 )
 from fakes.openai_api import FakeLLMServer
-from storage.sqlite import SqliteStore
 
-TOKEN = "web-token-for-tests-0123456789"
 ALICE = ChatKey("test", ChatKind.PRIVATE, "42")
 ALICE_PATH = "/api/chats/test:private:42"
 ALL_TIME = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 DAY = date(2026, 3, 5)
-
-
-@dataclass
-class Web:
-    """The running bot, its store and an HTTP client pointed at its dashboard."""
-
-    bot: Harness
-    store: SqliteStore
-    client: httpx.AsyncClient
-    config: Config
-
-    async def login(self) -> str:
-        """Log the client in through the form; return the page's CSRF token."""
-        response = await self.client.post("/login", data={"token": TOKEN})
-        assert response.status_code == 303
-        page = await self.client.get("/chats/test:private:42")
-        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-        assert found is not None, page.text
-        return found.group(1)
 
 
 @pytest.fixture
 async def web(
     tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
 ) -> AsyncIterator[Web]:
-    """Run the core with a long debounce (tests answer by draining) and the dashboard.
-
-    An indirect parameter, if any, is the config sections to add to.
-    """
-    sections = getattr(request, "param", {})
-    config = make_config(
-        tmp_path,
-        llm.base_url,
-        pacing={
-            "debounce_min_s": 30.0,
-            "debounce_max_s": 30.0,
-            "max_wait_s": 60.0,
-            **sections.get("pacing", {}),
-        },
-        web={"enabled": True, "port": free_port()},
-        llm=sections.get("llm", {}),
-        bot=sections.get("bot", {}),
-        budget=sections.get("budget", {}),
-        groups=sections.get("groups", {}),
-        voice=sections.get("voice", {}),
-    )
-    # A platform named "telegram" speaks the voice items of [voice] speak as Telegram would.
-    name = sections.get("platform", "test")
-    voice_key = TEST_KEY if config.voice.enabled else None
-    secrets = Secrets(
-        TEST_KEY,
-        TEST_KEY,
-        web_token=TOKEN,
-        voice_api_key=voice_key,
-        telegram_token="not-used" if name == "telegram" else None,
-    )
-    platform = RecordingPlatform(name=name, delivers=frozenset(ItemKind))
-    platforms: dict[str, Platform] = {platform.name: platform}
-    async with (
-        opened_parts(config, secrets) as parts,
-        running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
-        serving_dashboard(config, secrets, core.ops) as url,
-    ):
-        assert url is not None
-        async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
-            yield Web(Harness(config, core, platform, llm), parts.store, client, config)
+    """The core and its dashboard; an indirect parameter adds config sections."""
+    async with running_web(tmp_path, llm, getattr(request, "param", {})) as running:
+        yield running
 
 
 async def test_status_shows_a_waiting_chat_then_the_answered_one(web: Web) -> None:

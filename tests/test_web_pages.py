@@ -2,14 +2,16 @@
 glance, a voice reply shown as voice, the log's level filter and search, and the pages in
 ``bot.language``.
 
-They run on the ``web`` fixture of ``test_web_api.py``: the real core with a recording
-platform and the dashboard on its own uvicorn server, as ``pacebot run`` wires them.
+They run the real core with a recording platform and the dashboard on its own uvicorn
+server, as ``pacebot run`` wires them (:func:`fakes.dashboard.running_web`).
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,12 +19,20 @@ import pytest
 
 from bot.log import LOG_FILE
 from bot.models import ChatKey
+from fakes.dashboard import BEARER, TOKEN, Web, running_web
 from fakes.harness import GROUP, replies_json
-from tests.test_web_api import BEARER, TOKEN, Web, web
-
-__all__ = ["web"]  # the fixture, found by pytest through this name
+from fakes.openai_api import FakeLLMServer
 
 ALICE_PAGE = "/chats/test:private:42"
+
+
+@pytest.fixture
+async def web(
+    tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
+) -> AsyncIterator[Web]:
+    """The core and its dashboard; an indirect parameter adds config sections."""
+    async with running_web(tmp_path, llm, getattr(request, "param", {})) as running:
+        yield running
 
 
 def first_trace(page: str) -> list[str]:
@@ -89,11 +99,15 @@ GROUPS: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("web", [{"groups": GROUPS}], indirect=True)
+PROFILES = [{"name": "书友", "chats": ["test:private:*"], "persona": "你是书友。"}]
+
+
+@pytest.mark.parametrize("web", [{"groups": GROUPS, "profiles": PROFILES}], indirect=True)
 async def test_the_chat_page_leads_with_how_the_chat_is_answered(web: Web) -> None:
     """A group's page opens with its reply mode, interests, override and this hour's
     unaddressed calls, then its profile and whether the bot is on there, then its recent
-    messages, newest first; a private chat's says every batch is answered."""
+    messages, newest first; a private chat's says every batch is answered and names its
+    profile; a chat switched off says so."""
     await web.bot.say("你好")  # the login opens Alice's page
     await web.bot.settle()
     web.bot.llm.reply_json(replies_json("猫好可爱"))
@@ -103,6 +117,8 @@ async def test_the_chat_page_leads_with_how_the_chat_is_answered(web: Web) -> No
     await web.login()
     group = (await web.client.get("/chats/test:group:-100")).text
     private = (await web.client.get(ALICE_PAGE)).text
+    await web.bot.ops.access.switch(GROUP, on=False, by="test:7")
+    switched_off = (await web.client.get("/chats/test:group:-100")).text
     sections = re.findall(r'<section id="(\w+)">', group)
     messages = re.findall(r'<span class="text">([^<]*)</span>', group)
 
@@ -116,7 +132,12 @@ async def test_the_chat_page_leads_with_how_the_chat_is_answered(web: Web) -> No
     }
     assert sections[:3] == ["glance", "messages", "stack"]
     assert messages == ["晚上吃什么", "猫好可爱", "我家的猫"]
-    assert glance(private)["Reply mode"] == "a private chat: every batch is answered"
+    assert glance(private) == {
+        "Reply mode": "a private chat: every batch is answered",
+        "Profile": "书友",
+        "The bot here": "on",
+    }
+    assert glance(switched_off)["The bot here"] == "off: the chat is switched off (/bot off)"
 
 
 @pytest.mark.parametrize("web", [{"voice": {"speak": True}, "platform": "telegram"}], indirect=True)

@@ -43,7 +43,7 @@ from adapters.qq import errors, history, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
 from adapters.qq.outbound import Outbound, as_int
 from bot.addressing import BotNames
-from bot.config_values import is_loopback
+from bot.config.values import is_loopback
 from bot.errors import ConfigError, PlatformError, SendFailed
 from bot.log import redactor
 from bot.models import ChatKey, ChatKind, IncomingMessage

@@ -229,6 +229,7 @@ async def chat_page(
         stickers=await ops.stickers.collection(chat),
         traces=[(one.trace, trace_lines(one, zone=zone, say=say)) for one in traces],
         initiative=await ops.initiative.view(chat),
+        access=ops.access.of(chat),
     )
 
 

@@ -18,6 +18,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
+from adapters.config_file import ConfigFile
 from adapters.web import api, pages
 from adapters.web.auth import Gate, Sessions
 from adapters.web.depends import TEMPLATES
@@ -25,7 +26,7 @@ from adapters.web.guards import BodyLimit, SecurityHeaders
 from adapters.web.pages import login_url
 from adapters.web.server import serving
 from adapters.web.words import Words
-from bot.config import Config
+from bot.config.model import Config
 from bot.log import LOG_FILE
 from bot.ops import Ops
 from bot.texts import Language
@@ -34,13 +35,17 @@ STATIC = Path(__file__).parent / "static"
 
 
 @contextlib.asynccontextmanager
-async def serving_dashboard(config: Config, token: str, ops: Ops) -> AsyncIterator[str]:
-    """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL."""
+async def serving_dashboard(
+    config: Config, token: str, ops: Ops, *, config_file: ConfigFile | None = None
+) -> AsyncIterator[str]:
+    """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL.
+    With ``config_file`` the settings can be changed there."""
     app = create_app(
         ops,
         token=token,
         zone=config.bot.zone,
         log_file=config.log_dir / LOG_FILE,
+        config_file=config_file,
         language=config.bot.language,
     )
     async with serving(app, host=config.web.host, port=config.web.port) as url:
@@ -48,12 +53,19 @@ async def serving_dashboard(config: Config, token: str, ops: Ops) -> AsyncIterat
 
 
 def create_app(
-    ops: Ops, *, token: str, zone: ZoneInfo, log_file: Path, language: Language = "en"
+    ops: Ops,
+    *,
+    token: str,
+    zone: ZoneInfo,
+    log_file: Path,
+    config_file: ConfigFile | None = None,
+    language: Language = "en",
 ) -> FastAPI:
     """Return the dashboard app over ``ops``, open to the holder of ``token`` only, in
     ``language``."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.ops = ops
+    app.state.config_file = config_file
     app.state.words = Words(language)
     app.state.log_file = log_file
     app.state.gate = Gate(token, Sessions())

@@ -91,6 +91,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "profile_base": "the base configuration",
         "access": "The bot here",
         "access_on": "on",
+        "access_off": "off: {why}",
         # one chat: recent messages
         "messages": "Recent messages",
         "messages_hint": "newest first",
@@ -249,6 +250,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "profile_base": "基础配置",
         "access": "本聊天中的机器人",
         "access_on": "开启",
+        "access_off": "关闭：{why}",
         "messages": "最近的消息",
         "messages_hint": "最新的在前",
         "no_message": "没有保存的消息。",

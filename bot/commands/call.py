@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.models import ChatKey
 from bot.ops import Ops
 from bot.texts import Texts
@@ -22,7 +22,7 @@ class Call:
     title: str | None  # the chat's title, when the command was sent in it
     admin: bool
     ops: Ops
-    config: Config
+    config: Settings
     say: Texts
 
     def shifted(self) -> Call:

@@ -8,7 +8,7 @@ with ``admins_in_groups``, on the whole chat: anyone in a private chat, admins i
 
 from __future__ import annotations
 
-from bot.commands import initiative, people, recall, status, stickers, summary, trace
+from bot.commands import access, initiative, people, recall, status, stickers, summary, trace
 from bot.commands.call import Call, Command
 from bot.texts import Texts
 
@@ -39,6 +39,7 @@ MENU: tuple[Command, ...] = (
     Command("sticker", stickers.sticker, "ban <id>"),
     Command("later", initiative.later, "[cancel <id>]", anyone=True),
     Command("quiet", initiative.quiet, "[hours | off]", anyone=True, admins_in_groups=True),
+    Command("bot", access.bot, "[off | on]"),
 )
 _BY_NAME = {command.name: command for command in MENU}
 

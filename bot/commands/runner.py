@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from bot.commands.call import Call, Command
 from bot.commands.menu import parse_command
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.errors import ConfigError
 from bot.models import ChatKey, IncomingMessage
 from bot.ops import Ops
@@ -22,10 +22,9 @@ from bot.texts import Texts
 class CommandRunner:
     """Check who may run a command, pick the chat it acts on, and run it."""
 
-    def __init__(self, config: Config, ops: Ops) -> None:
+    def __init__(self, config: Settings, ops: Ops) -> None:
         self._config = config
         self._ops = ops
-        self.texts = Texts(config.bot.language)
 
     @staticmethod
     def is_command(text: str) -> bool:
@@ -40,10 +39,11 @@ class CommandRunner:
     async def run(self, message: IncomingMessage, command: Command, args: Sequence[str]) -> str:
         """Run ``command`` for ``message``'s sender and return the answer text."""
         admin = self.is_admin(message)
+        say = Texts(self._config.for_chat(message.chat).language)
         if not command.allowed(admin=admin, group=message.chat.is_group):
             if command.anyone:  # only in a group
-                return self.texts("refusal_in_group", name=command.name)
-            return self.texts("refusal")
+                return say("refusal_in_group", name=command.name)
+            return say("refusal")
         chat = message.chat
         if args and not command.anyone and not chat.is_group:
             try:
@@ -61,6 +61,6 @@ class CommandRunner:
             admin=admin,
             ops=self._ops,
             config=self._config,
-            say=self.texts,
+            say=say,
         )
         return await command.handler(call)

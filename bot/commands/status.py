@@ -15,7 +15,7 @@ from bot.replies.items import ItemKind
 
 async def status(call: Call) -> str:
     """Show the pacing settings, the chat's status and what today's calls cost."""
-    pacing = call.config.pacing
+    pacing = call.config.for_chat(call.chat).pacing
     shown = await call.ops.status.chat(call.chat)
     lines = [
         call.say(
@@ -36,6 +36,7 @@ async def status(call: Call) -> str:
             voices=shown.sent_today.get(ItemKind.VOICE, 0),
             errors=shown.llm_errors_last_hour,
         ),
+        *([call.say("status_profile", profile=shown.profile)] if shown.profile else []),
         *_spending_lines(call, shown.today),
         *_gate_lines(call, shown),
         *await _initiative_lines(call),
@@ -75,7 +76,7 @@ def _spending_lines(call: Call, today: Today) -> list[str]:
             "status_caps",
             soft=cap(budget.daily_tokens, standing.soft),
             hard=cap(budget.hard_daily_tokens, standing.hard),
-            chat_cap=cap(budget.chat_daily_tokens, standing.chat_soft),
+            chat_cap=cap(call.config.for_chat(call.chat).chat_daily_tokens, standing.chat_soft),
         ),
     ]
     if standing.hard:

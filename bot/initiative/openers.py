@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.config import InitiativeConfig
+from bot.config.model import InitiativeConfig
 from bot.hours import DAY_MINUTES, Window, in_window
 from bot.models import ChatKey
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from bot.config import InitiativeConfig
+from bot.config.model import InitiativeConfig
 from bot.models import ChatKey, StoredMessage
 from bot.replies.items import DroppedItem, ItemKind, Later
 

@@ -27,7 +27,8 @@ from zoneinfo import ZoneInfo
 
 from loguru import logger
 
-from bot.config import Config
+from bot.config.model import InitiativeConfig
+from bot.config.settings import Settings
 from bot.conversation import ChatEvents, Unheard
 from bot.hours import in_window
 from bot.initiative.occasion import Occasion, OccasionKind
@@ -75,7 +76,7 @@ class Initiative:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: InitiativeStore,
         *,
         platforms: Collection[str],
@@ -116,7 +117,7 @@ class Initiative:
         self._silences[chat] = fresh
         if silence is None:  # not in the heap yet; a chat in it is checked when it comes up
             self._push_opener(
-                chat, opener_moment(fresh, config=self._config.initiative, zone=self._zone)
+                chat, opener_moment(fresh, config=self._initiative_of(chat), zone=self._zone)
             )
 
     def promised(self, promises: Sequence[Promise]) -> None:
@@ -141,9 +142,10 @@ class Initiative:
                 item.id,
                 late_s,
             )
-        initiative = self._config.initiative
-        if initiative.openers:
-            since = now - timedelta(seconds=initiative.active_within_s)
+        opening = [config for config in self._config.initiatives() if config.openers]
+        if opening:  # the base config's or a profile's: heard() keeps the chats that may
+            within_s = max(config.active_within_s for config in opening)
+            since = now - timedelta(seconds=within_s)
             for chat, last_at in (await self._store.opener_candidates(since=since)).items():
                 self.heard(chat, last_at)
         self._wake_soon()
@@ -200,7 +202,7 @@ class Initiative:
             facts,
             now=now,
             quiet_until=quiet,
-            config=self._config.initiative,
+            config=self._initiative_of(occasion.chat),
             zone=self._zone,
         )
 
@@ -219,8 +221,11 @@ class Initiative:
     def _zone(self) -> ZoneInfo:
         return self._config.bot.zone
 
+    def _initiative_of(self, chat: ChatKey) -> InitiativeConfig:
+        return self._config.for_chat(chat).initiative
+
     def _may_open(self, chat: ChatKey) -> bool:
-        initiative = self._config.initiative
+        initiative = self._initiative_of(chat)
         group_ok = not chat.is_group or initiative.openers_in_groups
         return initiative.openers and group_ok and chat.platform in self._platforms
 
@@ -272,12 +277,12 @@ class Initiative:
 
     def _openers_due(self, now: datetime) -> None:
         """Hand over each chat whose opener moment has come and still stands."""
-        initiative = self._config.initiative
         while self._openers and self._openers[0][0] <= now:
             _, _, chat = heapq.heappop(self._openers)
             silence = self._silences.get(chat)
             if silence is None:
                 continue
+            initiative = self._initiative_of(chat)
             moment = opener_moment(silence, config=initiative, zone=self._zone)
             if moment <= now and not in_window(now, window=initiative.window, zone=self._zone):
                 moment = into_hours(

@@ -18,7 +18,7 @@ from typing import Any
 from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.errors import BadLLMReply
 from bot.memory.ports import PeopleStore
 from bot.models import ChatKey, Fact, KnownPerson, PersonNote, StoredMessage
@@ -162,7 +162,7 @@ class People:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: PeopleStore,
         *,
         now: Callable[[], datetime],

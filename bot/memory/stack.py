@@ -17,7 +17,7 @@ from loguru import logger
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.budget import Spending, usage_of
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.errors import BadLLMReply, OverBudget, StorageError, SummaryExists
 from bot.memory.people import PEOPLE_INSTRUCTIONS, People, read_people, speakers_of
 from bot.memory.ports import MemoryStore
@@ -155,7 +155,7 @@ def full_stack_text(initial: str, stack: Sequence[SummaryRecord]) -> str:
     return "\n\n".join([initial.strip(), *(r.added_prompt for r in stack)])
 
 
-def _transcript_line(message: StoredMessage, *, bot_name: str, config: Config) -> str:
+def _transcript_line(message: StoredMessage, *, bot_name: str, config: Settings) -> str:
     local = message.sent_at.astimezone(config.bot.zone)
     # People are named with their id, so that facts about them find the right person.
     who = (
@@ -170,7 +170,7 @@ def _transcript_line(message: StoredMessage, *, bot_name: str, config: Config) -
 
 
 def summary_request(
-    chat: ChatKey, day: date, messages: Sequence[StoredMessage], *, config: Config
+    chat: ChatKey, day: date, messages: Sequence[StoredMessage], *, config: Settings
 ) -> list[ChatMessage]:
     """Build the summary call for one chat day."""
     kind = "group chat" if chat.is_group else "private chat"
@@ -196,11 +196,10 @@ class Memory:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: MemoryStore,
         llm: LLM,
         *,
-        initial_persona: str,
         now: Callable[[], datetime],
         semantic: SemanticMemory | None = None,
         spending: Spending | None = None,
@@ -209,7 +208,6 @@ class Memory:
         self._store = store
         self._llm = llm
         self._spending = spending
-        self.initial_persona = initial_persona
         self._now = now
         self.days = config.chat_days(now)
         """The chat days summaries are written for."""
@@ -221,11 +219,16 @@ class Memory:
         """Return the current chat day."""
         return self.days.today()
 
+    def initial_persona(self, chat: ChatKey) -> str:
+        """Return the persona ``chat``'s summary stack sits on: its profile's, else the
+        base persona."""
+        return self._config.for_chat(chat).persona
+
     async def persona(self, chat: ChatKey) -> Persona:
         """Return the chat's effective persona."""
         stack = await self._store.live_summaries(chat)
         budget = self._config.memory.context_budget_tokens
-        return effective_persona(self.initial_persona, stack, budget_tokens=budget)
+        return effective_persona(self.initial_persona(chat), stack, budget_tokens=budget)
 
     async def summarise(self, chat: ChatKey, day: date, *, on_purpose: bool) -> SummaryResult:
         """Summarise one chat day and push it; raise ``LLMError`` if the LLM fails.
@@ -301,7 +304,7 @@ class Memory:
                 partial=unfinished,
             )
             return replaced is not None
-        before = full_stack_text(self.initial_persona, await self._store.live_summaries(chat))
+        before = full_stack_text(self.initial_persona(chat), await self._store.live_summaries(chat))
         try:
             await self._store.push_summary(
                 chat,

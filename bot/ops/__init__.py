@@ -7,7 +7,8 @@ bot is doing (what waits, what is queued, what failed, each chat's phase, the pr
 :class:`MemoryOps` reads and changes what it remembers (the prompt stack, recall, people
 and their facts), :class:`TraceOps` reads how batches were answered,
 :class:`StickerOps` the chats' sticker collections, :class:`InitiativeOps` their later
-items, openers and quiet periods, and :class:`CostOps` what the LLM calls cost.
+items, openers and quiet periods, :class:`CostOps` what the LLM calls cost, and
+:class:`AccessOps` which chats are served.
 :class:`Ops` holds them for a running bot.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.ops.access import AccessOps
 from bot.ops.cost import CostOps
 from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
@@ -33,3 +35,4 @@ class Ops:
     stickers: StickerOps
     initiative: InitiativeOps
     cost: CostOps
+    access: AccessOps

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from bot.budget import Spending, Standing, UsageLog, cost_of, is_priced
-from bot.config_groups import BudgetConfig
+from bot.config.groups import BudgetConfig
 from bot.models import ChatKey, TokenCount
 
 
@@ -73,13 +73,13 @@ class DayCost:
 class CostOps:
     """Answer what the LLM calls cost, for every face."""
 
-    def __init__(self, budget: BudgetConfig, store: UsageLog, spending: Spending) -> None:
-        self._budget = budget
+    def __init__(self, store: UsageLog, spending: Spending) -> None:
         self._store = store
         self._spending = spending
 
     def _spent(self, tokens: TokenCount) -> Spent:
-        return Spent(tokens, cost_of(tokens, self._budget), is_priced(self._budget))
+        prices = self._spending.prices
+        return Spent(tokens, cost_of(tokens, prices), is_priced(prices))
 
     async def today(self, chat: ChatKey | None = None) -> Today:
         """Return today's spending, the bot's and ``chat``'s, against the caps."""
@@ -89,7 +89,7 @@ class CostOps:
             self._spent(standing.bot),
             self._spent(standing.chat),
             self._spending.next_day_at(),
-            self._budget,
+            self._spending.prices,
         )
 
     def _days(self, days: int) -> tuple[date, date]:
@@ -106,7 +106,9 @@ class CostOps:
             for row in await self._store.usage_rows(first, last, chat=chat)
         )
         total = sum((row.spent.tokens for row in rows), TokenCount())
-        return CostReport(first, last, chat, rows, self._spent(total), self._budget.currency)
+        return CostReport(
+            first, last, chat, rows, self._spent(total), self._spending.prices.currency
+        )
 
     async def daily(self, *, days: int, chat: ChatKey | None = None) -> list[DayCost]:
         """Return the spending on each of the last ``days`` chat days, oldest first, of

@@ -18,7 +18,7 @@ from datetime import date, timedelta
 
 from loguru import logger
 
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.memory.nightly import NightlyReport, days_to_summarise, pending_work, summarise_days
 from bot.memory.ports import MemoryStore
 from bot.memory.recall import Recalled
@@ -80,7 +80,7 @@ class PersonFacts:
 class MemoryOps:
     """Read and change what the bot remembers, for every face."""
 
-    def __init__(self, config: Config, memory: Memory, store: MemoryStore) -> None:
+    def __init__(self, config: Settings, memory: Memory, store: MemoryStore) -> None:
         self._config = config
         self._memory = memory
         self._store = store
@@ -104,7 +104,7 @@ class MemoryOps:
         return PromptStack(
             chat,
             entries,
-            self._memory.initial_persona,
+            self._memory.initial_persona(chat),
             persona.tokens,
             restorable=await self._store.restorable_summary(chat),
         )

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from bot.company import Company
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.conversation import Phase
 from bot.gate import CallGate
 from bot.models import ChatActivity, ChatKey, StoredMessage
@@ -140,6 +140,7 @@ class ChatStatus:
     unaddressed_calls: int | None  # in the last hour, for the chat's group; None: private
     unaddressed_budget: int  # the group's unaddressed_calls_per_hour
     paused_until: datetime | None  # a bot loop paused the chat until then
+    profile: str = ""  # the profile the chat runs with; "" = none
     interests: tuple[str, ...] = ()  # the chat's group's (an override applied)
     overridden: bool = False  # a [[groups.override]] names the chat's group
 
@@ -162,7 +163,7 @@ class StatusOps:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: StatusStore,
         *,
         chats: ChatStates,
@@ -202,7 +203,8 @@ class StatusOps:
 
     async def chat(self, chat: ChatKey) -> ChatStatus:
         """Return one chat's status."""
-        settings = self._config.groups.for_chat(chat)
+        chat_settings = self._config.for_chat(chat)
+        settings = chat_settings.groups
         return ChatStatus(
             chat,
             self._chats.phase(chat),
@@ -215,6 +217,7 @@ class StatusOps:
             await self._gate.calls_this_hour(chat) if chat.is_group else None,
             settings.unaddressed_calls_per_hour,
             self._company.paused_until(chat, now=self._now()),
+            chat_settings.profile,
             settings.interests,
             any(o.chat == str(chat.room) for o in self._config.groups.override),
         )
@@ -279,6 +282,10 @@ class StatusOps:
         """Return the chat's ``limit`` newest messages, chatters' and the bot's, oldest first."""
         end = self._now() + timedelta(days=1)  # a platform's clock may run a little ahead
         return await self._store.messages_between(chat, _EPOCH, end, limit=limit)
+
+    def profile(self, chat: ChatKey) -> str:
+        """Return the name of the profile ``chat`` runs with; "" when none names it."""
+        return self._config.for_chat(chat).profile
 
     async def system_prompt(self, chat: ChatKey, *, title: str | None = None) -> str:
         """Return the system prompt ``chat``'s next batch would get.

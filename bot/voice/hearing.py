@@ -24,7 +24,7 @@ from typing import Final
 
 from loguru import logger
 
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.errors import LLMError, StorageError, VoiceUnavailable
 from bot.models import Batch, ChatKey, IncomingMessage, StoredMessage, VoiceNote, voice_label
 from bot.tasks import start_task
@@ -62,12 +62,12 @@ class Hearing:
 
     def __init__(
         self,
-        config: Config,
+        config: Settings,
         store: TranscriptStore,
         speech: Speech,
         sources: Mapping[str, VoiceSource],
     ) -> None:
-        self._config = config.voice
+        self._config = config
         self._store = store
         self._speech = speech
         self._sources = sources
@@ -192,7 +192,7 @@ class Hearing:
 
     def _check_length(self, duration_s: float | None) -> None:
         """Refuse a note longer than ``voice.max_seconds``."""
-        limit_s = self._config.max_seconds
+        limit_s = self._config.voice.max_seconds
         if duration_s is not None and duration_s > limit_s:
             msg = f"it lasts {duration_s:.0f} s, more than voice.max_seconds = {limit_s:g}"
             raise VoiceUnavailable(msg)

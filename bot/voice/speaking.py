@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from loguru import logger
 
-from bot.config import Config
+from bot.config.settings import Settings
 from bot.errors import LLMError
 from bot.models import ChatKey
 from bot.replies.items import ItemKind, Outgoing, Text, Voice
@@ -26,9 +26,9 @@ from bot.voice.ports import Speech
 class Speaking:
     """The sender's hooks for voice items (see :class:`bot.replies.hooks.ItemHooks`)."""
 
-    def __init__(self, config: Config, speech: Speech, formats: Mapping[str, str]) -> None:
+    def __init__(self, config: Settings, speech: Speech, formats: Mapping[str, str]) -> None:
         """``formats`` names the audio format each platform sends voice notes in."""
-        self._config = config.voice
+        self._config = config
         self._speech = speech
         self._formats = formats
 
@@ -64,11 +64,11 @@ class Speaking:
 
     def _speaks(self, chat: ChatKey, item: Voice) -> str | None:
         """Return why ``item`` cannot be spoken in ``chat``; ``None`` if it can."""
-        if not self._config.speak:
+        if not self._config.for_chat(chat).speak:
             return "voice.speak is off"
         if chat.platform not in self._formats:
             return f"{chat.platform} sends no voice notes"
-        limit = self._config.max_chars
+        limit = self._config.voice.max_chars
         if len(item.text) > limit:
             return f"{len(item.text)} characters, more than voice.max_chars = {limit}"
         return None

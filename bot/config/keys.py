@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bot.config import Config
+from bot.config.model import Config
 
 _TYPES: dict[object, str] = {
     str: "string",
@@ -56,6 +56,10 @@ def type_name(annotation: object) -> str:
     """Name the type of a key's value in TOML's words."""
     origin = typing.get_origin(annotation)
     arguments = typing.get_args(annotation)
+    if origin is typing.Annotated:  # a value with a check of its own: its type is the first
+        return type_name(arguments[0])
+    if origin is dict:
+        return "table"
     if origin is typing.Literal:
         return " | ".join(f'"{value}"' for value in arguments)
     if origin in {typing.Union, types.UnionType}:  # an optional value: X | None

@@ -1,9 +1,9 @@
 """The forms a value of ``config.toml`` may take, each checked in one place, and the
 :class:`Section` every table is read into.
 
-Each ``Annotated`` type below is a field type of ``bot/config.py`` or
-``bot/config_groups.py``; its check raises ``ValueError`` with the expected form in TOML's
-words, which ``bot/config_errors.py`` puts after the key and the value.
+Each ``Annotated`` type below is a field type of ``bot/config/model.py`` or
+``bot/config/groups.py``; its check raises ``ValueError`` with the expected form in TOML's
+words, which ``bot/config/errors.py`` puts after the key and the value.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from bot.config_errors import toml_value
+from bot.config.errors import toml_value
 from bot.errors import ConfigError
 from bot.hours import window_minutes
 from bot.models import ChatKey

@@ -9,8 +9,8 @@ from typing import Any, Self
 
 from pydantic import Field, model_validator
 
-from bot.config_errors import describe, toml_value
-from bot.config_values import (
+from bot.config.errors import describe, toml_value
+from bot.config.values import (
     GroupChatKey,
     Interests,
     NonNegativeSeconds,

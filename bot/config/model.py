@@ -15,9 +15,10 @@ from zoneinfo import ZoneInfo
 
 from pydantic import Field, ValidationError, model_validator
 
-from bot.config_errors import describe, toml_error, toml_value
-from bot.config_groups import BudgetConfig, GroupsConfig, describe_override
-from bot.config_values import (
+from bot.config.errors import describe, toml_error, toml_value
+from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
+from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
+from bot.config.values import (
     AdminIds,
     ClockTime,
     EnvName,
@@ -338,6 +339,24 @@ class Config(Section):
     """What the bot does on its own: reminders, follow-ups and openers."""
     budget: BudgetConfig = BudgetConfig()
     """What the LLM calls may spend, and what they cost."""
+    access: AccessConfig = AccessConfig()
+    """Which chats and people the bot serves at all."""
+    profiles: tuple[Profile, ...] = ()
+    """What the chats matching a profile's patterns run with: ``[[profiles]]`` tables."""
+
+    @model_validator(mode="after")
+    def _profiles_named_once(self) -> Self:
+        seen: set[str] = set()
+        for number, profile in enumerate(self.profiles, start=1):
+            where = f"{PROFILES_KEY} (item {number})"
+            if profile.name in seen:
+                msg = f"{where}: name = {toml_value(profile.name)} is taken; name each once"
+                raise ValueError(msg)
+            if profile.persona is not None and profile.persona_file is not None:
+                msg = f"{where}: set persona or persona_file, not both"
+                raise ValueError(msg)
+            seen.add(profile.name)
+        return self
 
     @property
     def database_path(self) -> Path:
@@ -362,9 +381,7 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        problems = "\n".join(
-            f"  - {describe_override(e, data) or describe(e, model=Config)}" for e in exc.errors()
-        )
+        problems = "\n".join(f"  - {_described(e, data)}" for e in _reported(exc.errors()))
         msg = f"invalid configuration:\n{problems}"
         raise ConfigError(msg) from None
     bot = config.bot
@@ -372,9 +389,28 @@ def parse_config(data: Mapping[str, Any], *, base_dir: Path) -> Config:
     persona_file = bot.persona_file
     if persona_file is not None and not persona_file.is_absolute():
         persona_file = base_dir / persona_file
-    return config.model_copy(
-        update={"bot": bot.model_copy(update={"data_dir": data_dir, "persona_file": persona_file})}
+    profiles = tuple(
+        profile.model_copy(update={"persona_file": base_dir / profile.persona_file})
+        if profile.persona_file is not None and not profile.persona_file.is_absolute()
+        else profile
+        for profile in config.profiles
     )
+    bot = bot.model_copy(update={"data_dir": data_dir, "persona_file": persona_file})
+    return config.model_copy(update={"bot": bot, "profiles": profiles})
+
+
+def _described(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    return (
+        describe_override(error, data)
+        or describe_profile(error, data)
+        or describe(error, model=Config)
+    )
+
+
+def _reported(errors: list[Any]) -> list[Any]:
+    """Drop the follow-on error of a pattern list whose items were refused already."""
+    refused = {tuple(e["loc"][:-1]) for e in errors if e["loc"] and isinstance(e["loc"][-1], int)}
+    return [e for e in errors if not (e["type"] == "too_short" and tuple(e["loc"]) in refused)]
 
 
 def load_config(path: Path) -> Config:
@@ -393,29 +429,6 @@ def load_config(path: Path) -> Config:
         msg = toml_error(path, text, exc)
         raise ConfigError(msg) from None
     return parse_config(data, base_dir=path.resolve().parent)
-
-
-def read_persona(config: Config) -> str:
-    """Return the initial persona text, from ``persona_file`` when one is set."""
-    if config.bot.persona_file is None:
-        return config.bot.persona
-    try:
-        text = config.bot.persona_file.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        msg = f"bot.persona_file = {toml_value(config.bot.persona_file)}: cannot read it" + (
-            f" ({exc.strerror})"
-        )
-        raise ConfigError(msg) from None
-    except UnicodeDecodeError as exc:
-        msg = (
-            f"bot.persona_file = {toml_value(config.bot.persona_file)}: not UTF-8 text"
-            f" (byte {exc.start} cannot be decoded); save it as UTF-8"
-        )
-        raise ConfigError(msg) from None
-    if not text:
-        msg = f"bot.persona_file = {toml_value(config.bot.persona_file)}: the file is empty"
-        raise ConfigError(msg)
-    return text
 
 
 def enabled_platforms(config: Config) -> list[str]:
