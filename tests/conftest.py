@@ -53,3 +53,15 @@ async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
     """Open a fresh SQLite store and close it after the test."""
     async with await SqliteStore.open(db_path) as opened:
         yield opened
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Start the tests allowed the longest first (their timeout mark): in parallel
+    (``pytest -n auto``) the kill suite and the benchmarks' smoke run then beside the
+    rest, not alone at the end. The others keep their order."""
+
+    def allowed_s(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("timeout")
+        return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+    items.sort(key=allowed_s, reverse=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,18 @@ from fakes.process import CHECK_KEY, check_config, check_online
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def shipped_config(tmp_path: Path) -> Path:
+    """Copy the shipped config.toml into ``tmp_path``: check tries its data directory there,
+    not in the repository, where tests running side by side would share it."""
+    return Path(shutil.copy(ROOT / "config.toml", tmp_path / "config.toml"))
+
+
 def test_the_shipped_config_is_ready_for_the_console(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On the shipped config (no platform on) check exits 0 and says only the console can run."""
     monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
-    assert main(["check", "-c", str(ROOT / "config.toml")]) == 0
+    assert main(["check", "-c", str(shipped_config(tmp_path))]) == 0
     captured = capsys.readouterr()
     assert (captured.err, captured.out.splitlines()[-1]) == (
         "",
@@ -71,12 +78,12 @@ async def test_a_secret_written_into_the_file_is_never_printed_back(tmp_path: Pa
 
 
 def test_a_bad_log_level_in_the_environment_fails_the_check(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A PACEBOT_LOG_LEVEL that `pacebot run` would refuse makes check exit 1, in run's words."""
     monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
     monkeypatch.setenv("PACEBOT_LOG_LEVEL", "loud")
-    assert main(["check", "-c", str(ROOT / "config.toml")]) == 1
+    assert main(["check", "-c", str(shipped_config(tmp_path))]) == 1
     assert capsys.readouterr().err.splitlines() == [
         "✗ PACEBOT_LOG_LEVEL = 'LOUD': must be one of TRACE, DEBUG, INFO, SUCCESS, WARNING, ERROR"
     ]
