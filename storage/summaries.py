@@ -90,17 +90,7 @@ async def _push(
         "INSERT INTO knowledge_index (prompt_history_id, chat_key, summary_date, summary,"
         " topics, key_points, keywords, message_count, search_text)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            history_id,
-            str(chat),
-            day.isoformat(),
-            content.summary,
-            _json_list(content.topics),
-            _json_list(content.key_points),
-            _json_list(content.keywords),
-            message_count,
-            search_text,
-        ),
+        (history_id, str(chat), day.isoformat(), *_indexed(content, message_count, search_text)),
     )
     return await _record(db, chat, history_id)
 
@@ -136,15 +126,7 @@ async def _replace(
     await db.execute(
         "UPDATE knowledge_index SET summary = ?, topics = ?, key_points = ?, keywords = ?,"
         " message_count = ?, search_text = ? WHERE prompt_history_id = ?",
-        (
-            content.summary,
-            _json_list(content.topics),
-            _json_list(content.key_points),
-            _json_list(content.keywords),
-            message_count,
-            search_text,
-            history_id,
-        ),
+        (*_indexed(content, message_count, search_text), history_id),
     )
     await db.execute("DELETE FROM embeddings WHERE kind = 'summary' AND row_id = ?", (history_id,))
     return await _record(db, chat, history_id)
@@ -333,6 +315,13 @@ def _summary_record(row: sqlite3.Row, chat: ChatKey) -> SummaryRecord:
         deleted_by=row["deleted_by"],
         partial=bool(row["partial"]),
     )
+
+
+def _indexed(content: DaySummary, message_count: int, search_text: str) -> tuple[object, ...]:
+    """Return a knowledge-index row's summary, topics, key points, keywords, message count
+    and words, as its columns hold them."""
+    lists = (_json_list(items) for items in (content.topics, content.key_points, content.keywords))
+    return (content.summary, *lists, message_count, search_text)
 
 
 def _cleaned(content: DaySummary) -> DaySummary:

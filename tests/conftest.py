@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fakes.bot_api import FakeBotAPI
+from fakes.dashboard import Web, running_web
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -40,6 +41,16 @@ async def api() -> AsyncIterator[FakeBotAPI]:
     """A running fake Telegram Bot API."""
     async with FakeBotAPI() as server:
         yield server
+
+
+@pytest.fixture
+async def web(
+    tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
+) -> AsyncIterator[Web]:
+    """The core and its dashboard (``fakes.dashboard``); an indirect parameter adds config
+    sections."""
+    async with running_web(tmp_path, llm, getattr(request, "param", {})) as running:
+        yield running
 
 
 @pytest.fixture

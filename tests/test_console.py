@@ -294,13 +294,15 @@ class Terminal:
         os.close(self.master)
 
 
+@contextlib.asynccontextmanager
 async def at_a_terminal(
     tmp_path: Path, llm: FakeLLMServer, *, language: str = "en"
-) -> tuple[asyncio.subprocess.Process, Terminal]:
-    """Start the console with a pseudo-terminal as its standard input and output (one that
-    answers no cursor position request, so prompt_toolkit is told not to ask)."""
-    config = console_config(tmp_path, llm.base_url, debounce_s=30.0)
-    config.write_text(config.read_text().replace("[bot]\n", f'[bot]\nlanguage = "{language}"\n'))
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, Terminal]]:
+    """Run the console with a pseudo-terminal as its standard input and output (one that
+    answers no cursor position request, so prompt_toolkit is told not to ask); kill it if
+    the test did not see it leave."""
+    bot = f'language = "{language}"\n'
+    config = console_config(tmp_path, llm.base_url, debounce_s=30.0, bot=bot)
     terminal = Terminal()
     env = {**os.environ, "PACEBOT_LLM_API_KEY": KEY, "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1"}
     process = await asyncio.create_subprocess_exec(
@@ -308,7 +310,13 @@ async def at_a_terminal(
         stdin=terminal.slave, stdout=terminal.slave, stderr=asyncio.subprocess.PIPE, env=env,
     )  # fmt: skip
     os.close(terminal.slave)
-    return process, terminal
+    try:
+        yield process, terminal
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        terminal.close()
 
 
 async def test_a_terminal_edits_lines_with_arrows_and_history(
@@ -317,8 +325,7 @@ async def test_a_terminal_edits_lines_with_arrows_and_history(
     """At a terminal a line is edited as in a shell: Left moves the cursor (X goes in the
     middle), Up brings the last line back; Ctrl-D answers what waits, in one call."""
     llm.reply_json(replies_json("收到"))
-    process, terminal = await at_a_terminal(tmp_path, llm)
-    try:
+    async with at_a_terminal(tmp_path, llm) as (process, terminal):
         await terminal.read_until(b"you>")  # its space is drawn as a cursor move
         await terminal.type("ab\x1b[DX\r")  # a, b, Left, X, Enter
         await terminal.read_until(b"waiting for you to finish")
@@ -327,11 +334,6 @@ async def test_a_terminal_edits_lines_with_arrows_and_history(
         await terminal.type("\x04")  # Ctrl-D: answer what waits and leave
         await terminal.read_until("小满: 收到".encode())
         _, err = await asyncio.wait_for(process.communicate(), 20)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        terminal.close()
     [request] = llm.requests
     batch = request["messages"][-1]["content"]
     assert (process.returncode, "Traceback" in err.decode()) == (0, False)
@@ -343,8 +345,7 @@ async def test_ctrl_c_at_a_terminal_leaves_on_a_line_of_its_own(
 ) -> None:
     """Ctrl-C at the prompt (a key, not a signal: the terminal is raw) leaves at once and
     says what waits on a line of its own; the prompt is in bot.language."""
-    process, terminal = await at_a_terminal(tmp_path, llm, language="zh")
-    try:
+    async with at_a_terminal(tmp_path, llm, language="zh") as (process, terminal):
         await terminal.read_until("你>".encode())
         await terminal.type("还在吗\r")
         await terminal.read_until("在等你说完".encode())
@@ -352,11 +353,6 @@ async def test_ctrl_c_at_a_terminal_leaves_on_a_line_of_its_own(
         await terminal.type("\x03")  # Ctrl-C
         await terminal.read_until("下次启动时会回复".encode())
         _, err = await asyncio.wait_for(process.communicate(), 20)
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-        terminal.close()
     drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal.screen.decode()).replace("\r", "")
     [left] = [line for line in drawn.split("\n") if "下次启动时会回复" in line]
     assert (process.returncode, "Traceback" in err.decode()) == (0, False)

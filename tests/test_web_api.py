@@ -23,28 +23,18 @@ from bot.budget import format_cost
 from bot.config.model import load_config
 from bot.models import ChatKey, ChatKind, PersonNote
 from bot.secrets import read_secrets
-from fakes.dashboard import BEARER, TOKEN, Web, running_web
+from fakes.dashboard import BEARER, TOKEN, Web
 from fakes.harness import (
     GROUP,
     TEST_KEY,
     push_day_summary,
     replies_json,
 )
-from fakes.openai_api import FakeLLMServer
 
 ALICE = ChatKey("test", ChatKind.PRIVATE, "42")
 ALICE_PATH = "/api/chats/test:private:42"
 ALL_TIME = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
 DAY = date(2026, 3, 5)
-
-
-@pytest.fixture
-async def web(
-    tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
-) -> AsyncIterator[Web]:
-    """The core and its dashboard; an indirect parameter adds config sections."""
-    async with running_web(tmp_path, llm, getattr(request, "param", {})) as running:
-        yield running
 
 
 async def test_status_shows_a_waiting_chat_then_the_answered_one(web: Web) -> None:

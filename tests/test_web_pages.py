@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,20 +17,10 @@ import pytest
 
 from bot.log import LOG_FILE
 from bot.models import ChatKey
-from fakes.dashboard import BEARER, TOKEN, Web, running_web
+from fakes.dashboard import BEARER, TOKEN, Web
 from fakes.harness import GROUP, replies_json
-from fakes.openai_api import FakeLLMServer
 
 ALICE_PAGE = "/chats/test:private:42"
-
-
-@pytest.fixture
-async def web(
-    tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
-) -> AsyncIterator[Web]:
-    """The core and its dashboard; an indirect parameter adds config sections."""
-    async with running_web(tmp_path, llm, getattr(request, "param", {})) as running:
-        yield running
 
 
 def first_trace(page: str) -> list[str]:
