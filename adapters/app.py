@@ -30,14 +30,14 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from adapters import shell
-from adapters.checks import NOTHING_ENABLED, prepare_data_dir
+from adapters.checks import NOTHING_ENABLED, prepare_data_dir, resolve_log_level
 from adapters.config_file import ConfigFile
-from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
+from adapters.console import ConsolePlatform, stdin_is_terminal
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.media import opened_media
 from adapters.platforms import (
@@ -54,7 +54,6 @@ from bot.budget import Spending
 from bot.config.model import Config, enabled_platforms, load_config
 from bot.config.personas import read_persona
 from bot.config.settings import Settings
-from bot.config.values import LogLevel
 from bot.errors import ConfigError, PacebotError
 from bot.initiative.wakeup import LONGEST_WAIT_S
 from bot.log import setup_logging
@@ -73,8 +72,6 @@ from storage.words import RecallWords
 if TYPE_CHECKING:
     from adapters.openai_embeddings import OpenAIEmbedder
     from adapters.openai_llm import OpenAILLM
-
-LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 
 
 def utc_now() -> datetime:
@@ -349,15 +346,15 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
         bot_name=config.bot.name,
         texts=Texts(config.bot.language),
         echo_input=not stdin_is_terminal(),
+        zone=config.bot.zone,
     )
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as core:
-        reader = await stdin_reader()
         console.show_banner()
         if config.web.enabled:
             console.show_no_dashboard(config.web.url)
         reading = asyncio.create_task(
-            console.read_input(core.inbox, core.ops.status, reader), name="console:input"
+            console.read_input(core.inbox, core.ops.status), name="console:input"
         )
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -383,16 +380,6 @@ def start_logging(
         stderr_level=stderr_level,
         zone=config.bot.zone,
     )
-
-
-def resolve_log_level(chosen: str | None, config: Config) -> str:
-    """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
-    level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
-    if level and level not in LOG_LEVELS:
-        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
-        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
-        raise ConfigError(msg)
-    return level or config.bot.log_level
 
 
 def serve(path: Path, *, console: bool, log_level: str | None) -> int:

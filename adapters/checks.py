@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from bot.config.errors import toml_value
+from bot.config.groups import BudgetConfig, GroupsConfig
 from bot.config.model import Config, enabled_platforms, load_config
 from bot.config.personas import read_persona, read_profile_personas
 from bot.config.settings import Settings
+from bot.config.values import LogLevel
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 NOTHING_ENABLED = (
     "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
 )
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 ONLINE_TIMEOUT_S = 20.0
 """The longest one online check may take, whatever ``llm.timeout_s`` says."""
 _PING = (
@@ -75,6 +79,10 @@ def check(path: Path, *, online: bool = False) -> int:
         prepare_data_dir(config, keep=False)  # check leaves no directory behind
     except ConfigError as exc:
         problems.append(str(exc))
+    try:
+        resolve_log_level(None, config)
+    except ConfigError as exc:
+        problems.append(str(exc))
     secrets: Secrets | None = None
     try:
         secrets = read_secrets(config, console=False)
@@ -90,6 +98,10 @@ def check(path: Path, *, online: bool = False) -> int:
         print(f"dashboard: {config.web.url} (only `pacebot run` serves it, not `pacebot console`)")
     if config.voice.enabled:
         print(f"voice: {voice_summary(config)}")
+    for line in settings_summary(config):
+        print(line)
+    for warning in cap_warnings(config.budget):
+        print(f"! {warning}", file=sys.stderr)
     if problems or secrets is None:
         for problem in problems:
             print(f"✗ {problem}", file=sys.stderr)
@@ -113,6 +125,68 @@ def check(path: Path, *, online: bool = False) -> int:
             "set enabled = true under [telegram] or [qq]"
         )
     return 0
+
+
+def settings_summary(config: Config) -> list[str]:
+    """Say what a group is answered by and what the calls may spend, as the bot will run."""
+    groups = config.groups
+    lines = [f"groups: reply mode {toml_value(groups.reply_mode)}{_gate_of(groups)}"]
+    for override in groups.override:
+        given = sorted(override.model_fields_set - {"chat"})
+        changes = ", ".join(f"{key} = {toml_value(getattr(override, key))}" for key in given)
+        lines.append(f"  override {override.chat}: {changes or 'nothing changed'}")
+    budget = config.budget
+    caps = [
+        f"soft {budget.daily_tokens:,}" if budget.daily_tokens else "soft none",
+        f"hard {budget.hard_daily_tokens:,}" if budget.hard_daily_tokens else "hard none",
+        f"per chat {budget.chat_daily_tokens:,}" if budget.chat_daily_tokens else "per chat none",
+    ]
+    prices = (
+        f"prices {budget.price_in_per_million:g} in, {budget.price_out_per_million:g} out"
+        f" {budget.currency} a million tokens"
+        if budget.price_in_per_million or budget.price_out_per_million
+        else "no prices set"
+    )
+    lines.append(f"budget: caps in tokens a chat day: {', '.join(caps)}; {prices}")
+    return lines
+
+
+def _gate_of(groups: GroupsConfig) -> str:
+    """Say what the gate of ``"smart"`` joins on; nothing for the other modes."""
+    if groups.reply_mode != "smart":
+        return ""
+    interests = ", ".join(groups.interests) or "none"
+    return (
+        f" (interests: {interests}; talk_value {groups.talk_value:g};"
+        f" {groups.unaddressed_calls_per_hour} unaddressed calls an hour)"
+    )
+
+
+def cap_warnings(budget: BudgetConfig) -> list[str]:
+    """Name the caps of ``[budget]`` that make no sense together (not errors: they run)."""
+    soft, hard, chat = budget.daily_tokens, budget.hard_daily_tokens, budget.chat_daily_tokens
+    warnings = []
+    if hard and soft and hard < soft:
+        warnings.append(
+            f"budget.hard_daily_tokens = {hard} is below budget.daily_tokens = {soft}: the"
+            " hard cap stops every call before the soft cap is ever reached"
+        )
+    if hard and chat and chat > hard:
+        warnings.append(
+            f"budget.chat_daily_tokens = {chat} is above budget.hard_daily_tokens = {hard}:"
+            " no chat can reach it, the hard cap stops every call first"
+        )
+    return warnings
+
+
+def resolve_log_level(chosen: str | None, config: Config) -> str:
+    """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
+    level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
+    if level and level not in LOG_LEVELS:
+        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
+        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
+        raise ConfigError(msg)
+    return level or config.bot.log_level
 
 
 def prepare_data_dir(config: Config, *, keep: bool = True) -> None:

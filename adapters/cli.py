@@ -12,6 +12,7 @@ install`` and ``plugin list`` to :mod:`adapters.plugins.install`. This module im
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -58,7 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--online",
         action="store_true",
-        help="also contact the LLM (one tiny request) and Telegram (getMe)",
+        help="also contact the far ends: the LLM (one tiny request; one more offering the "
+        "memory tool when llm.memory_tool is on), the embeddings endpoint when "
+        "[memory.embeddings] is on (one word), the audio endpoints as far as [voice] turns "
+        "them on (a second of silence heard, one word spoken) and Telegram (getMe)",
     )
     commands.add_parser(
         "reload",
@@ -74,10 +78,14 @@ def _parser() -> argparse.ArgumentParser:
         parents=[with_config],
         help="run the nightly summaries by hand",
         description="Summarise chat days now. Without options: yesterday, every chat that "
-        "has messages and no summary (popped days stay popped).",
+        "has messages and no summary (popped days stay popped). Today is allowed: its "
+        "summary is partial, and the nightly run summarises the whole day in its place once "
+        "it has ended.",
     )
     summarize.add_argument(
-        "--date", type=date.fromisoformat, help="this chat day (YYYY-MM-DD), even if popped"
+        "--date",
+        type=date.fromisoformat,
+        help="this chat day (YYYY-MM-DD), even if popped; today's summary is partial",
     )
     summarize.add_argument("--chat", type=_chat_key, help="only this chat, e.g. qq:group:456")
     summarize.add_argument(
@@ -169,8 +177,25 @@ def _chat_key(text: str) -> ChatKey:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+SIGPIPE_EXIT = 128 + 13
+"""The exit code of a command whose reader left early, as a shell reports one SIGPIPE ended."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pacebot`` command."""
+    """Run the ``pacebot`` command; a reader that leaves early (``| head``) ends it quietly."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a reader gone shows here, not as a complaint at exit
+    except BrokenPipeError:
+        # What is left to print goes nowhere, and Python's flush at exit finds no pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return SIGPIPE_EXIT
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
+    """Parse the arguments and run the command they name."""
     args = _parser().parse_args(argv)
     if args.command == "check":
         from adapters import checks

@@ -226,7 +226,7 @@ class Answerer:
         turn.notes.gate = verdict.reasons
         if not verdict.go:
             reasons = "; ".join(verdict.reasons)
-            turn.log.debug("no LLM call, {}: {}; kept as context", verdict.why, reasons)
+            turn.log.info("{} (the gate: {}): no LLM call, kept as context", verdict.why, reasons)
         return verdict
 
     async def _look(self, turn: _Turn) -> None:
@@ -334,6 +334,8 @@ class Answerer:
                     self._llm, prompt.messages, kind="initiative", model=model, notes=notes
                 )
                 replies = await self._reader.read(completion, notes, prompt, splitter=False)
+                replies = self._linkless(batch.chat, replies, notes)  # no repeat guard: a
+                # reminder may say what it said yesterday
             except (LLMUnavailable, BadLLMReply) as exc:
                 error = str(exc)
                 log.warning("the {} got no usable answer: {}", occasion.kind, exc)
@@ -375,11 +377,18 @@ class Answerer:
         """Drop a repeat of the bot's last words; on QQ with ``strip_urls``, replace links."""
         replies, repeats = without_repeats(replies, turn.offer.bot_said)
         note_dropped(turn.notes, repeats)
-        if turn.batch.chat.platform == "qq" and self._config.qq.strip_urls:
-            replies, replaced = without_links(replies)
-            if replaced:
-                turn.log.info("{} link(s) replaced with [link] (qq.strip_urls)", replaced)
-                turn.notes.guards.append(f"{replaced} link(s) replaced with [link]")
+        return self._linkless(turn.batch.chat, replies, turn.notes)
+
+    def _linkless(self, chat: ChatKey, replies: list[Reply], notes: TraceNotes) -> list[Reply]:
+        """On QQ with ``strip_urls``, replace the links of every text (initiative's too)."""
+        if chat.platform != "qq" or not self._config.qq.strip_urls:
+            return replies
+        replies, replaced = without_links(replies)
+        if replaced:
+            logger.bind(chat=str(chat)).info(
+                "{} link(s) replaced with [link] (qq.strip_urls)", replaced
+            )
+            notes.guards.append(f"{replaced} link(s) replaced with [link]")
         return replies
 
     def _warn_vision_refused(self, exc: ImagesRefused) -> None:

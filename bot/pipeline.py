@@ -272,7 +272,7 @@ class Pipeline:
             )
             return
         log = logger.bind(chat=str(chat), batch=batch.id)
-        log.info("answering {} message(s)", len(batch.messages))
+        log.info("took {} message(s) as a batch", len(batch.messages))
         # Someone who is owed an answer sees "typing…" while the LLM thinks. From now on
         # they are being answered (in a private chat always): writing again talks over it.
         reply_mode = self._config.for_chat(chat).groups.reply_mode

@@ -339,11 +339,33 @@ def replies_json(*contents: str, delay: float = 0.0, **extra: Any) -> dict[str, 
     return {"replies": [{"content": c, "send_delay_seconds": delay, **extra} for c in contents]}
 
 
+PORTS_FROM = 20000
+"""The first port :func:`free_port` hands out: below the kernel's ephemeral range (Linux:
+32768-60999), so no ``bind(0)`` and no outgoing connection is ever given one of them."""
+PORTS_PER_WORKER = 1000
+_port_turn = itertools.count(random.randrange(PORTS_PER_WORKER))  # two suites at once differ
+
+
 def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """Return a TCP port on 127.0.0.1 that was free a moment ago, and that no other test
+    process of this run hands out.
+
+    A port is chosen now and bound later (a ``pacebot run`` starting up), so it must not
+    come from the ephemeral range, where another test's connection could take it meanwhile.
+    Each pytest-xdist worker (``gw0``, ``gw1``…) takes its own thousand ports.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = PORTS_FROM + (int(worker) % 10 if worker.isdigit() else 0) * PORTS_PER_WORKER
+    for _ in range(PORTS_PER_WORKER):
+        port = first + next(_port_turn) % PORTS_PER_WORKER
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:  # in use, or a closed server's port still waiting
+                continue
+            return port
+    msg = f"no free port from {first} to {first + PORTS_PER_WORKER - 1}"
+    raise RuntimeError(msg)
 
 
 async def start_run(

@@ -38,7 +38,7 @@ def _pictures_of(column: str | None) -> tuple[Picture, ...]:
     return tuple(Picture(item["ref"], item["placeholder"]) for item in json.loads(column))
 
 
-def _voice_json(note: VoiceNote | None) -> str | None:
+def voice_json(note: VoiceNote | None) -> str | None:
     """Return a message's voice note as the ``voice`` column holds it; ``None`` if none."""
     if note is None:
         return None
@@ -106,5 +106,5 @@ def inserted_row(message: IncomingMessage, received_at_s: float) -> tuple[object
         message.addresses_bot,
         message.reply_to_id,
         _pictures_json(message.pictures),
-        _voice_json(message.voice),
+        voice_json(message.voice),
     )

@@ -25,9 +25,11 @@ from adapters.web.depends import TEMPLATES
 from adapters.web.guards import BodyLimit, SecurityHeaders
 from adapters.web.pages import login_url
 from adapters.web.server import serving
+from adapters.web.words import Words
 from bot.config.model import Config
 from bot.log import LOG_FILE
 from bot.ops import Ops
+from bot.texts import Language
 
 STATIC = Path(__file__).parent / "static"
 
@@ -50,6 +52,7 @@ async def serving_dashboard(
         log_file=config.log_dir / LOG_FILE,
         config_file=config_file,
         plugins=plugins,
+        language=config.bot.language,
     )
     async with serving(app, host=config.web.host, port=config.web.port) as url:
         yield url
@@ -63,14 +66,16 @@ def create_app(
     log_file: Path,
     config_file: ConfigFile | None = None,
     plugins: Callable[[], Sequence[object]] = tuple,
+    language: Language = "en",
 ) -> FastAPI:
-    """Return the dashboard app over ``ops``, open to the holder of ``token`` only; its
-    overview lists what ``plugins`` returns (the nonebot plugins hosted, each with
-    ``module``, ``name``, ``loaded``, ``problem`` and ``matchers``)."""
+    """Return the dashboard app over ``ops``, open to the holder of ``token`` only, in
+    ``language``; its overview lists what ``plugins`` returns (the nonebot plugins hosted,
+    each with ``module``, ``name``, ``loaded``, ``problem`` and ``matchers``)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.ops = ops
     app.state.config_file = config_file
     app.state.plugins = plugins
+    app.state.words = Words(language)
     app.state.log_file = log_file
     app.state.gate = Gate(token, Sessions())
     app.state.zone = zone
@@ -90,10 +95,11 @@ def _error(
 ) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
+    words: Words = request.app.state.words
     return TEMPLATES.TemplateResponse(
         request,
         "error.html",
-        {"status": status, "message": message},
+        {"status": status, "message": message, "t": words, "html_lang": words.html_lang},
         status_code=status,
         headers=headers,
     )

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
-from bot.config.errors import describe, toml_value
+from bot.config.errors import describe, toml_error, toml_value
 from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
 from bot.config.values import (
@@ -483,7 +483,7 @@ def load_config(path: Path) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        msg = f"{path} is not valid TOML: {exc}"
+        msg = toml_error(path, text, exc)
         raise ConfigError(msg) from None
     return parse_config(data, base_dir=path.resolve().parent)
 
