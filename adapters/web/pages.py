@@ -3,7 +3,7 @@
 The pages need no front-end build: Jinja2 templates, one stylesheet and one small script
 (``static/dashboard.js``) that keeps the overview live by polling ``/api/status`` and
 asks before a pop or a forget. Every page speaks ``bot.language`` (:mod:`words`); a
-trace is shown line by line as ``/trace`` shows it (:func:`bot.trace.trace_lines`).
+trace is shown line by line as ``/trace`` shows it (:func:`bot.trace_lines.trace_lines`).
 Forms that change something post back here with the session's CSRF token and are
 redirected (post/redirect/get), so a reload never pops twice; the page they go back to
 says what was done, once (the session keeps it).
@@ -41,7 +41,7 @@ from bot.models import ChatKey
 from bot.ops.initiative import Cancelled
 from bot.ops.status import OVERVIEW_CHATS
 from bot.texts import Texts
-from bot.trace import trace_lines
+from bot.trace_lines import trace_lines
 
 CHART_DAYS = 7  # the overview's chart of spending
 CHAT_MESSAGES = 50  # the newest messages one chat's page shows
