@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError, model_validator
 from bot.config.errors import describe, toml_value
 from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
+from bot.config.tools import ToolsConfig, describe_server
 from bot.config.values import (
     AdminIds,
     ClockTime,
@@ -339,6 +340,8 @@ class Config(Section):
     """What the bot does on its own: reminders, follow-ups and openers."""
     budget: BudgetConfig = BudgetConfig()
     """What the LLM calls may spend, and what they cost."""
+    tools: ToolsConfig = ToolsConfig()
+    """The tools the model may call while it answers: MCP servers and web search."""
     access: AccessConfig = AccessConfig()
     """Which chats and people the bot serves at all."""
     profiles: tuple[Profile, ...] = ()
@@ -403,6 +406,7 @@ def _described(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     return (
         describe_override(error, data)
         or describe_profile(error, data)
+        or describe_server(error, data)
         or describe(error, model=Config)
     )
 
