@@ -64,6 +64,7 @@ from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
 from bot.tasks import start_task
 from bot.texts import Texts
+from bot.tools.ports import Toolbox
 from scheduler.jobs import start_scheduler
 from storage.sqlite import SqliteStore
 from storage.words import RecallWords
@@ -184,6 +185,7 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         media = await stack.enter_async_context(opened_media(config, secrets, platforms))
+        toolbox = await stack.enter_async_context(opened_tools(config, secrets))
         core = build_core(
             parts.settings,
             parts.store,
@@ -201,6 +203,7 @@ async def running_core(
             history=history_sources(config, platforms),
             draw=draw,
             clock_check_s=clock_check_s,
+            toolbox=toolbox,
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)
@@ -225,6 +228,19 @@ async def running_core(
             )
             stack.push_async_callback(_cancel, embedding)
         yield core
+
+
+@contextlib.asynccontextmanager
+async def opened_tools(config: Config, secrets: Secrets) -> AsyncIterator[Toolbox | None]:
+    """Start the MCP servers and open the web search with ``[tools] enabled`` (the ``mcp``
+    SDK is imported only then); stop them on exit. Yield ``None`` with tools off."""
+    if not config.tools.enabled:
+        yield None
+        return
+    from adapters.tools.toolbox import opened_toolbox
+
+    async with opened_toolbox(config.tools, secrets.tools_env) as toolbox:
+        yield toolbox
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:
