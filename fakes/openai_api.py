@@ -218,7 +218,7 @@ class FakeLLMServer:
         step = len(self._script)
         made = tuple(
             {
-                "id": f"call_{step}_{position}_{name}",
+                "id": f"call_{step}_{name}" if not position else f"call_{step}_{position}_{name}",
                 "type": "function",
                 "function": {
                     "name": name,

@@ -69,6 +69,7 @@ class McpServerLink:
         self._headers = dict(headers or {})
         self._session: ClientSession | None = None
         self._tools: tuple[ToolSpec, ...] = ()
+        self._listed: tuple[str, ...] = ()  # every tool the server listed, allowed or not
         self._state = "starting"
         self._detail = ""
         self._tried = asyncio.Event()  # the first attempt came to something
@@ -82,15 +83,36 @@ class McpServerLink:
         return self._server.name
 
     @property
+    def up(self) -> bool:
+        """Whether the server is connected (and its connection not found broken)."""
+        return self._session is not None and not self._ended.is_set()
+
+    @property
     def tools(self) -> tuple[ToolSpec, ...]:
         """The allowed tools, while the server runs."""
-        return self._tools if self._session is not None else ()
+        return self._tools if self.up else ()
+
+    @property
+    def listed(self) -> tuple[str, ...]:
+        """Every tool the server listed at its last connect, allowed or not."""
+        return self._listed
+
+    def allows(self, name: str) -> bool:
+        """Tell whether the server's allow list lets its tool ``name`` be offered."""
+        allow = self._server.allow
+        return bool(TOOL_NAME_RE.match(name)) and ("*" in allow or name in allow)
+
+    @property
+    def detail(self) -> str:
+        """Why the server is not running, when it is not."""
+        return self._detail
 
     @property
     def source(self) -> ToolSource:
         """What ``/tools`` shows of the server."""
         names = tuple(tool.name for tool in self.tools)
-        return ToolSource(self.name, self._server.transport, self._state, names, self._detail)
+        state = "restarting" if self._state == "running" and not self.up else self._state
+        return ToolSource(self.name, self._server.transport, state, names, self._detail)
 
     def start(self) -> None:
         """Start keeping the server connected, in a task of its own."""
@@ -119,8 +141,8 @@ class McpServerLink:
     async def call(self, name: str, arguments: Mapping[str, object]) -> str:
         """Run one tool; raise ``ToolFailed`` with a short reason when it gives no result."""
         session = self._session
-        if session is None:
-            msg = f"the server of {name} is {self._state}"
+        if session is None or not self.up:
+            msg = f"the server of {name} is {self.source.state}"
             raise ToolFailed(msg)
         try:
             result = await session.call_tool(name, dict(arguments))
@@ -213,15 +235,16 @@ class McpServerLink:
 
     async def _list_tools(self, session: ClientSession) -> tuple[ToolSpec, ...]:
         """Read the server's tools (every page) and keep those its allow list names."""
-        allow = self._server.allow
+        self._listed = ()
         found: list[ToolSpec] = []
         cursor: str | None = None
         for _ in range(_PAGES_MAX):
             params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
             page = await session.list_tools(params=params)
             for tool in page.tools:
+                self._listed += (tool.name,)
                 spec = tool_spec(tool)
-                if spec is not None and ("*" in allow or tool.name in allow):
+                if spec is not None and self.allows(tool.name):
                     found.append(spec)
             cursor = page.next_cursor
             if cursor is None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from bot.replies.items import DroppedItem, Reply, Text
 
 REPEATS_REMEMBERED = 3
-PROMPT_LINE_CHARS_MIN = 24
+PROMPT_LINE_CHARS_MIN = 16
 """A line of the system prompt this long or longer counts as the prompt if repeated."""
 PROMPT_REASON = "repeats a line of the system prompt after reading tool results"
 REPEAT_REASON = f"repeats one of the bot's last {REPEATS_REMEMBERED} messages here"
