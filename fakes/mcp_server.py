@@ -17,8 +17,11 @@ start, so a test can see the server's words reach the log.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import socket
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
@@ -91,6 +94,38 @@ def forbidden() -> str:
     """A tool no allow list should name."""
     _called("forbidden")
     return "this must never run"
+
+
+@contextlib.asynccontextmanager
+async def http_server(*, env: dict[str, str] | None = None) -> AsyncIterator[str]:
+    """Run this server over streamable HTTP in a process of its own; yield its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "fakes.mcp_server",
+        "--http",
+        str(port),
+        env={**os.environ, **(env or {})},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        async with asyncio.timeout(20):
+            while True:
+                with contextlib.suppress(OSError):
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    await writer.wait_closed()
+                    break
+                await asyncio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
 
 
 def main() -> None:
