@@ -47,6 +47,7 @@ from adapters.platforms import (
     load_platform_modules,
 )
 from adapters.reload import Reloader, pid_file
+from adapters.tools.late import LateToolbox
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config.model import Config, enabled_platforms, load_config
@@ -232,14 +233,13 @@ async def running_core(
 
 @contextlib.asynccontextmanager
 async def opened_tools(config: Config, secrets: Secrets) -> AsyncIterator[Toolbox | None]:
-    """Start the MCP servers and open the web search with ``[tools] enabled`` (the ``mcp``
-    SDK is imported only then); stop them on exit. Yield ``None`` with tools off."""
+    """With ``[tools] enabled``, start the MCP servers and open the web search beside the
+    platforms (the ``mcp`` SDK is imported then, in a worker thread); stop them on exit.
+    Yield ``None`` with tools off."""
     if not config.tools.enabled:
         yield None
         return
-    from adapters.tools.toolbox import opened_toolbox
-
-    async with opened_toolbox(config.tools, secrets.tools_env) as toolbox:
+    async with LateToolbox(config.tools, secrets.tools_env) as toolbox:
         yield toolbox
 
 

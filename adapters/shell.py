@@ -28,7 +28,8 @@ from bot.ops.cost import CostOps, CostReport, Spent
 from bot.ops.memory import RecallPreview
 from bot.ops.traces import TraceOps
 from bot.texts import Texts
-from bot.trace import TraceLog, format_trace
+from bot.trace import TraceLog
+from bot.trace_text import format_trace
 
 SEPARATOR = "\n" + "─" * 40 + "\n"
 

@@ -205,6 +205,7 @@ async def test_a_hanging_tool_is_cut_at_timeout_s_and_the_model_answers(
     llm.reply_json(replies_json("查不到，等下再问我"))
     tools = tools_on(tmp_path, ["slow"], timeout_s=0.3)
     async with harness(tmp_path, llm, tools=tools) as h:
+        await wait_until(lambda: h.ops.tools.of(PRIVATE).sources[0].state == "running")
         await h.say("查一下？")
         await h.settle()
         [shown] = await h.ops.traces.recent(PRIVATE, count=1)

@@ -18,7 +18,7 @@ from bot.days import chat_day
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import VOICE_CONTRACT
 from bot.texts import Texts
-from bot.trace import format_trace
+from bot.trace_text import format_trace
 from fakes import audio
 from fakes.bot_api import FakeBotAPI, voice
 from fakes.harness import (

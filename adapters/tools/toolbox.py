@@ -1,9 +1,9 @@
 """The tools outside the core, as one :class:`~bot.tools.ports.Toolbox`: the MCP servers
 of ``[[tools.mcp]]`` and the web search of ``[tools.web_search]``.
 
-:func:`opened_toolbox` starts every server with the bot (each in a task of its own, see
-``adapters/tools/mcp.py``), waits a little for the first connections so that the first
-batches find their tools, and stops them all on exit. A tool name two sources offer
+:func:`opened_toolbox` starts every server (each in a task of its own, see
+``adapters/tools/mcp.py``) and stops them all on exit; ``adapters/tools/late.py`` opens it
+beside the platforms. A tool name two sources offer
 goes to the first in the config (web search before the servers), and the memory tool's
 name is never taken from the core; each clash is logged once.
 """
@@ -25,9 +25,6 @@ from bot.memory.tool import NAME as MEMORY_TOOL
 from bot.models import ToolSpec
 from bot.tools.ports import ToolSource
 
-FIRST_CONNECT_WAIT_S = 10.0
-"""How long start-up waits for the servers' first connections before going on without."""
-
 
 class Tools:
     """The MCP servers and the web search, behind one name per tool."""
@@ -36,6 +33,10 @@ class Tools:
         self._links = tuple(links)
         self._web = web
         self._told: set[tuple[str, str]] = set()  # name clashes already logged
+
+    async def started(self, *, within_s: float) -> None:
+        """Wait until every server has tried to connect once, ``within_s`` at most."""
+        await asyncio.gather(*(link.wait_tried(within_s=within_s) for link in self._links))
 
     def ready(self) -> tuple[ToolSpec, ...]:
         """Return the tools that can be called now, one per name."""
@@ -104,7 +105,6 @@ async def opened_toolbox(config: ToolsConfig, secrets: Mapping[str, str]) -> Asy
         for link in links:
             link.start()
         stack.push_async_callback(_stopped, links)
-        await asyncio.gather(*(link.wait_tried(within_s=FIRST_CONNECT_WAIT_S) for link in links))
         yield Tools(links, web)
 
 

@@ -87,9 +87,13 @@ class ToolOffers:
         self._spending = spending
         self._toolbox = toolbox
 
-    def ready(self) -> tuple[ToolSpec, ...]:
-        """Return the outside tools that can be called now."""
-        return self._toolbox.ready() if self._toolbox is not None else ()
+    async def ready(self) -> tuple[ToolSpec, ...]:
+        """Return the outside tools that can be called now; in the first moments after a
+        start, once the servers have tried to start (``timeout_s`` at most)."""
+        if self._toolbox is None:
+            return ()
+        await self._toolbox.started(within_s=self._config.tools.timeout_s)
+        return self._toolbox.ready()
 
     async def offer(self, batch: Batch, *, initiative: bool = False) -> Offer:
         """Return what ``batch``'s reply call offers (``initiative``: the bot's own batch)."""
@@ -104,7 +108,7 @@ class ToolOffers:
         admin = any(
             not m.from_bot and config.is_admin(batch.chat, m.sender_id) for m in batch.messages
         )
-        offered = allowed_tools(config, batch.chat, self.ready(), admin=admin)
+        offered = allowed_tools(config, batch.chat, await self.ready(), admin=admin)
         if not offered:
             return NO_TOOLS
         capped = await self._spending.refusal(batch.chat, optional=True)

@@ -28,6 +28,11 @@ class ToolSource:
 class Toolbox(Protocol):
     """The tools outside the core: each allowed by its source, ready while it runs."""
 
+    async def started(self, *, within_s: float) -> None:
+        """Wait until every source has tried to start once (the servers start beside the
+        platforms), ``within_s`` at most."""
+        ...
+
     def ready(self) -> tuple[ToolSpec, ...]:
         """Return the tools that can be called now, each allowed by its source's list."""
         ...
