@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fakes.clock import Clock
 from fakes.harness import GROUP, PRIVATE, Draws, harness, replies_json, wait_until
 from fakes.mcp_server import INJECTION, WEATHER_CANARY
 from fakes.openai_api import FakeLLMServer
@@ -453,3 +455,51 @@ async def test_the_trace_lists_each_call_with_secrets_redacted(
         True,
     )
     assert "sk-live" not in shown
+
+
+@pytest.mark.parametrize(("in_initiative", "expected"), [(False, []), (True, ["weather"])])
+async def test_the_bots_own_batches_get_tools_only_with_in_initiative(
+    tmp_path: Path, llm: FakeLLMServer, in_initiative: bool, expected: list[str]
+) -> None:
+    """A reminder's batch is offered tools only with in_initiative; the ask before it is."""
+    clock = Clock(datetime(2026, 11, 26, 13, 0, tzinfo=UTC))
+    remind = {"later": {"note": "提醒看天气", "kind": "remind", "in_seconds": 60}}
+    llm.reply_json({"replies": [{"content": "好，一分钟后提醒你"}, remind]})
+    llm.reply_json(replies_json("该看天气啦"))
+    tools = tools_on(tmp_path, in_initiative=in_initiative)
+    async with harness(tmp_path, llm, now=clock.now, tools=tools) as h:
+        await h.say("一分钟后提醒我看天气")
+        await h.settle()
+        clock.jump(seconds=61)
+        await h.catch_up()
+        await h.catch_up()
+
+    assert [offered(request) for request in llm.requests] == [["weather"], expected]
+    assert h.platform.texts() == ["好，一分钟后提醒你", "该看天气啦"]
+
+
+async def test_web_search_through_tavily_sends_its_key_as_a_bearer_token(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """With provider tavily the search is a POST with the key read from TAVILY_API_KEY;
+    the key reaches no log line."""
+    key = "tvly-test-key-0123456789"
+    llm.call_tool("web_search", {"query": "杭州 天气"})
+    llm.reply_json(replies_json("多云"))
+    async with FakeSearch(api_key=key) as tavily:
+        web_search = {"provider": "tavily", "base_url": tavily.base_url}
+        with captured_logs() as logs:
+            async with harness(
+                tmp_path,
+                llm,
+                tools={"enabled": True, "web_search": web_search},
+                tool_env={"TAVILY_API_KEY": key},
+            ) as h:
+                await h.say("杭州天气？")
+                await h.settle()
+
+    assert (tavily.queries, tavily.headers[0]["Authorization"]) == (["杭州 天气"], f"Bearer {key}")
+    assert (
+        "1. 杭州天气预报\nhttps://weather.example.org/hangzhou" in tool_messages(llm.requests[1])[0]
+    )
+    assert [line for line in logs if key in line] == []
