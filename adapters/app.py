@@ -49,6 +49,7 @@ from adapters.platforms import (
 )
 from adapters.plugins.hosting import hosted_plugins, hosting_plugins
 from adapters.reload import Reloader, pid_file, running_settings
+from adapters.tools.late import LateToolbox
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config.model import Config, enabled_platforms, load_config
@@ -65,6 +66,7 @@ from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
 from bot.tasks import start_task
 from bot.texts import Texts
+from bot.tools.ports import Toolbox
 from scheduler.jobs import start_scheduler
 from storage.sqlite import SqliteStore
 from storage.words import RecallWords
@@ -177,6 +179,7 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         media = await stack.enter_async_context(opened_media(config, secrets, platforms))
+        toolbox = await stack.enter_async_context(opened_tools(config, secrets))
         core = build_core(
             parts.settings,
             parts.store,
@@ -194,6 +197,7 @@ async def running_core(
             history=history_sources(config, platforms),
             draw=draw,
             clock_check_s=clock_check_s,
+            toolbox=toolbox,
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)
@@ -218,6 +222,18 @@ async def running_core(
             )
             stack.push_async_callback(_cancel, embedding)
         yield core
+
+
+@contextlib.asynccontextmanager
+async def opened_tools(config: Config, secrets: Secrets) -> AsyncIterator[Toolbox | None]:
+    """With ``[tools] enabled``, start the MCP servers and open the web search beside the
+    platforms (the ``mcp`` SDK is imported then, in a worker thread); stop them on exit.
+    Yield ``None`` with tools off."""
+    if not config.tools.enabled:
+        yield None
+        return
+    async with LateToolbox(config.tools, secrets.tools_env) as toolbox:
+        yield toolbox
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:

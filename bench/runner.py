@@ -119,6 +119,13 @@ BENCHMARKS = (
     Benchmark(
         "voice", "bench.voice", "a voice note heard, a voice item spoken and sent; bytes", 120
     ),
+    Benchmark(
+        "tools",
+        "bench.tools",
+        "tools: calls per batch, chatter, a hanging tool, tools off; a run with two servers",
+        180,
+        quick_budget_s=90.0,
+    ),
 )
 _BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, Field, ValidationError, model_validator
 from bot.config.errors import describe, toml_error, toml_value
 from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
+from bot.config.tools import ToolsConfig, describe_server
 from bot.config.values import (
     AdminIds,
     ClockTime,
@@ -394,6 +395,8 @@ class Config(Section):
     """What the bot does on its own: reminders, follow-ups and openers."""
     budget: BudgetConfig = BudgetConfig()
     """What the LLM calls may spend, and what they cost."""
+    tools: ToolsConfig = ToolsConfig()
+    """The tools the model may call while it answers: MCP servers and web search."""
     plugins: PluginsConfig = PluginsConfig()
     """nonebot2 plugins hosted beside pacebot on QQ."""
     access: AccessConfig = AccessConfig()
@@ -460,6 +463,7 @@ def _described(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     return (
         describe_override(error, data)
         or describe_profile(error, data)
+        or describe_server(error, data)
         or describe(error, model=Config)
     )
 
