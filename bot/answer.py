@@ -36,7 +36,7 @@ from bot.calls import Calls
 from bot.config.settings import Settings
 from bot.context import Prompter, Request
 from bot.conversation import NO_WAIT, Wait
-from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
+from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable
 from bot.gate import CallGate, Decision, Verdict, decide
 from bot.initiative.occasion import Occasion
 from bot.initiative.promises import Promise, asker_of, keep_promises
@@ -46,14 +46,13 @@ from bot.ports import LLM, PictureSource
 from bot.reading import Reader, note_dropped
 from bot.replies.guards import prompt_lines, without_links, without_prompt, without_repeats
 from bot.replies.items import DroppedItem, Later, PlannedReply, Reply, Text
-from bot.replies.parse import parse_image_notes
 from bot.replies.plan import plan_replies
 from bot.stickers import Stickers
 from bot.tools.loop import ToolLoop
 from bot.tools.offer import NO_TOOLS, Offer, ToolOffers
 from bot.tools.ports import Toolbox
 from bot.trace import Trace, TraceNotes
-from bot.vision import look_at
+from bot.vision import Eyes, ImageNotes
 from bot.voice.hearing import Hearing
 
 if TYPE_CHECKING:
@@ -77,16 +76,9 @@ class Answer:
     promises: tuple[Promise, ...] = ()  # later items to keep
 
 
-class AnswerStore(Protocol):
+class AnswerStore(ImageNotes, Protocol):
     """What answering reads and writes besides the prompt: what the model saw in the
     pictures, and how many promises the chat has pending."""
-
-    async def add_image_notes(self, chat: ChatKey, notes: Mapping[str, str]) -> int:
-        """Keep what the model saw in these messages' pictures; return how many were kept.
-
-        Only chatters' messages that carry pictures take a note; other ids are ignored.
-        """
-        ...
 
     async def pending_later_count(self, chat: ChatKey) -> int:
         """Count the chat's later items not yet run (pending or being run)."""
@@ -139,9 +131,8 @@ class Answerer:
     """Turn a batch into planned replies with one LLM call (plus fallbacks if needed).
 
     With ``llm.vision`` on, the batch's newest pictures (from ``pictures``, one source per
-    platform) go into that same call; a provider that refuses them (HTTP 400) gets the
-    batch once more without them, and a warning (once per process, not per batch: it is
-    a setting to change, not an event) says to turn ``llm.vision`` off.
+    platform) go into that same call (:class:`~bot.vision.Eyes`); a provider that refuses
+    them (HTTP 400) gets the batch once more without them.
     """
 
     def __init__(
@@ -165,14 +156,12 @@ class Answerer:
         self._hearing = hearing
         self._gate = gate
         self._spending = spending
-        self._warned_vision_refused = False  # one Answerer per run: once per process
-        self._pictures = pictures or {}
+        self._eyes = Eyes(config, store, pictures or {}, stickers)
         self._store = store
         self._llm = llm
         self._memory = memory
         self._prompter = prompter
         self._now = now
-        self._stickers = stickers
         self._calls = Calls(spending, json_mode=config.llm.json_mode)
         self._reader = Reader(config, self._calls, splitter=splitter, spending=spending)
         self._offers = ToolOffers(config, spending, toolbox)
@@ -249,9 +238,7 @@ class Answerer:
 
     async def _look(self, turn: _Turn) -> None:
         """With ``llm.vision``, fetch the batch's newest pictures for the call."""
-        if self._config.llm.vision:
-            max_images = self._config.llm.max_images
-            turn.images = await look_at(turn.batch, self._pictures, max_images=max_images)
+        turn.images = await self._eyes.look(turn.batch)
 
     async def _ask(self, turn: _Turn) -> None:
         """Build the request and make the one call, the batch's tools offered; a provider
@@ -270,7 +257,7 @@ class Answerer:
         try:
             turn.completion = await self._reply_call(turn, kind="reply")
         except ImagesRefused as exc:
-            self._warn_vision_refused(exc)
+            self._eyes.refused(exc)
             turn.images = ()
             turn.request = await self._prompter.request(
                 turn.batch,
@@ -299,7 +286,7 @@ class Answerer:
         """Keep the image notes, read the replies; when an answer is due and none came
         (and no tool round was spent), nudge once."""
         if turn.images:
-            await self._keep_image_notes(turn.batch, turn.answer, turn.images, turn.log)
+            await self._eyes.keep_notes(turn.batch, turn.answer, turn.images, turn.log)
         replies = await self._reader.read(turn.answer, turn.notes, turn.offer)
         if replies or turn.rounds or turn.decision is not Decision.ANSWER:
             return replies
@@ -444,36 +431,3 @@ class Answerer:
             )
             notes.guards.append(f"{replaced} link(s) replaced with [link]")
         return replies
-
-    def _warn_vision_refused(self, exc: ImagesRefused) -> None:
-        """Say once per run that the model refuses pictures; every batch re-asks."""
-        if self._warned_vision_refused:
-            logger.info("pictures refused again; re-asking without them")
-            return
-        self._warned_vision_refused = True
-        logger.warning(
-            "the LLM refused a request with pictures ({}); re-asking without them. If this "
-            "model cannot see images, set llm.vision = false",
-            exc,
-        )
-
-    async def _keep_image_notes(
-        self,
-        batch: Batch,
-        completion: Completion,
-        images: tuple[ImageInput, ...],
-        log: Logger,
-    ) -> None:
-        """Store what the model wrote about the pictures it saw, for later prompts."""
-        shown = frozenset(image.message_id for image in images)
-        seen = parse_image_notes(completion.text, message_ids=shown)
-        if not seen:
-            return
-        try:
-            kept = await self._store.add_image_notes(batch.chat, seen)
-            if self._stickers is not None:  # a sticker's note becomes its caption
-                await self._stickers.caption_from_notes(batch.chat, seen)
-        except StorageError as exc:  # the answer matters more than the note
-            log.warning("image notes not kept: {}", exc)
-            return
-        log.debug("{} image note(s) kept", kept)

@@ -326,6 +326,9 @@ class Pipeline:
             with logger.contextualize(chat=str(batch.chat), batch=batch.id):
                 async with self._sender.typing(batch.chat, platform, enabled=typing):
                     return await answering
+        except StorageError as exc:  # the database, not a bug: say so without a traceback
+            logger.bind(chat=str(batch.chat), batch=batch.id).warning("answering failed: {}", exc)
+            return Answer(BatchOutcome.FAILED, error=str(exc))
         except Exception as exc:
             log = logger.bind(chat=str(batch.chat), batch=batch.id)
             log.opt(exception=exc).error("answering failed")

@@ -1,6 +1,8 @@
 """Deliver queued items in order, each at its due time, with typing shown while waiting.
 
-One task per chat runs only while that chat has scheduled replies. Before a send the
+One task per chat runs only while that chat has scheduled replies. A reply that went out
+late (a slow moment, a rate limit) moves the ones after it later by as much, so the pause
+a reader sees between two replies is never shorter than the one planned. Before a send the
 row moves ``scheduled → sending`` with a conditional update, so a cancel and a send never
 both win; a row left in ``sending`` by a crash is never sent again. A reply that
 certainly did not go out is tried again after a back-off (``stamina``), which the
@@ -88,6 +90,25 @@ class _Outcome(enum.Enum):
     REFUSED = enum.auto()  # the platform refused it: dropped, nothing went out
     SKIPPED = enum.auto()  # dropped
     CHAT_GONE = enum.auto()  # the bot can no longer post in this chat
+
+
+class _Pause:
+    """The pause planned before each reply, kept from the last one actually sent."""
+
+    def __init__(self) -> None:
+        self._last: tuple[datetime, datetime] | None = None  # (its due time, sent at)
+
+    def due(self, item: OutboxItem) -> datetime:
+        """When ``item`` may go: its due time, or later by as much as the last reply sent
+        (in this task) went out late."""
+        if self._last is None:
+            return item.due_at
+        last_due, sent_at = self._last
+        planned = item.due_at - last_due
+        return max(item.due_at, sent_at + planned) if planned.total_seconds() >= 0 else item.due_at
+
+    def sent(self, item: OutboxItem, at: datetime) -> None:
+        self._last = (item.due_at, at)
 
 
 class Sender:
@@ -224,6 +245,7 @@ class Sender:
             return
         wake = self._wakes.setdefault(chat, asyncio.Event())
         retries = self._retries
+        pause = _Pause()
         while not self._stopping:
             # A fresh back-off for each reply: only failures in a row make it grow.
             async for attempt in stamina.retry_context(
@@ -235,19 +257,19 @@ class Sender:
             ):
                 with attempt:
                     self._backing_off.discard(chat)
-                    outcome = await self._deliver_next(chat, platform, wake)
+                    outcome = await self._deliver_next(chat, platform, wake, pause)
             if outcome in {_Outcome.DONE, _Outcome.CHAT_GONE}:
                 return
 
     async def _deliver_next(
-        self, chat: ChatKey, platform: Platform, wake: asyncio.Event
+        self, chat: ChatKey, platform: Platform, wake: asyncio.Event, pause: _Pause
     ) -> _Outcome:
         """Send the chat's next reply when it is due; raise ``_NotDelivered`` to back off."""
         wake.clear()
         item = await self._store.next_scheduled(chat)
         if item is None:
             return _Outcome.DONE
-        due_in_s = (item.due_at - self._now()).total_seconds()
+        due_in_s = (pause.due(item) - self._now()).total_seconds()
         kind = self._hooks.kind_sent(chat, item.item)
         if await self._pause(chat, platform, wake, seconds=due_in_s, kind=kind):
             return _Outcome.WOKEN
@@ -265,6 +287,8 @@ class Sender:
             pacer.give_back(chat, slot)  # woken before using it: look again
             return _Outcome.WOKEN
         outcome = await self._send(item, platform)
+        if outcome is _Outcome.SENT:
+            pause.sent(item, self._now())
         if outcome in {_Outcome.NOT_CLAIMED, _Outcome.REFUSED, _Outcome.RETRY_LATER}:
             pacer.give_back(chat, slot)  # nothing reached the chat
         if outcome is _Outcome.RETRY_LATER:

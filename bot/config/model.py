@@ -6,7 +6,6 @@ Every error names the key, the bad value and the form that was expected.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Callable, Mapping
 from datetime import datetime, time
@@ -14,10 +13,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from bot.config.errors import describe, toml_error, toml_value
 from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
+from bot.config.plugins import PluginsConfig
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
 from bot.config.tools import ToolsConfig, describe_server
 from bot.config.values import (
@@ -285,60 +285,6 @@ class InitiativeConfig(Section):
             )
             raise ValueError(msg)
         return self
-
-
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_SETTING_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# nonebot's own settings that pacebot sets from its config (its driver, its server, its
-# log, the OneBot and QQ adapters' tokens and addresses): a plugin setting never changes them.
-_PACEBOTS_NONEBOT_SETTINGS = frozenset(
-    {"driver", "host", "port", "log_level", "api_timeout", "environment", "fastapi_reload"}
-)
-_PACEBOTS_SETTING_PREFIXES = (
-    "onebot_",
-    "qq_bots",
-    "qq_is_sandbox",
-    "qq_api_base",
-    "qq_sandbox_api_base",
-    "qq_auth_base",
-    "qq_custom_gateway_url",
-)
-
-
-def _plugin_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
-    for module in modules:
-        if not _MODULE_RE.match(module):
-            msg = (
-                f"{toml_value(module)} is not a Python module name: name the module, "
-                'e.g. "nonebot_plugin_status", not the package "nonebot-plugin-status"'
-            )
-            raise ValueError(msg)
-    if len(set(modules)) < len(modules):
-        msg = "names a module twice"
-        raise ValueError(msg)
-    return modules
-
-
-def _plugin_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    for key in settings:
-        name = key.lower()
-        if not _SETTING_RE.match(key):
-            msg = f"plugins.config.{key}: not a setting name (letters, digits and _ only)"
-            raise ValueError(msg)
-        if name in _PACEBOTS_NONEBOT_SETTINGS or name.startswith(_PACEBOTS_SETTING_PREFIXES):
-            msg = f"plugins.config.{key}: pacebot sets this itself (from [bot] and [qq])"
-            raise ValueError(msg)
-    return settings
-
-
-class PluginsConfig(Section):
-    nonebot: Annotated[tuple[str, ...], AfterValidator(_plugin_modules)] = ()
-    """nonebot2 plugins to load beside pacebot when QQ is on, by module name."""
-    config: Annotated[dict[str, Any], AfterValidator(_plugin_settings)] = Field(
-        default_factory=dict
-    )
-    """Settings handed to nonebot's config for the plugins, as a plain nonebot bot's
-    ``.env`` would (e.g. ``server_status_only_superusers = false``)."""
 
 
 WEB_TOKEN_CHARS_MIN = 16
