@@ -95,7 +95,7 @@ async def _addressed(batches: int, workdir: Path) -> list[Figure]:
             llm.call_tool("weather", {"city": "杭州"})
             llm.reply_json(replies_json(f"晴{number}"))
             message = _private(number, "杭州天气怎么样？")
-            await bot.inbox.receive(message)
+            await bot.inbox.receive_many((message,))
             await bot.settle()
             [shown] = await bot.ops.traces.recent(message.chat, count=1)
             rounds = sum(call.kind == "tool" for call in shown.trace.llm_calls)
@@ -122,7 +122,7 @@ async def _greedy(batches: int, workdir: Path) -> list[Figure]:
         llm.before_answer = always_a_tool
         async with harness(fresh_path(workdir, "tools-greedy"), llm, tools=_tools()) as bot:
             for number in range(1, batches + 1):
-                await bot.inbox.receive(_private(number, "上海天气？"))
+                await bot.inbox.receive_many((_private(number, "上海天气？"),))
                 await bot.settle()
         calls = len(llm.requests) / batches
     return [
