@@ -96,7 +96,7 @@ class _Pause:
     """The pause planned before each reply, kept from the last one actually sent."""
 
     def __init__(self) -> None:
-        self._last: tuple[datetime, datetime] | None = None  # (its due time, sent at)
+        self._last: tuple[datetime, datetime] | None = None  # (its due time, send began)
 
     def due(self, item: OutboxItem) -> datetime:
         """When ``item`` may go: its due time, or later by as much as the last reply sent
@@ -108,6 +108,7 @@ class _Pause:
         return max(item.due_at, sent_at + planned) if planned.total_seconds() >= 0 else item.due_at
 
     def sent(self, item: OutboxItem, at: datetime) -> None:
+        """Note that ``item``'s send began ``at`` and went out."""
         self._last = (item.due_at, at)
 
 
@@ -286,9 +287,10 @@ class Sender:
         if await self._pause(chat, platform, wake, seconds=slot_in_s, kind=kind):
             pacer.give_back(chat, slot)  # woken before using it: look again
             return _Outcome.WOKEN
+        started = self._now()  # pauses run start to start: each send's own time is alike
         outcome = await self._send(item, platform)
         if outcome is _Outcome.SENT:
-            pause.sent(item, self._now())
+            pause.sent(item, started)
         if outcome in {_Outcome.NOT_CLAIMED, _Outcome.REFUSED, _Outcome.RETRY_LATER}:
             pacer.give_back(chat, slot)  # nothing reached the chat
         if outcome is _Outcome.RETRY_LATER:
