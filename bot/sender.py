@@ -1,4 +1,5 @@
-"""Deliver queued items in order, each at its due time, with typing shown while waiting.
+"""Deliver queued items in order, each at its due time, with typing shown while waiting
+(:mod:`bot.indicator`).
 
 One task per chat runs only while that chat has scheduled replies. A reply that went out
 late (a slow moment, a rate limit) moves the ones after it later by as much, so the pause
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import enum
 import functools
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Protocol
 
@@ -25,8 +26,9 @@ from loguru import logger
 from bot.config.model import PacingConfig
 from bot.conversation import ChatEvents, Unheard
 from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
+from bot.indicator import Indicator, wait_set
 from bot.models import ChatKey
-from bot.pacing import Budget, Pacer
+from bot.pacing import Pacer
 from bot.ports import Platform
 from bot.replies.hooks import AsTheyAre, ItemHooks
 from bot.replies.items import ItemKind, OutboxItem, Outgoing, said
@@ -135,7 +137,7 @@ class Sender:
         self._bot_name = bot_name
         self._now = now
         self._pacers: dict[str, Pacer] = {}
-        self._typing_budgets: dict[str, Budget] = {}
+        self._indicator = Indicator()
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._wakes: dict[ChatKey, asyncio.Event] = {}
         self._backing_off: set[ChatKey] = set()  # their task sleeps in a back-off
@@ -227,15 +229,6 @@ class Sender:
             pacer = Pacer(platform.limits, clock=loop.time)
             self._pacers[platform.name] = pacer
         return pacer
-
-    def _typing_budget(self, platform: Platform) -> Budget:
-        """Return the platform's typing budget: as many a second as it allows sends."""
-        budget = self._typing_budgets.get(platform.name)
-        if budget is None:
-            loop = asyncio.get_running_loop()
-            budget = Budget(per_s=platform.limits.overall_per_s, clock=loop.time)
-            self._typing_budgets[platform.name] = budget
-        return budget
 
     async def _deliver(self, chat: ChatKey) -> None:
         platform = self._platforms.get(chat.platform)
@@ -401,79 +394,21 @@ class Sender:
         refresh_s = platform.typing_refresh_s
         while (remaining := deadline - loop.time()) > 0:
             if refresh_s is not None:
-                await self._show_typing(chat, platform, timeout_s=remaining, kind=kind)
+                await self._indicator.show(chat, platform, timeout_s=remaining, kind=kind)
                 remaining = deadline - loop.time()
             step = remaining if refresh_s is None else min(remaining, refresh_s)
-            if await _wait_set(wake, seconds=step):
+            if await wait_set(wake, seconds=step):
                 return True
         return False
 
-    @contextlib.asynccontextmanager
-    async def typing(
+    def typing(
         self,
         chat: ChatKey,
         platform: Platform,
         *,
         enabled: bool = True,
         kind: ItemKind = ItemKind.CONTENT,
-    ) -> AsyncIterator[None]:
+    ) -> contextlib.AbstractAsyncContextManager[None]:
         """Show the typing indicator in ``chat`` (refreshed) for as long as the block runs;
         for a voice note, that it is being recorded."""
-        refresh_s = platform.typing_refresh_s
-        if not enabled or refresh_s is None:
-            yield
-            return
-
-        done = asyncio.Event()
-
-        async def keep_typing() -> None:
-            loop = asyncio.get_running_loop()
-            while not done.is_set():
-                next_at = loop.time() + refresh_s
-                await self._show_typing(chat, platform, timeout_s=refresh_s, kind=kind)
-                await _wait_set(done, seconds=next_at - loop.time())
-
-        task = asyncio.create_task(keep_typing(), name=f"typing:{chat}")
-        try:
-            yield
-        finally:
-            # The event ends the loop even if a library swallows the cancel; waiting with
-            # ``asyncio.wait`` never absorbs a cancel aimed at us.
-            done.set()
-            task.cancel()
-            await asyncio.wait({task})
-
-    async def _show_typing(
-        self,
-        chat: ChatKey,
-        platform: Platform,
-        *,
-        timeout_s: float,
-        kind: ItemKind = ItemKind.CONTENT,
-    ) -> None:
-        """Show typing in ``chat`` if the platform's typing budget has room; never wait for it.
-
-        Under load thousands of chats may wait for a send slot at once, each refreshing its
-        indicator: unbounded, those requests would crowd out the sends and the polling.
-        """
-        if not self._typing_budget(platform).take():
-            return
-        try:
-            async with asyncio.timeout(timeout_s):
-                await platform.show_typing(chat, kind=kind)
-        except TimeoutError:
-            logger.bind(chat=str(chat)).debug("typing indicator timed out")
-
-
-async def _wait_set(event: asyncio.Event, *, seconds: float) -> bool:
-    """Wait up to ``seconds`` for ``event``; return whether it is set.
-
-    ``asyncio.timeout`` rather than ``asyncio.wait_for``: on Python 3.11 ``wait_for`` loses
-    a cancel that lands in the tick its inner wait finishes (cpython#86296).
-    """
-    try:
-        async with asyncio.timeout(max(seconds, 0)):
-            await event.wait()
-    except TimeoutError:
-        return False
-    return True
+        return self._indicator.shown(chat, platform, enabled=enabled, kind=kind)

@@ -56,6 +56,7 @@ def test_spec_targets_are_attached_and_limits_resolve(report: Report) -> None:
         "gate.per_batch.mean",
         "groupweek.smart.unaddressed.busiest_hour",
         "wire.qq+plugin.300.added_p99",
+        "wire.telegram+reload.reloads",
         "tools.addressed.calls_over_rounds",
         "tools.greedy.calls_per_batch",
         "tools.unaddressed.offered",
