@@ -88,9 +88,14 @@ class Budget:
 
 
 class Pacer:
-    """Hand out send slots that respect a platform's :class:`PacingLimits`."""
+    """Hand out send slots that respect a platform's :class:`PacingLimits`.
 
-    _FORGET_AFTER = 10_000  # chats remembered before old entries are pruned
+    A chat is remembered while its last send still matters: within ``chat_interval_s``,
+    or 60 s for a group's window. Chats are kept in the order they last sent, so each
+    send lets go of the ones at the front whose last send is older than that.
+    """
+
+    _GROUP_WINDOW_S = 60.0
 
     def __init__(self, limits: PacingLimits, *, clock: Callable[[], float]) -> None:
         self._limits = limits
@@ -149,19 +154,27 @@ class Pacer:
             return None
         window = self._groups.get(chat)
         if window is None:
-            window = SlidingWindow(size_s=60.0, limit=self._limits.group_per_minute)
+            window = SlidingWindow(size_s=self._GROUP_WINDOW_S, limit=self._limits.group_per_minute)
             self._groups[chat] = window
         return window
 
     def _remember(self, chat: ChatKey, at: float, now: float) -> None:
-        before = self._last_in_chat.get(chat)
+        before = self._last_in_chat.pop(chat, None)
         if before is not None:
             self._before_last[chat] = before
-        self._last_in_chat[chat] = at
-        if len(self._last_in_chat) > self._FORGET_AFTER:
-            horizon = now - max(self._limits.chat_interval_s, 60.0)
-            for key, last in list(self._last_in_chat.items()):
-                if last < horizon:
-                    del self._last_in_chat[key]
-                    self._before_last.pop(key, None)
-                    self._groups.pop(key, None)
+        self._let_go(now)
+        self._last_in_chat[chat] = at  # at the back: the most recent sender
+
+    def _let_go(self, now: float) -> None:
+        """Forget the chats at the front whose last send no longer limits anything."""
+        horizon = now - max(self._limits.chat_interval_s, self._GROUP_WINDOW_S)
+        for chat, last in list(self._last_in_chat.items()):
+            if last >= horizon:
+                return
+            del self._last_in_chat[chat]
+            self._before_last.pop(chat, None)
+            self._groups.pop(chat, None)
+
+    def __len__(self) -> int:
+        """Return how many chats are remembered."""
+        return len(self._last_in_chat)

@@ -130,3 +130,29 @@ def test_budget_lets_a_second_through_then_refills_at_its_rate() -> None:
     clock.now += 10.0
     refilled = sum(budget.take() for _ in range(7))
     assert (burst, later, refilled) == ([True] * 5 + [False], [True, False], 5)
+
+
+def test_a_chat_idle_past_the_windows_leaves_no_key() -> None:
+    """A thousand chats sent to once (their slots spread over 40 s by the overall limit) are
+    forgotten a minute after the last of them, when another chat sends: the pacer holds
+    only the chats whose last send still limits something."""
+    clock = Clock()
+    pacer = Pacer(TELEGRAM, clock=clock)
+    for number in range(1000):
+        pacer.reserve(private(number))
+        clock.now += 0.001
+    before = len(pacer)
+    clock.now += 40.0 + 61.0
+    pacer.reserve(GROUP)
+    assert (before, len(pacer)) == (1000, 1)
+
+
+def test_a_group_that_just_sent_keeps_its_window() -> None:
+    """A group that sent 30 s ago is still remembered: its minute's window still counts."""
+    clock = Clock()
+    pacer = Pacer(TELEGRAM, clock=clock)
+    for _ in range(20):
+        pacer.reserve(GROUP)
+    clock.now += 30.0
+    pacer.reserve(private(1))
+    assert (len(pacer), pacer.reserve(GROUP) >= 1060.0) == (2, True)

@@ -13,11 +13,16 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
+from adapters.config_file import ConfigRefused
 from adapters.costs import report_json, today_json
 from adapters.web.dashboard import WHO, thumbnail_url
 from adapters.web.depends import (
+    AnyChat,
+    EditedConfig,
     FactId,
     KnownChat,
     LaterId,
@@ -32,6 +37,7 @@ from bot.models import ChatKey, Fact, StickerRecord, SummaryRecord
 from bot.ops.initiative import Cancelled, InitiativeView
 from bot.ops.memory import PersonFacts, StackEntry
 from bot.ops.status import ChatState, Status
+from bot.prompt import estimate_tokens
 from bot.trace import ShownTrace
 
 CHATS_LIMIT_MAX = 500
@@ -85,6 +91,7 @@ def summary_json(record: SummaryRecord) -> dict[str, Any]:
         "keywords": list(content.keywords),
         "message_count": record.message_count,
         "created_at": _time(record.created_at),
+        "partial": record.partial,
     }
 
 
@@ -345,3 +352,60 @@ async def cost(
             raise HTTPException(400, str(exc)) from None
     report = await ops.cost.report(days=days, chat=only)
     return report_json(report, await ops.cost.daily(days=days, chat=only))
+
+
+class ConfigChange(BaseModel):
+    """``PATCH /api/config``: keys to set (dotted) and keys to take back to their default."""
+
+    set: dict[str, Any] = Field(default_factory=dict)
+    unset: list[str] = Field(default_factory=list)
+
+
+@router.get("/config")
+async def config(edited: EditedConfig) -> dict[str, Any]:
+    """Every key's running value (no secrets: the file holds only the names of their
+    variables), the keys waiting for a restart, and the profiles."""
+    view = edited.view()
+    return {
+        "values": view.values,
+        "restart_needed": list(view.restart_needed),
+        "profiles": list(view.profiles),
+    }
+
+
+@router.patch("/config", response_model=None)
+async def change_config(edited: EditedConfig, change: ConfigChange) -> Any:
+    """Write the change to ``config.toml`` (comments kept, a backup made) and apply it
+    live; 400 naming the key, the value and the form expected, with nothing changed."""
+    try:
+        reloaded = edited.change(change.set, change.unset, by=WHO)
+    except (ConfigRefused, ConfigError) as exc:
+        key = exc.key if isinstance(exc, ConfigRefused) else None
+        return JSONResponse({"error": str(exc), "key": key}, status_code=400)
+    return {"applied": list(reloaded.applied), "restart_needed": list(reloaded.restart_needed)}
+
+
+@router.get("/chats/{chat}/prompt")
+async def chat_prompt(ops: Operations, chat: AnyChat) -> dict[str, Any]:
+    """The system prompt ``chat`` would get now (persona, its summaries, people), with the
+    profile it runs with and the prompt's size in tokens, counted offline."""
+    prompt = await ops.status.system_prompt(chat)
+    return {
+        "chat": str(chat),
+        "profile": ops.status.profile(chat),
+        "prompt": prompt,
+        "tokens": estimate_tokens(prompt),
+    }
+
+
+class AccessChange(BaseModel):
+    """``POST /api/chats/{chat}/access``: serve the chat (``on``) or switch it off."""
+
+    on: bool
+
+
+@router.post("/chats/{chat}/access")
+async def switch_access(ops: Operations, chat: AnyChat, change: AccessChange) -> dict[str, Any]:
+    """Switch a chat on or off, as ``/bot on|off`` does, audited as the dashboard."""
+    state = await ops.access.switch(chat, on=change.on, by=WHO)
+    return {"chat": str(chat), "served": state.served, "refusal": state.refusal}

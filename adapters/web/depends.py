@@ -14,6 +14,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi import Path as PathPart
 from fastapi.templating import Jinja2Templates
 
+from adapters.config_file import ConfigFile
 from adapters.web.auth import Access, Gate
 from bot.errors import ConfigError
 from bot.models import PLATFORM_ID, ChatKey
@@ -27,6 +28,14 @@ UNAUTHORIZED = "unauthorized"
 def operations(request: Request) -> Ops:
     """Return the running bot's operations."""
     found: Ops = request.app.state.ops
+    return found
+
+
+def config_file(request: Request) -> ConfigFile:
+    """Return the config file the bot runs from; 404 when it runs from none (a test's)."""
+    found: ConfigFile | None = request.app.state.config_file
+    if found is None:
+        raise HTTPException(404, "this bot runs from no config file")
     return found
 
 
@@ -64,6 +73,8 @@ async def known_chat(
 
 
 Operations = Annotated[Ops, Depends(operations)]
+EditedConfig = Annotated[ConfigFile, Depends(config_file)]
+AnyChat = Annotated[ChatKey, Depends(chat_key)]
 FactId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /facts shows it
 LaterId = Annotated[int, PathPart(ge=1, le=SQLITE_INT_MAX)]  # as /later shows it
 UserId = Annotated[str, PathPart(pattern=f"^{PLATFORM_ID}$")]  # a person's platform id
