@@ -112,6 +112,13 @@ BENCHMARKS = (
     Benchmark(
         "voice", "bench.voice", "a voice note heard, a voice item spoken and sent; bytes", 120
     ),
+    Benchmark(
+        "soak",
+        "bench.soak",
+        "a month: 200 chats, 100,000 messages via PTB, 30 nights; RSS, tasks, fds, timers",
+        1800,
+        quick_budget_s=60.0,
+    ),
 )
 _BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 
