@@ -27,7 +27,10 @@ of the ``_scheduled`` heap; the heap's length too), threads, objects the garbage
 collector tracks, and the database's bytes (main file + WAL, and per table with
 ``dbstat``) per stored message (chatters' and the bot's). The first tenth's readings are
 the idle baseline: RSS may grow 10 % from them to the end, tasks, files and timers must
-come back to them, bytes per message stay within 10 %.
+come back to them, bytes per message stay within 10 %. Where RSS goes is read beside it:
+Python's small-object blocks (``sys.getallocatedblocks``), and what glibc's malloc has
+handed out and what it keeps freed (``mallinfo2``); after the last reading, RSS once more
+after ``malloc_trim(0)``.
 
 A full run redraws ``docs/soak.svg`` (RSS and bytes per message over the tenths); a quick
 run (four chats, three one-day tenths) draws it into its working directory.
@@ -37,10 +40,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import gc
 import multiprocessing
 import os
 import random
+import sys
 import threading
 import time
 from collections import Counter
@@ -123,6 +128,9 @@ class Reading:
     timer_heap: int  # the heap's length, cancelled handles included
     threads: int
     objects: int  # tracked by the garbage collector
+    blocks: int  # pymalloc blocks in use: every small Python object, frozen ones too
+    malloc_in_use: int  # bytes glibc's malloc has handed out and not had back, all arenas
+    malloc_free: int  # bytes freed but kept in malloc's heaps, not given back to the system
     db_main: int  # bytes of the database file
     db_wal: int  # bytes of its write-ahead log
     messages: int  # rows of ``messages``: chatters' and the bot's
@@ -194,6 +202,7 @@ async def _month(
             totals.update(await _answer(conn))
             await asyncio.sleep(_SETTLE_S)
             readings.append(await _read(conn, database, peers))
+        totals["rss_trimmed"] = _trimmed_rss()
         conn.send({"do": "count", "database": database})
         stored: int = await _answer(conn)
     totals["never_stored"] = totals["pushed"] - stored
@@ -294,6 +303,7 @@ async def _read(conn: Connection, database: str, peers: set[int | None]) -> Read
     loop = asyncio.get_running_loop()
     handles = list(loop._scheduled)  # type: ignore[attr-defined]  # the timer heap
     rollup = _smaps_rollup()
+    heap = _mallinfo()
     fds = _fd_targets()
     conn.send({"do": "database", "database": database})
     main, wal, messages, tables = await _answer(conn)
@@ -307,6 +317,9 @@ async def _read(conn: Connection, database: str, peers: set[int | None]) -> Read
         timer_heap=len(handles),
         threads=threading.active_count(),
         objects=len(gc.get_objects()),
+        blocks=sys.getallocatedblocks(),
+        malloc_in_use=heap.in_use,
+        malloc_free=heap.free,
         db_main=main,
         db_wal=wal,
         messages=messages,
@@ -334,6 +347,50 @@ def _connections_to(ports: set[int | None], fds: list[str]) -> int:
                 remote_port = int(fields[2].rsplit(":", 1)[1], 16)
                 count += fields[9] in ours and remote_port in ports
     return count
+
+
+_MALLINFO2_FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2``: every field a ``size_t``."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in _MALLINFO2_FIELDS.split()]
+
+
+@dataclass(frozen=True, slots=True)
+class _Heap:
+    in_use: int = 0
+    free: int = 0
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
+def _mallinfo() -> _Heap:
+    """Return what glibc's malloc holds over every arena (nothing on another libc).
+
+    Python keeps small objects in arenas of its own (``sys.getallocatedblocks``); larger
+    ones, and SQLite, PTB's and the SDK's buffers, come from malloc.
+    """
+    libc = _libc()
+    if libc is None or not hasattr(libc, "mallinfo2"):
+        return _Heap()
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    return _Heap(in_use=info.uordblks + info.hblkhd, free=info.fordblks)
+
+
+def _trimmed_rss() -> int:
+    """Give malloc's free heap back to the system and return RSS then (as it was if not)."""
+    libc = _libc()
+    if libc is not None and hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)
+    return _smaps_rollup()["Rss"]
 
 
 def _smaps_rollup() -> dict[str, int]:
@@ -365,6 +422,27 @@ def _figures(readings: list[Reading], totals: Counter[str], scale: Scale) -> lis
         ),
         Figure("soak.anonymous.growth", (last.anonymous / first.anonymous - 1) * 100, "%"),
         Figure("soak.objects.growth", (last.objects / first.objects - 1) * 100, "%"),
+        Figure("soak.pymalloc_blocks.growth", (last.blocks / first.blocks - 1) * 100, "%"),
+        Figure(
+            "soak.malloc.in_use.growth",
+            (last.malloc_in_use - first.malloc_in_use) / _MIB,
+            "MiB",
+            note=f"{first.malloc_in_use / _MIB:.1f} → {last.malloc_in_use / _MIB:.1f} MiB "
+            "handed out by glibc's malloc (0 where it has no mallinfo2)",
+        ),
+        Figure(
+            "soak.malloc.free_held.growth",
+            (last.malloc_free - first.malloc_free) / _MIB,
+            "MiB",
+            note=f"{first.malloc_free / _MIB:.1f} → {last.malloc_free / _MIB:.1f} MiB freed "
+            "but kept in malloc's heaps",
+        ),
+        Figure(
+            "soak.rss.end_trimmed",
+            totals["rss_trimmed"] / _MIB,
+            "MiB",
+            note="after the last reading, once malloc_trim(0) gave the free heap back",
+        ),
     ]
     for name, unit, at_first, at_end in (
         ("tasks", "tasks", first.tasks, last.tasks),
