@@ -26,18 +26,18 @@ import gc
 import os
 import random
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from adapters import shell
-from adapters.checks import NOTHING_ENABLED, prepare_data_dir
+from adapters.checks import NOTHING_ENABLED, prepare_data_dir, resolve_log_level
 from adapters.config_file import ConfigFile
-from adapters.console import ConsolePlatform, stdin_is_terminal, stdin_reader
+from adapters.console import ConsolePlatform, stdin_is_terminal
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.media import opened_media
 from adapters.platforms import (
@@ -47,13 +47,14 @@ from adapters.platforms import (
     history_sources,
     load_platform_modules,
 )
-from adapters.reload import Reloader, pid_file
+from adapters.plugins.hosting import hosted_plugins, hosting_plugins
+from adapters.reload import Reloader, pid_file, running_settings
+from adapters.tools.late import LateToolbox
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config.model import Config, enabled_platforms, load_config
-from bot.config.personas import read_persona, read_profile_personas
+from bot.config.personas import read_persona
 from bot.config.settings import Settings
-from bot.config.values import LogLevel
 from bot.errors import ConfigError, PacebotError
 from bot.initiative.wakeup import LONGEST_WAIT_S
 from bot.log import setup_logging
@@ -65,6 +66,7 @@ from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
 from bot.tasks import start_task
 from bot.texts import Texts
+from bot.tools.ports import Toolbox
 from scheduler.jobs import start_scheduler
 from storage.sqlite import SqliteStore
 from storage.words import RecallWords
@@ -72,8 +74,6 @@ from storage.words import RecallWords
 if TYPE_CHECKING:
     from adapters.openai_embeddings import OpenAIEmbedder
     from adapters.openai_llm import OpenAILLM
-
-LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 
 
 def utc_now() -> datetime:
@@ -122,12 +122,6 @@ def _embedder(config: Config, api_key: str) -> OpenAIEmbedder:
     from adapters.openai_embeddings import OpenAIEmbedder
 
     return OpenAIEmbedder.from_config(config, api_key=api_key)
-
-
-def running_settings(config: Config) -> Settings:
-    """Return the settings to run ``config`` with: its persona files read, its profiles
-    applied (raise ``ConfigError`` when one cannot be)."""
-    return Settings(config, persona=read_persona(config), personas=read_profile_personas(config))
 
 
 @contextlib.asynccontextmanager
@@ -185,6 +179,7 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         media = await stack.enter_async_context(opened_media(config, secrets, platforms))
+        toolbox = await stack.enter_async_context(opened_tools(config, secrets))
         core = build_core(
             parts.settings,
             parts.store,
@@ -202,6 +197,7 @@ async def running_core(
             history=history_sources(config, platforms),
             draw=draw,
             clock_check_s=clock_check_s,
+            toolbox=toolbox,
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)
@@ -228,6 +224,18 @@ async def running_core(
         yield core
 
 
+@contextlib.asynccontextmanager
+async def opened_tools(config: Config, secrets: Secrets) -> AsyncIterator[Toolbox | None]:
+    """With ``[tools] enabled``, start the MCP servers and open the web search beside the
+    platforms (the ``mcp`` SDK is imported then, in a worker thread); stop them on exit.
+    Yield ``None`` with tools off."""
+    if not config.tools.enabled:
+        yield None
+        return
+    async with LateToolbox(config.tools, secrets.tools_env) as toolbox:
+        yield toolbox
+
+
 async def _cancel(task: asyncio.Task[Any]) -> None:
     """Cancel ``task`` and wait for it to end; its failure, if any, is already logged."""
     task.cancel()
@@ -249,7 +257,7 @@ async def running_bot(
     adapters: Mapping[str, PlatformAdapter] | None = None,
     parts: Parts | None = None,
 ) -> AsyncIterator[Core]:
-    """Start the core and every enabled platform; stop them in reverse on exit.
+    """Start the core, the nonebot plugins and every enabled platform; stop them in reverse.
 
     The platforms exist before the core recovers, so replies queued before a restart
     find their platform; they start taking updates only once the core is running, and
@@ -259,8 +267,14 @@ async def running_bot(
         adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
     platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
+        if parts is None:
+            parts = await stack.enter_async_context(opened_parts(config, secrets))
         core = await stack.enter_async_context(
             running_core(config, secrets, platforms, parts=parts)
+        )
+        # nonebot plugins, if any: loaded once QQ set nonebot up, before its server starts.
+        await stack.enter_async_context(
+            hosting_plugins(config, parts.store, adapters.values(), now=utc_now)
         )
         for adapter in adapters.values():
             await adapter.start(core.inbox)
@@ -281,7 +295,7 @@ async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
         reloader = Reloader(path, parts.settings)
         edited = ConfigFile(path, parts.settings, reloader, now=utc_now)
         await stack.enter_async_context(
-            serving_dashboard(config, secrets, core.ops, config_file=edited)
+            serving_dashboard(config, secrets, core.ops, config_file=edited, plugins=hosted_plugins)
         )
         _reload_on_sighup(reloader)
         # Each platform says "running" itself, once it is: Telegram after its first poll
@@ -320,15 +334,23 @@ def _reload_on_sighup(reloader: Reloader) -> None:
 
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, secrets: Secrets, ops: Ops | None, *, config_file: ConfigFile | None = None
+    config: Config,
+    secrets: Secrets,
+    ops: Ops | None,
+    *,
+    config_file: ConfigFile | None = None,
+    plugins: Callable[[], Sequence[object]] = tuple,
 ) -> AsyncIterator[str | None]:
-    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``)."""
+    """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``);
+    it lists what ``plugins`` returns (the nonebot plugins hosted)."""
     if ops is None or not config.web.enabled or secrets.web_token is None:
         yield None
         return
     from adapters.web.site import serving_dashboard as serving  # FastAPI, uvicorn, Jinja2
 
-    async with serving(config, secrets.web_token, ops, config_file=config_file) as url:
+    async with serving(
+        config, secrets.web_token, ops, config_file=config_file, plugins=plugins
+    ) as url:
         yield url
 
 
@@ -340,15 +362,15 @@ async def chat_in_console(config: Config, secrets: Secrets) -> None:
         bot_name=config.bot.name,
         texts=Texts(config.bot.language),
         echo_input=not stdin_is_terminal(),
+        zone=config.bot.zone,
     )
     platforms: dict[str, Platform] = {"console": console}
     async with running_core(config, secrets, platforms) as core:
-        reader = await stdin_reader()
         console.show_banner()
         if config.web.enabled:
             console.show_no_dashboard(config.web.url)
         reading = asyncio.create_task(
-            console.read_input(core.inbox, core.ops.status, reader), name="console:input"
+            console.read_input(core.inbox, core.ops.status), name="console:input"
         )
         stopped = asyncio.create_task(stop.wait(), name="console:stop")
         done, _ = await asyncio.wait({reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -374,16 +396,6 @@ def start_logging(
         stderr_level=stderr_level,
         zone=config.bot.zone,
     )
-
-
-def resolve_log_level(chosen: str | None, config: Config) -> str:
-    """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
-    level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
-    if level and level not in LOG_LEVELS:
-        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
-        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
-        raise ConfigError(msg)
-    return level or config.bot.log_level
 
 
 def serve(path: Path, *, console: bool, log_level: str | None) -> int:

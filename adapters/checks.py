@@ -7,9 +7,10 @@ enabled platform needs are looked up, and the data directory is tried
 tell whether a run would work: one tiny chat completion (reachable, key accepted, JSON
 mode accepted; with ``llm.memory_tool`` on, one more offering the tool), one embedding of
 one word when ``[memory.embeddings]`` is on, one transcription of a bundled second of
-silence and one synthesis of one word as far as ``[voice]`` turns them on, and Telegram's
-``getMe`` (the token is valid). No secret is printed: a finding names the environment
-variable, never its value.
+silence and one synthesis of one word as far as ``[voice]`` turns them on, Telegram's
+``getMe`` (the token is valid), and with ``[tools]`` on a connection to each MCP server
+(its tools listed, those offered marked) and one web search. No secret is printed: a
+finding names the environment variable, never its value.
 
 The LLM SDK and the platform libraries are imported only for ``--online``.
 """
@@ -18,17 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from bot.config.errors import toml_value
+from bot.config.groups import BudgetConfig, GroupsConfig
 from bot.config.model import Config, enabled_platforms, load_config
 from bot.config.personas import read_persona, read_profile_personas
 from bot.config.settings import Settings
+from bot.config.values import LogLevel
 from bot.errors import ConfigError, LLMError, PacebotError
 from bot.log import setup_logging
 from bot.models import ChatMessage
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
 NOTHING_ENABLED = (
     "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
 )
+LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 ONLINE_TIMEOUT_S = 20.0
 """The longest one online check may take, whatever ``llm.timeout_s`` says."""
 _PING = (
@@ -75,6 +80,10 @@ def check(path: Path, *, online: bool = False) -> int:
         prepare_data_dir(config, keep=False)  # check leaves no directory behind
     except ConfigError as exc:
         problems.append(str(exc))
+    try:
+        resolve_log_level(None, config)
+    except ConfigError as exc:
+        problems.append(str(exc))
     secrets: Secrets | None = None
     try:
         secrets = read_secrets(config, console=False)
@@ -90,6 +99,13 @@ def check(path: Path, *, online: bool = False) -> int:
         print(f"dashboard: {config.web.url} (only `pacebot run` serves it, not `pacebot console`)")
     if config.voice.enabled:
         print(f"voice: {voice_summary(config)}")
+    for line in settings_summary(config):
+        print(line)
+    for warning in cap_warnings(config.budget):
+        print(f"! {warning}", file=sys.stderr)
+    if config.tools.enabled:
+        for line in tools_summary(config):
+            print(line)
     if problems or secrets is None:
         for problem in problems:
             print(f"✗ {problem}", file=sys.stderr)
@@ -113,6 +129,68 @@ def check(path: Path, *, online: bool = False) -> int:
             "set enabled = true under [telegram] or [qq]"
         )
     return 0
+
+
+def settings_summary(config: Config) -> list[str]:
+    """Say what a group is answered by and what the calls may spend, as the bot will run."""
+    groups = config.groups
+    lines = [f"groups: reply mode {toml_value(groups.reply_mode)}{_gate_of(groups)}"]
+    for override in groups.override:
+        given = sorted(override.model_fields_set - {"chat"})
+        changes = ", ".join(f"{key} = {toml_value(getattr(override, key))}" for key in given)
+        lines.append(f"  override {override.chat}: {changes or 'nothing changed'}")
+    budget = config.budget
+    caps = [
+        f"soft {budget.daily_tokens:,}" if budget.daily_tokens else "soft none",
+        f"hard {budget.hard_daily_tokens:,}" if budget.hard_daily_tokens else "hard none",
+        f"per chat {budget.chat_daily_tokens:,}" if budget.chat_daily_tokens else "per chat none",
+    ]
+    prices = (
+        f"prices {budget.price_in_per_million:g} in, {budget.price_out_per_million:g} out"
+        f" {budget.currency} a million tokens"
+        if budget.price_in_per_million or budget.price_out_per_million
+        else "no prices set"
+    )
+    lines.append(f"budget: caps in tokens a chat day: {', '.join(caps)}; {prices}")
+    return lines
+
+
+def _gate_of(groups: GroupsConfig) -> str:
+    """Say what the gate of ``"smart"`` joins on; nothing for the other modes."""
+    if groups.reply_mode != "smart":
+        return ""
+    interests = ", ".join(groups.interests) or "none"
+    return (
+        f" (interests: {interests}; talk_value {groups.talk_value:g};"
+        f" {groups.unaddressed_calls_per_hour} unaddressed calls an hour)"
+    )
+
+
+def cap_warnings(budget: BudgetConfig) -> list[str]:
+    """Name the caps of ``[budget]`` that make no sense together (not errors: they run)."""
+    soft, hard, chat = budget.daily_tokens, budget.hard_daily_tokens, budget.chat_daily_tokens
+    warnings = []
+    if hard and soft and hard < soft:
+        warnings.append(
+            f"budget.hard_daily_tokens = {hard} is below budget.daily_tokens = {soft}: the"
+            " hard cap stops every call before the soft cap is ever reached"
+        )
+    if hard and chat and chat > hard:
+        warnings.append(
+            f"budget.chat_daily_tokens = {chat} is above budget.hard_daily_tokens = {hard}:"
+            " no chat can reach it, the hard cap stops every call first"
+        )
+    return warnings
+
+
+def resolve_log_level(chosen: str | None, config: Config) -> str:
+    """Return the log level: ``chosen``, else ``$PACEBOT_LOG_LEVEL``, else ``bot.log_level``."""
+    level = chosen or os.environ.get("PACEBOT_LOG_LEVEL", "").upper()
+    if level and level not in LOG_LEVELS:
+        source = "--log-level" if chosen else "PACEBOT_LOG_LEVEL"
+        msg = f"{source} = {level!r}: must be one of {', '.join(LOG_LEVELS)}"
+        raise ConfigError(msg)
+    return level or config.bot.log_level
 
 
 def prepare_data_dir(config: Config, *, keep: bool = True) -> None:
@@ -175,6 +253,10 @@ async def online_findings(config: Config, secrets: Secrets) -> list[Finding]:
         findings += await check_voice(config, secrets.voice_api_key)
     if secrets.telegram_token is not None:
         findings.append(await check_telegram(config, secrets.telegram_token))
+    if config.tools.enabled:
+        from adapters.tools.probe import check_tools  # the mcp SDK, only with tools on
+
+        findings += [Finding(ok, text) for ok, text in await check_tools(config, secrets)]
     if config.qq.enabled:
         findings.append(
             Finding(
@@ -208,8 +290,14 @@ async def check_llm(config: Config, api_key: str) -> Finding:
             failure = exc
         else:
             mode = "JSON mode accepted" if llm_config.json_mode else "JSON mode off"
-            if llm_config.memory_tool:
-                return await _check_memory_tool(llm, where, json_mode=llm_config.json_mode)
+            if llm_config.memory_tool or config.tools.enabled:
+                switches = [
+                    *(["llm.memory_tool = false"] if llm_config.memory_tool else []),
+                    *(["[tools] enabled = false"] if config.tools.enabled else []),
+                ]
+                return await _check_memory_tool(
+                    llm, where, json_mode=llm_config.json_mode, off=" and ".join(switches)
+                )
             return Finding(ok=True, text=f"{where}: reachable, key accepted, {mode}")
         if not llm_config.json_mode:
             return Finding(ok=False, text=str(failure))
@@ -224,8 +312,9 @@ async def check_llm(config: Config, api_key: str) -> Finding:
     )
 
 
-async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool) -> Finding:
-    """Offer the memory tool once: a provider that refuses tools would cost every batch."""
+async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool, off: str) -> Finding:
+    """Offer the memory tool once: a provider that refuses tools would cost every batch
+    (with ``[tools]`` on, it stands for every tool)."""
     from bot.memory.tool import SEARCH_MEMORY
 
     try:
@@ -236,7 +325,7 @@ async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool) -> 
         return Finding(
             ok=False,
             text=f"{where}: reachable and key accepted, but tools are refused (HTTP 400): "
-            "set llm.memory_tool = false",
+            f"set {off}",
         )
     return Finding(ok=True, text=f"{where}: reachable, key accepted, the memory tool accepted")
 
@@ -260,6 +349,30 @@ async def check_embeddings(config: Config, api_key: str) -> Finding:
     if problem is not None:
         return Finding(ok=False, text=problem)
     return Finding(ok=True, text=f"{where}: reachable, key accepted, vectors returned")
+
+
+def tools_summary(config: Config) -> list[str]:
+    """Say which tools ``[tools]`` would offer, and warn of an allow list that takes all."""
+    tools = config.tools
+    lines = [
+        f"tools: at most {tools.max_rounds} extra call(s) per batch, {tools.timeout_s:g} s per"
+        " tool call"
+    ]
+    for server in tools.mcp:
+        where = server.url or " ".join((server.command, *server.args))
+        lines.append(
+            f"tools: MCP server {server.name} ({server.transport}: {where}), offering "
+            f"{', '.join(server.allow)}"
+        )
+        if "*" in server.allow:
+            lines.append(
+                f'! tools.mcp (name {toml_value(server.name)}): allow = ["*"] offers every tool'
+                " the server has, and any it adds later; name the tools instead"
+            )
+    search = tools.web_search
+    if search.enabled:
+        lines.append(f"tools: web_search through {search.provider} at {search.endpoint}")
+    return lines
 
 
 def voice_summary(config: Config) -> str:

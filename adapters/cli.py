@@ -3,14 +3,16 @@
 ``run`` and ``console`` go to the composition root (:mod:`adapters.app`), the only module
 outside ``storage/`` and ``scheduler/`` that may import them; ``summarize``, ``recall``,
 ``trace`` and ``cost`` to :mod:`adapters.offline`, which opens its parts through it;
-``check`` to :mod:`adapters.checks`. This module imports them (and pydantic, the
-database, the LLM SDK behind them) only once a command runs: ``pacebot --help`` and
-``--version`` answer from the standard library alone, at once.
+``check`` to :mod:`adapters.checks`; ``reload`` to :mod:`adapters.reload`; ``plugin
+install`` and ``plugin list`` to :mod:`adapters.plugins.install`. This module imports them
+(and pydantic, the database, the LLM SDK behind them) only once a command runs: ``pacebot
+--help`` and ``--version`` answer from the standard library alone, at once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -57,7 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--online",
         action="store_true",
-        help="also contact the LLM (one tiny request) and Telegram (getMe)",
+        help="also contact the far ends: the LLM (one tiny request; one more offering the "
+        "memory tool when llm.memory_tool is on), the embeddings endpoint when "
+        "[memory.embeddings] is on (one word), the audio endpoints as far as [voice] turns "
+        "them on (a second of silence heard, one word spoken) and Telegram (getMe)",
     )
     commands.add_parser(
         "reload",
@@ -73,10 +78,14 @@ def _parser() -> argparse.ArgumentParser:
         parents=[with_config],
         help="run the nightly summaries by hand",
         description="Summarise chat days now. Without options: yesterday, every chat that "
-        "has messages and no summary (popped days stay popped).",
+        "has messages and no summary (popped days stay popped). Today is allowed: its "
+        "summary is partial, and the nightly run summarises the whole day in its place once "
+        "it has ended.",
     )
     summarize.add_argument(
-        "--date", type=date.fromisoformat, help="this chat day (YYYY-MM-DD), even if popped"
+        "--date",
+        type=date.fromisoformat,
+        help="this chat day (YYYY-MM-DD), even if popped; today's summary is partial",
     )
     summarize.add_argument("--chat", type=_chat_key, help="only this chat, e.g. qq:group:456")
     summarize.add_argument(
@@ -116,6 +125,26 @@ def _parser() -> argparse.ArgumentParser:
     )
     cost.add_argument("--chat", type=_chat_key, help="only this chat, e.g. qq:group:456")
     cost.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    plugin = commands.add_parser(
+        "plugin",
+        help="install and list the nonebot plugins run beside pacebot on QQ",
+        description="nonebot2 plugins, run beside pacebot on QQ ([plugins] in the config).",
+    )
+    plugin_commands = plugin.add_subparsers(dest="plugin_command", required=True, metavar="ACTION")
+    install = plugin_commands.add_parser(
+        "install",
+        parents=[with_config],
+        help="pip-install a plugin into pacebot's environment and add it to [plugins] nonebot",
+        description="Install a nonebot2 plugin with pacebot's own pip and add its module to "
+        "[plugins] nonebot of the config (comments kept).",
+    )
+    install.add_argument("name", help="the package, e.g. nonebot-plugin-status")
+    plugin_commands.add_parser(
+        "list",
+        parents=[with_config],
+        help="show each plugin [plugins] nonebot names, with its commands",
+        description="Load the plugins the config names and show each with its matchers.",
+    )
     return parser
 
 
@@ -148,8 +177,25 @@ def _chat_key(text: str) -> ChatKey:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+SIGPIPE_EXIT = 128 + 13
+"""The exit code of a command whose reader left early, as a shell reports one SIGPIPE ended."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``pacebot`` command."""
+    """Run the ``pacebot`` command; a reader that leaves early (``| head``) ends it quietly."""
+    try:
+        code = _command(argv)
+        sys.stdout.flush()  # a reader gone shows here, not as a complaint at exit
+    except BrokenPipeError:
+        # What is left to print goes nowhere, and Python's flush at exit finds no pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return SIGPIPE_EXIT
+    return code
+
+
+def _command(argv: Sequence[str] | None) -> int:
+    """Parse the arguments and run the command they name."""
     args = _parser().parse_args(argv)
     if args.command == "check":
         from adapters import checks
@@ -158,9 +204,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in {"summarize", "recall", "trace", "cost"}:
         return _offline(args)
     if args.command == "reload":
-        from adapters import offline
+        from adapters.reload import ask_to_reload
 
-        return offline.reload(args.config)
+        return ask_to_reload(args.config)
+    if args.command == "plugin":
+        from adapters.plugins import install
+
+        if args.plugin_command == "install":
+            return install.install(args.config, args.name)
+        return install.show(args.config)
     from adapters import app
 
     return app.serve(args.config, console=args.command == "console", log_level=args.log_level)

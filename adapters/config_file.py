@@ -31,7 +31,7 @@ from adapters.reload import Reloader
 from bot.config.keys import config_keys
 from bot.config.model import load_config, parse_config
 from bot.config.personas import read_persona, read_profile_personas
-from bot.config.settings import RESTART_ONLY, Reloaded, Settings
+from bot.config.settings import Reloaded, Settings, restart_only
 from bot.errors import ConfigError
 
 BACKUPS = "config-backups"
@@ -83,7 +83,7 @@ class ConfigFile:
             waiting = tuple(
                 key
                 for key, value in sorted(in_file.items())
-                if _restart_only(key) and values.get(key) != value
+                if restart_only(key) and values.get(key) != value
             )
         except ConfigError:  # the file no longer loads: its next change will say why
             pass
@@ -150,10 +150,6 @@ class ConfigFile:
         except OSError as exc:
             msg = f"cannot write {self._path}: {exc.strerror}; nothing changed"
             raise ConfigRefused(msg) from None
-
-
-def _restart_only(key: str) -> bool:
-    return any(key == prefix or key.startswith(f"{prefix}.") for prefix in RESTART_ONLY)
 
 
 def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -2,7 +2,8 @@
 ``pacebot cost --json`` give the same shapes.
 
 The figures come from :class:`bot.ops.cost.CostOps`; a cost is given as a number in the
-budget's currency and as ``cost_text``, the words every face shows (``0.00013 USD``).
+budget's currency and as ``cost_text``, the words every face shows (``0.00013 USD``, or
+``no prices set``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def spent_json(spent: Spent, currency: str) -> dict[str, Any]:
         "total_tokens": tokens.total,
         "estimated_calls": tokens.estimated_calls,
         "cost": spent.cost,
-        "cost_text": format_cost(spent.cost, currency),
+        "cost_text": format_cost(spent.cost, currency, priced=spent.priced),
+        "priced": spent.priced,
     }
 
 

@@ -4,6 +4,9 @@ Closing a connection under a send turns the platform's answer into an error alth
 message may well have been posted; waiting for the answer keeps the outbox true. Both
 Telegram and QQ wrap each send in :meth:`InFlight.track` and call :meth:`InFlight.settle`
 when they stop.
+
+:func:`own_send` tells, inside a library's send hook, whether the send is pacebot's own
+(under :meth:`InFlight.track`) or someone else's in the same process (a nonebot plugin's).
 """
 
 from __future__ import annotations
@@ -11,8 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from contextvars import ContextVar
 
 from loguru import logger
+
+_OWN_SEND: ContextVar[bool] = ContextVar("pacebot_own_send", default=False)
+
+
+def own_send() -> bool:
+    """Tell whether the code running now is one of pacebot's own sends."""
+    return _OWN_SEND.get()
 
 
 class InFlight:
@@ -29,9 +40,11 @@ class InFlight:
         """Count one send for as long as the block runs."""
         self._count += 1
         self._idle.clear()
+        mark = _OWN_SEND.set(True)
         try:
             yield
         finally:
+            _OWN_SEND.reset(mark)
             self._count -= 1
             if not self._count:
                 self._idle.set()

@@ -23,16 +23,8 @@ from rich.console import Console
 from rich.progress import Progress
 
 from adapters import shell
-from adapters.app import (
-    opened_parts,
-    opened_store,
-    resolve_log_level,
-    running_settings,
-    start_logging,
-    utc_now,
-)
-from adapters.checks import prepare_data_dir
-from adapters.reload import signal_running
+from adapters.app import opened_parts, opened_store, start_logging, utc_now
+from adapters.checks import prepare_data_dir, resolve_log_level
 from bot.config.model import Config, load_config
 from bot.config.personas import read_persona
 from bot.errors import PacebotError
@@ -93,6 +85,10 @@ async def _summarize(
 ) -> int:
     async with opened_parts(config, secrets) as parts:
         ops = MemoryOps(parts.settings, parts.memory, parts.store)
+        today = ops.today()
+        if day is not None and day > today:
+            print(f"pacebot: --date {day} has not begun (today is {today})", file=sys.stderr)
+            return 1
         work = await ops.unsummarised(day=day, only=chat, all_missing=all_missing)
         if not work:
             print("nothing to summarise")
@@ -105,7 +101,8 @@ async def _summarize(
 
             report = await ops.summarise_all(work, on_purpose=day is not None, progress=advance)
     for pushed_chat, pushed_day in report.pushed:
-        print(f"summarised {pushed_chat} {pushed_day}")
+        partial = " (partial: the day has not ended)" if pushed_day == today else ""
+        print(f"summarised {pushed_chat} {pushed_day}{partial}")
     for failed_chat, failed_day in report.failed:
         print(f"failed {failed_chat} {failed_day}", file=sys.stderr)
     print(
@@ -158,19 +155,9 @@ def _exit_code(run: Callable[[], int]) -> int:
     """Return what ``run`` returns, or the exit code of its failure, said in one line."""
     try:
         return run()
+    except BrokenPipeError:  # the reader left early (``| head``): the CLI ends quietly
+        raise
     except (PacebotError, OSError) as exc:
         return shell.failed(exc)
     except KeyboardInterrupt:
         return 130
-
-
-def reload(path: Path) -> int:
-    """Check ``path``, then ask the ``pacebot run`` of it to reload it; 1 if either fails."""
-    try:
-        config = load_config(path)
-        running_settings(config)  # the same checks as a reload: personas, profiles
-        pid = signal_running(config)
-    except (PacebotError, OSError) as exc:
-        return shell.failed(exc)
-    print(f"asked pacebot (process {pid}) to reload {path}; its log says what changed")
-    return 0

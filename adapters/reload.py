@@ -7,7 +7,8 @@ restart keeps its running value and is named. An invalid file changes nothing; w
 logged in TOML's words and raised to the caller.
 
 ``pacebot run`` writes its process id to ``<data_dir>/pacebot.pid`` while it runs, so that
-``pacebot reload`` finds the process to signal; the file goes when the run ends.
+``pacebot reload`` (:func:`ask_to_reload`) finds the process to signal; the file goes when
+the run ends. The command imports no more than the config needs: it starts in a blink.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,9 +25,15 @@ from loguru import logger
 from bot.config.model import Config, load_config
 from bot.config.personas import read_persona, read_profile_personas
 from bot.config.settings import Reloaded, Settings
-from bot.errors import ConfigError
+from bot.errors import ConfigError, PacebotError
 
 PID_FILE = "pacebot.pid"
+
+
+def running_settings(config: Config) -> Settings:
+    """Return the settings to run ``config`` with: its persona files read, its profiles
+    applied (raise ``ConfigError`` when one cannot be)."""
+    return Settings(config, persona=read_persona(config), personas=read_profile_personas(config))
 
 
 class Reloader:
@@ -93,3 +101,17 @@ def signal_running(config: Config) -> int:
         msg = f"process {pid} of {path} belongs to another user; run pacebot reload as that user"
         raise ConfigError(msg) from None
     return pid
+
+
+def ask_to_reload(path: Path) -> int:
+    """``pacebot reload``: check ``path`` as a reload would, then signal the ``pacebot run`` of
+    it; say why and return 1 if either fails."""
+    try:
+        config = load_config(path)
+        running_settings(config)  # the same checks as a reload: personas, profiles
+        pid = signal_running(config)
+    except (PacebotError, OSError) as exc:
+        print(f"pacebot: {exc}", file=sys.stderr)
+        return 1
+    print(f"asked pacebot (process {pid}) to reload {path}; its log says what changed")
+    return 0

@@ -28,9 +28,18 @@ from bot.ops.cost import CostOps, CostReport, Spent
 from bot.ops.memory import RecallPreview
 from bot.ops.traces import TraceOps
 from bot.texts import Texts
-from bot.trace import TraceLog, format_trace
+from bot.trace import TraceLog
+from bot.trace_lines import format_trace
 
 SEPARATOR = "\n" + "─" * 40 + "\n"
+
+
+class _Console(Console):
+    """rich's console, leaving a reader gone early (``| head``) to the command line, which
+    ends quietly with the exit code SIGPIPE gives (rich itself exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
 
 
 async def show_traces(config: Config, store: TraceLog, *, chat: ChatKey, count: int) -> int:
@@ -65,7 +74,7 @@ def _spent_cells(spent: Spent, currency: str) -> list[str]:
         f"{tokens.prompt_tokens:,}",
         f"{tokens.completion_tokens:,}",
         f"{tokens.total:,}" + (" ~" if tokens.estimated_calls else ""),
-        format_cost(spent.cost, currency),
+        format_cost(spent.cost, currency, priced=spent.priced),
     ]
 
 
@@ -106,7 +115,7 @@ def _print_cost(report: CostReport, *, zone: ZoneInfo) -> None:
         table.add_row(row.day.isoformat(), str(row.chat), row.kind, *cells)
     table.add_section()
     table.add_row("total", "", "", *_spent_cells(report.total, report.currency), style="bold")
-    console = Console(width=max(Console().width, 120))
+    console = _Console(width=max(Console().width, 120))
     if not report.rows:
         console.print(f"No LLM call in {span}.")
     console.print(table)

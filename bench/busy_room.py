@@ -150,7 +150,7 @@ async def _three_members(*, rounds: int, second_s: float, workdir: Path) -> list
         for number in range(rounds * ROUND):
             await asyncio.sleep(max(0.0, start + number * TURN_S * second_s - loop.time()))
             message = _turn(number)
-            await bot.inbox.receive(message)
+            await bot.inbox.receive_many((message,))
             if message.addresses_bot:
                 asked.append(loop.time())
         await bot.settle()
@@ -191,7 +191,7 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
         start = loop.time()
         for number, line in enumerate(lines):
             await asyncio.sleep(max(0.0, start + line.at_s * seconds - loop.time()))
-            await bot.inbox.receive(_message(line, number))
+            await bot.inbox.receive_many((_message(line, number),))
             if line.asker_of is not None:
                 last_asker_line[line.asker_of] = loop.time()
         await bot.settle()

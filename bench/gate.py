@@ -154,16 +154,18 @@ async def _peer_minute(workdir: Path, *, mode: str) -> tuple[int, int]:
         start = loop.time()
         for number, (at_s, who, asks, text) in enumerate(_minute(random.Random(3))):
             await asyncio.sleep(max(0.0, start + at_s * second_s - loop.time()))
-            await bot.inbox.receive(
-                IncomingMessage(
-                    GROUP,
-                    f"m{number}",
-                    who,
-                    who,
-                    text,
-                    datetime.now(UTC) - timedelta(seconds=1),
-                    addresses_bot=asks,
-                )
+            await bot.inbox.receive_many(
+                [
+                    IncomingMessage(
+                        GROUP,
+                        f"m{number}",
+                        who,
+                        who,
+                        text,
+                        datetime.now(UTC) - timedelta(seconds=1),
+                        addresses_bot=asks,
+                    )
+                ]
             )
         await bot.settle()
         prompt, _ = llm.reported_tokens()

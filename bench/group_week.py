@@ -111,16 +111,18 @@ async def _play(
         clock.jump_to(line.at)
         first_waiting = first_waiting or line.at
         quiet_at = line.at + timedelta(seconds=rng.uniform(5.0, 15.0))
-        await bot.inbox.receive(
-            IncomingMessage(
-                GROUP,
-                f"m{number}",
-                str(line.sender),
-                f"成员{line.sender}",
-                line.text,
-                line.at,
-                addresses_bot=line.addressed,
-            )
+        await bot.inbox.receive_many(
+            [
+                IncomingMessage(
+                    GROUP,
+                    f"m{number}",
+                    str(line.sender),
+                    f"成员{line.sender}",
+                    line.text,
+                    line.at,
+                    addresses_bot=line.addressed,
+                )
+            ]
         )
     if quiet_at is not None:
         clock.jump_to(quiet_at)

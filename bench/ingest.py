@@ -128,7 +128,7 @@ async def _timed(
     *,
     measured: bool,
 ) -> None:
-    await bot.pipeline.receive(maker.message(chat))
+    await bot.pipeline.receive_many((maker.message(chat),))
     if measured:
         latencies.append(asyncio.get_running_loop().time() - due)
 
@@ -176,7 +176,7 @@ async def _closed_loop(
     async def one_after_another() -> None:
         while time.perf_counter() < deadline:
             started = time.perf_counter()
-            await bot.pipeline.receive(maker.message(rng.choice(chats)))
+            await bot.pipeline.receive_many((maker.message(rng.choice(chats)),))
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()

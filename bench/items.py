@@ -100,7 +100,7 @@ async def _delivering(scale: Scale, workdir: Path) -> list[Figure]:
     ):
         chats = chat_keys(scale.chats, platform=bot.platform.name, group_every=0)
         for chat in chats:
-            await bot.inbox.receive(_message(chat))
+            await bot.inbox.receive_many((_message(chat),))
         await llm.wait_for_requests(1, timeout=30)
         started = asyncio.get_running_loop().time()
         await bot.settle()

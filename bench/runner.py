@@ -53,7 +53,7 @@ BENCHMARKS = (
         "wire",
         "bench.wire",
         "ingest through PTB polling and the OneBot WebSocket, 300 and 1,000/s",
-        300,
+        480,  # four wires, each through two loads and a ceiling
         quick_budget_s=40.0,
     ),
     Benchmark(
@@ -99,6 +99,13 @@ BENCHMARKS = (
         1200,
         quick_budget_s=90.0,
     ),
+    Benchmark(
+        "reload",
+        "bench.reload",
+        "pacebot reload → the next batch on the new config; a reload's hold on the loop",
+        120,
+        quick_budget_s=40.0,
+    ),
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
     Benchmark("items", "bench.items", "reply items read and delivered; the stickers part", 120),
     Benchmark(
@@ -111,6 +118,13 @@ BENCHMARKS = (
     Benchmark("pictures", "bench.pictures", "a batch's pictures: download, re-encode, bytes", 120),
     Benchmark(
         "voice", "bench.voice", "a voice note heard, a voice item spoken and sent; bytes", 120
+    ),
+    Benchmark(
+        "tools",
+        "bench.tools",
+        "tools: calls per batch, chatter, a hanging tool, tools off; a run with two servers",
+        180,
+        quick_budget_s=90.0,
     ),
     Benchmark(
         "soak",

@@ -24,7 +24,8 @@ process's RSS (``/proc/self/smaps_rollup``), its asyncio tasks, open file descri
 (``/proc/self/fd``; those that are TCP connections to the fakes, the HTTP clients'
 keep-alive pools, counted apart), the event loop's timer handles (the not-cancelled ones
 of the ``_scheduled`` heap; the heap's length too), threads, objects the garbage
-collector tracks, and the database's bytes (main file + WAL, and per table with
+collector tracks, the chats the pipeline holds state for (``Pipeline.chats_held``), and the
+database's bytes (main file + WAL, and per table with
 ``dbstat``) per stored message (chatters' and the bot's). The first tenth's readings are
 the idle baseline: RSS may grow 10 % from them to the end, tasks, files and timers must
 come back to them, bytes per message stay within 10 %. Where RSS goes is read beside it:
@@ -50,7 +51,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -135,6 +136,7 @@ class Reading:
     db_wal: int  # bytes of its write-ahead log
     messages: int  # rows of ``messages``: chatters' and the bot's
     tables: dict[str, int]  # bytes of each table and index in the database file
+    chats_held: int = 0  # chats some part of the pipeline holds state for (chats_held())
 
     @property
     def db_bytes(self) -> int:
@@ -201,7 +203,9 @@ async def _month(
             conn.send({"do": "tidy"})
             totals.update(await _answer(conn))
             await asyncio.sleep(_SETTLE_S)
-            readings.append(await _read(conn, database, peers))
+            reading = await _read(conn, database, peers)
+            held = sum(core.pipeline.chats_held().values())
+            readings.append(replace(reading, chats_held=held))
         totals["rss_trimmed"] = _trimmed_rss()
         conn.send({"do": "count", "database": database})
         stored: int = await _answer(conn)
@@ -450,6 +454,7 @@ def _figures(readings: list[Reading], totals: Counter[str], scale: Scale) -> lis
         ("fds.besides_pools", "fds", first.fds - first.pooled, last.fds - last.pooled),
         ("timers", "handles", first.timers, last.timers),
         ("threads", "threads", first.threads, last.threads),
+        ("chats_held", "chats", first.chats_held, last.chats_held),
     ):
         figures += [
             Figure(f"soak.{name}.idle", at_first, unit, note="after the first tenth"),

@@ -59,6 +59,10 @@ class Access:
         self._off: frozenset[ChatKey] = frozenset()
         self._told: dict[ChatKey, date] = {}
 
+    def __len__(self) -> int:
+        """Return how many refused chats are remembered: those refused this chat day."""
+        return len(self._told)
+
     async def load(self) -> None:
         """Read the chats switched off (at start-up)."""
         self._off = await self._switches.chats_switched_off()

@@ -94,9 +94,21 @@ def cost_of(tokens: TokenCount | Usage, budget: BudgetConfig) -> float:
     return paid / PER_MILLION
 
 
-def format_cost(amount: float, currency: str) -> str:
+NO_PRICES = "no prices set"
+"""What every face shows for a cost while ``[budget]`` has no prices (not ``0.00 USD``)."""
+
+
+def is_priced(budget: BudgetConfig) -> bool:
+    """Tell whether ``[budget]`` sets a price, so that a cost means something."""
+    return bool(budget.price_in_per_million or budget.price_out_per_million)
+
+
+def format_cost(amount: float, currency: str, *, priced: bool = True) -> str:
     """Write a cost the same way on every face: two decimals from 1 up, else two
-    significant digits, never in exponent form (``0.000056 USD``)."""
+    significant digits, never in exponent form (``0.000056 USD``); without prices,
+    :data:`NO_PRICES`."""
+    if not priced:
+        return NO_PRICES
     if amount >= 1 or amount <= 0:
         return f"{amount:,.2f} {currency}"
     decimals = min(COST_DECIMALS_MAX, 1 - math.floor(math.log10(amount)))

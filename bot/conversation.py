@@ -375,6 +375,10 @@ class Conversations:
         self._cancel_mode = cancel_mode
         self._live: dict[ChatKey, Conversation] = {}
 
+    def __len__(self) -> int:
+        """Return how many chats are live: waiting, thinking or sending."""
+        return len(self._live)
+
     def of(self, chat: ChatKey) -> Conversation:
         """Return ``chat``'s conversation, made now if the chat was idle."""
         conversation = self._live.get(chat)

@@ -16,8 +16,8 @@ group batch that addresses the bot. What the gate adds:
 
 Deciding makes no LLM call, and a batch without a reason not even a database read. The
 verdict's reasons are the trace's words: ``addressed``, ``interest: 猫``, ``question``,
-``follow-up``, ``no reason``, ``budget spent``, ``share 0.31 > 0.25``, ``quiet hours``,
-``talk_value draw 0.72 > 0.30``.
+``follow-up``, ``no reason``, ``the hour's unaddressed calls are spent``,
+``share 0.31 > 0.25``, ``quiet hours``, ``talk_value draw 0.72 > 0.30``.
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ class CallGate:
             refusals.append("quiet hours")
         spent, share = await self._rooms.room_reading(chat, since=now - HOUR, last=SHARE_OF_LAST)
         if spent >= settings.unaddressed_calls_per_hour:
-            refusals.append("budget spent")
+            refusals.append("the hour's unaddressed calls are spent")
         if share > settings.max_share:
             refusals.append(f"share {share:.2f} > {settings.max_share:.2f}")
         soft = await self._spending.refusal(chat, optional=True)

@@ -60,10 +60,6 @@ class Inbox:
         self._running: set[asyncio.Task[None]] = set()
         self._stopping = False
 
-    async def receive(self, message: IncomingMessage) -> None:
-        """Take one message or command."""
-        await self.receive_many((message,))
-
     async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         """Start the commands among ``messages``; hand the rest to the pipeline in one go."""
         chat_messages: list[IncomingMessage] = []

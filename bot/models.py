@@ -391,6 +391,7 @@ class SummaryRecord:
     is_deleted: bool = False
     deleted_at: datetime | None = None
     deleted_by: str | None = None
+    partial: bool = False  # of a chat day not yet ended; the whole day's summary replaces it
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,10 +110,6 @@ class Pipeline:
 
     # -- in -------------------------------------------------------------------------
 
-    async def receive(self, message: IncomingMessage) -> None:
-        """Store ``message``, then cancel talked-over replies and restart the wait."""
-        await self.receive_many((message,))
-
     async def receive_many(self, messages: Sequence[IncomingMessage]) -> None:
         """Store messages that arrived together in one write, then move their chats on.
 
@@ -276,7 +272,7 @@ class Pipeline:
             )
             return
         log = logger.bind(chat=str(chat), batch=batch.id)
-        log.info("answering {} message(s)", len(batch.messages))
+        log.info("took {} message(s) as a batch", len(batch.messages))
         # Someone who is owed an answer sees "typing…" while the LLM thinks. From now on
         # they are being answered (in a private chat always): writing again talks over it.
         reply_mode = self._config.for_chat(chat).groups.reply_mode
@@ -330,6 +326,9 @@ class Pipeline:
             with logger.contextualize(chat=str(batch.chat), batch=batch.id):
                 async with self._sender.typing(batch.chat, platform, enabled=typing):
                     return await answering
+        except StorageError as exc:  # the database, not a bug: say so without a traceback
+            logger.bind(chat=str(batch.chat), batch=batch.id).warning("answering failed: {}", exc)
+            return Answer(BatchOutcome.FAILED, error=str(exc))
         except Exception as exc:
             log = logger.bind(chat=str(batch.chat), batch=batch.id)
             log.opt(exception=exc).error("answering failed")
@@ -403,6 +402,21 @@ class Pipeline:
             self._debouncer.fire_all()
             await asyncio.gather(*self._batches, *self._side_tasks, return_exceptions=True)
             await self._sender.drain()
+
+    def chats_held(self) -> dict[str, int]:
+        """Return how many chats each part beside the pipeline holds something for. Each
+        count is bounded by the chats that are live, or inside a window of their own (a
+        pacer's minute, the company's follow-up and pause, an opener's silence): a chat
+        idle past them leaves nothing behind."""
+        return {
+            "waiting": len(self._debouncer),
+            "conversations": len(self._conversations),
+            "sending": len(self._sender),
+            "paced": self._sender.paced_chats(),
+            "company": len(self._company),
+            "initiative": len(self._initiative),
+            "voice notes": 0 if self._hearing is None else len(self._hearing),
+        }
 
     def _busy(self) -> bool:
         return bool(

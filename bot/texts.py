@@ -42,6 +42,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_later": "the reminders and follow-ups pending here; cancel one by its id",
         "help_quiet": "no openers or follow-ups here for N hours (default 24); /quiet off",
         "help_bot": "stop serving this chat (nothing stored or answered), or start again",
+        "help_tools": "the tools this chat is offered, and each tool server's state",
         # /status
         "status": "chat: {chat}\n"
         "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
@@ -60,7 +61,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "status_caps": "budget a day: soft cap {soft}, hard cap {hard}, per chat {chat_cap}",
         "status_no_cap": "none",
         "status_cap_reached": "{cap:,} (reached)",
-        "status_hard_cap": "hard cap reached: no LLM call until {until}",
+        "status_hard_cap": "hard cap reached: the bot stays silent, no LLM call until {until} "
+        "(messages are kept)",
         "status_unaddressed": "unaddressed calls in the last hour: {calls} of {budget}",
         "status_paused": "paused for a bot loop until {until}: no LLM call here meanwhile",
         "status_profile": "profile: {profile}",
@@ -77,6 +79,7 @@ EN: Mapping[str, str] = MappingProxyType(
         "(persona with summaries ~{tokens} tokens); newest first:",
         "summary_list_item": "{number}. {day} · {first_line} · ~{tokens} tok",
         "summary_list_recall_only": " (recall only)",
+        "summary_list_partial": " (partial: the day had not ended)",
         "summary_list_more": "… and {count} older, back to {day} "
         "(/summary show N shows any of them)",
         "summary_show_usage": "usage: /summary show [N], N = 1 for the newest",
@@ -101,6 +104,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "run_already": "{day} already has a summary; /pop it first to write it again.",
         "run_nothing": "Nobody wrote in {chat} on {day}: nothing to summarise.",
         "run_done": "Summarised {day}; it is now the newest memory. /summary show to read it.",
+        "run_done_partial": "Summarised {day} so far (partial: the day has not ended). Once "
+        "it has, the nightly run summarises the whole day in its place.",
         # /recall
         "recall_usage": "usage: /recall <question>, e.g. /recall 昨天聊了什么",
         "recall_nothing": "Nothing recalled for that question{days}.",
@@ -143,7 +148,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_recall": "recall ({how}): dates asked {asked}; date hits {date_hits}; "
         "keyword hits {keyword_hits}; vector hits {vector_hits}; already in the prompt {in_prompt}",
         "trace_fact_hits": "; fact hits {ids}",
-        "trace_tool": "- tool {name} {arguments} → {result}",
+        "trace_tool": "- tool {name} {arguments} → {result} · {outcome}, {duration_ms:.0f} ms,"
+        " {chars} chars",
         "trace_nothing": "none",
         "trace_calls": "LLM calls:",
         "trace_no_calls": "LLM calls: none",
@@ -156,7 +162,9 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_call_no_tokens": ", tokens not reported",
         "trace_gate": "gate: {reasons}",
         "trace_cost": "tokens {total:,} (prompt {prompt:,}, completion {completion:,}){estimated}, "
-        "cost {cost}",
+        "{cost}",
+        "trace_cost_amount": "cost {cost}",
+        "no_prices": "no prices set",
         "trace_estimated": ", some counted offline",
         "trace_guard": "guard: {what}",
         "trace_tier": "replies read by: {tier}",
@@ -197,6 +205,12 @@ EN: Mapping[str, str] = MappingProxyType(
         "quiet_off_done": "Quiet ended: the bot may speak first here again.",
         "quiet_off_none": "This chat is not quiet.",
         "bot_usage": "usage: /bot off | /bot on",
+        "tools_off": "No tools here: {why}.",
+        "tools_none": "No tool is offered here now.",
+        "tools_offered": "Offered to messages that address the bot, for at most {rounds} extra"
+        " call(s): {tools}",
+        "tools_admins_only": "admins only",
+        "tools_source": "- {name} ({kind}): {state}; offers {tools}{detail}",
         "bot_on_now": "The bot serves this chat (/bot off stops it).",
         "bot_off_done": "Switched off in {chat}: its messages are neither stored nor answered "
         "until an admin says /bot on.",
@@ -210,6 +224,12 @@ EN: Mapping[str, str] = MappingProxyType(
         "next start.",
         "console_no_dashboard": "[web] is enabled, but the console does not serve the "
         "dashboard: only `pacebot run` does, at {url}",
+        "console_you": "you",
+        "console_prompt": "you> ",
+        "console_typing": "{bot} is typing…",
+        "console_silent": "{bot} stays silent: today's hard cap of [budget] ({cap:,} tokens) "
+        "is reached, so no LLM call is made until the next chat day begins at {until}. What "
+        "you write is kept.",
     }
 )
 
@@ -234,6 +254,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_later": "这里待办的提醒和回访；按编号取消一个",
         "help_quiet": "N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束",
         "help_bot": "在这个聊天停用机器人（不存也不回），或重新启用",
+        "help_tools": "这个聊天可用的工具，以及各个工具服务的状态",
         "status": "会话：{chat}\n"
         "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
         "每批最多 {max_batch} 条\n"
@@ -250,7 +271,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "status_caps": "每日预算：软上限 {soft}，硬上限 {hard}，每个会话 {chat_cap}",
         "status_no_cap": "无",
         "status_cap_reached": "{cap:,}（已达到）",
-        "status_hard_cap": "已达到硬上限：{until} 之前不再调用 LLM",
+        "status_hard_cap": "已达到硬上限：机器人暂不回复，{until} 之前不再调用 LLM（消息都会保存）",
         "status_unaddressed": "最近一小时未被点名的调用：{calls} / {budget}",
         "status_paused": "发现机器人互相回复，暂停到 {until}：期间这里不调用 LLM",
         "status_profile": "配置方案：{profile}",
@@ -264,6 +285,7 @@ ZH: Mapping[str, str] = MappingProxyType(
         "（人设加摘要约 {tokens} token）；从新到旧：",
         "summary_list_item": "{number}. {day} · {first_line} · 约 {tokens} token",
         "summary_list_recall_only": "（仅供回忆检索）",
+        "summary_list_partial": "（部分：写于当天结束前）",
         "summary_list_more": "……还有 {count} 条更早的，最早到 {day}"
         "（/summary show N 可查看任意一条）",
         "summary_show_usage": "用法：/summary show [N]，N = 1 表示最新的一条",
@@ -285,6 +307,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "run_already": "{day} 已经有摘要了；要重写请先 /pop。",
         "run_nothing": "{day} 没有人在 {chat} 说话：没有可总结的。",
         "run_done": "已总结 {day}，现在它是最新的记忆。用 /summary show 查看。",
+        "run_done_partial": "已总结 {day} 到目前为止的内容（部分：这一天还没结束）。"
+        "这一天结束后，夜间任务会总结全天，替换这条摘要。",
         "recall_usage": "用法：/recall <问题>，例如 /recall 昨天聊了什么",
         "recall_nothing": "这个问题没有唤起任何记忆{days}。",
         "recall_days": "（问到的日期：{days}）",
@@ -322,7 +346,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_recall": "回忆（{how}）：问到的日期 {asked}；按日期找到 {date_hits}；"
         "按关键词找到 {keyword_hits}；按语义找到 {vector_hits}；已在提示词里 {in_prompt}",
         "trace_fact_hits": "；找到的事实 {ids}",
-        "trace_tool": "- 工具 {name} {arguments} → {result}",
+        "trace_tool": "- 工具 {name} {arguments} → {result} · {outcome}，{duration_ms:.0f} 毫秒，"
+        "{chars} 字符",
         "trace_nothing": "无",
         "trace_calls": "LLM 调用：",
         "trace_no_calls": "LLM 调用：无",
@@ -333,8 +358,9 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_call_tokens_estimated": "，token 约 {prompt}→{completion}（服务商未报告：离线估算）",
         "trace_call_no_tokens": "，服务商未报告 token 数",
         "trace_gate": "闸门：{reasons}",
-        "trace_cost": "token {total:,}（输入 {prompt:,}，输出 {completion:,}）{estimated}，"
-        "费用 {cost}",
+        "trace_cost": "token {total:,}（输入 {prompt:,}，输出 {completion:,}）{estimated}，{cost}",
+        "trace_cost_amount": "费用 {cost}",
+        "no_prices": "未设置价格",
         "trace_estimated": "，部分为离线估算",
         "trace_guard": "防护：{what}",
         "trace_tier": "回复解析方式：{tier}",
@@ -370,6 +396,11 @@ ZH: Mapping[str, str] = MappingProxyType(
         "quiet_off_done": "安静已结束：机器人可以在这里主动开口了。",
         "quiet_off_none": "这个聊天没有在安静中。",
         "bot_usage": "用法：/bot off | /bot on",
+        "tools_off": "这里没有工具：{why}。",
+        "tools_none": "这里现在没有可用的工具。",
+        "tools_offered": "对找机器人说话的消息提供，最多多花 {rounds} 次调用：{tools}",
+        "tools_admins_only": "仅管理员",
+        "tools_source": "- {name}（{kind}）：{state}；提供 {tools}{detail}",
         "bot_on_now": "机器人在这个聊天里工作中（/bot off 停用）。",
         "bot_off_done": "已在 {chat} 停用：这里的消息不再保存、不再回复，直到管理员说 /bot on。",
         "bot_on_done": "已在 {chat} 重新启用：这里的消息会保存并回复。",
@@ -380,6 +411,11 @@ ZH: Mapping[str, str] = MappingProxyType(
         "console_left_waiting": "还有 {count} 条消息在等待：{bot} 下次启动时会回复。",
         "console_no_dashboard": "[web] 已开启，但控制台不提供网页面板：只有 `pacebot run` 提供，"
         "地址是 {url}",
+        "console_you": "你",
+        "console_prompt": "你> ",
+        "console_typing": "{bot} 正在输入…",
+        "console_silent": "{bot} 暂不回复：今天已达到 [budget] 的硬上限（{cap:,} token），"
+        "下一个聊天日 {until} 开始前不再调用 LLM。你说的话都会保存。",
     }
 )
 

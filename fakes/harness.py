@@ -192,7 +192,7 @@ class Harness:
 
     async def say(self, text: str, **kwargs: Any) -> IncomingMessage:
         message = self.message(text, **kwargs)
-        await self.inbox.receive(message)
+        await self.inbox.receive_many((message,))
         return message
 
     async def command(self, text: str, *, chat: ChatKey = PRIVATE, sender_id: str = "7") -> str:
@@ -223,11 +223,13 @@ async def harness(
     retries: Retries = DEFAULT_RETRIES,
     now: Callable[[], datetime] = utc_now,
     draw: Callable[[], float] = random.random,
+    tool_env: Mapping[str, str] | None = None,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Run the real core (SQLite, openai SDK, pipeline) with a recording platform, on the
     clock ``now`` (e.g. :meth:`fakes.clock.Clock.now`), with the random draw ``draw`` (the
-    gate's against ``talk_value``, the openers' moments; e.g. :class:`Draws`)."""
+    gate's against ``talk_value``, the openers' moments; e.g. :class:`Draws`); ``tool_env``
+    holds the values of the variables ``[tools]`` names."""
     config = config or make_config(tmp_path, llm_server.base_url, **sections)
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
@@ -237,6 +239,7 @@ async def harness(
         splitter_api_key=TEST_KEY,
         embeddings_api_key=embeddings_key,
         voice_api_key=TEST_KEY if config.voice.enabled else None,
+        tool_values=tuple((tool_env or {}).items()),
     )
     async with running_core(
         config,
@@ -339,11 +342,33 @@ def replies_json(*contents: str, delay: float = 0.0, **extra: Any) -> dict[str, 
     return {"replies": [{"content": c, "send_delay_seconds": delay, **extra} for c in contents]}
 
 
+PORTS_FROM = 20000
+"""The first port :func:`free_port` hands out: below the kernel's ephemeral range (Linux:
+32768-60999), so no ``bind(0)`` and no outgoing connection is ever given one of them."""
+PORTS_PER_WORKER = 1000
+_port_turn = itertools.count(random.randrange(PORTS_PER_WORKER))  # two suites at once differ
+
+
 def free_port() -> int:
-    """Return a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """Return a TCP port on 127.0.0.1 that was free a moment ago, and that no other test
+    process of this run hands out.
+
+    A port is chosen now and bound later (a ``pacebot run`` starting up), so it must not
+    come from the ephemeral range, where another test's connection could take it meanwhile.
+    Each pytest-xdist worker (``gw0``, ``gw1``…) takes its own thousand ports.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = PORTS_FROM + (int(worker) % 10 if worker.isdigit() else 0) * PORTS_PER_WORKER
+    for _ in range(PORTS_PER_WORKER):
+        port = first + next(_port_turn) % PORTS_PER_WORKER
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:  # in use, or a closed server's port still waiting
+                continue
+            return port
+    msg = f"no free port from {first} to {first + PORTS_PER_WORKER - 1}"
+    raise RuntimeError(msg)
 
 
 async def start_run(

@@ -153,6 +153,7 @@ class ApiCall:
     action: str
     params: dict[str, Any]
     echo: Any
+    at: float = 0.0  # the fake's loop time when the call arrived
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,7 +427,12 @@ class FakeOneBot:
                 request = json.loads(frame)
                 if not isinstance(request, dict) or "action" not in request:
                     continue
-                call = ApiCall(request["action"], request.get("params") or {}, request.get("echo"))
+                call = ApiCall(
+                    request["action"],
+                    request.get("params") or {},
+                    request.get("echo"),
+                    asyncio.get_running_loop().time(),
+                )
                 self.calls.append(call)
                 script = self._scripts.get(call.action)
                 late = script.popleft() if script and isinstance(script[0], _Late) else None

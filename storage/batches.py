@@ -18,7 +18,7 @@ from bot.models import Batch, BatchOutcome, ChatKey
 from bot.replies.items import OutboxItem, PlannedReply, to_row
 from storage.database import Database
 from storage.initiative import keep_promises, later_back_to_pending, later_done
-from storage.messages import MESSAGE_COLUMNS, stored_message
+from storage.message_rows import MESSAGE_COLUMNS, stored_message
 from storage.outbox import OUTBOX_COLUMNS, outbox_item
 from storage.values import clean, unix
 

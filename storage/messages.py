@@ -2,128 +2,37 @@
 
 A chatter's message is stored once per platform message id and waits (``batch_id`` is
 NULL) until a batch takes it; the bot's own messages come in from the outbox when a reply
-is sent (see ``storage/outbox.py``). The nightly job reads the log through
-:meth:`SqliteMessageLog.chats_active_between` and :meth:`SqliteMessageLog.messages_between`.
+is sent (``storage/outbox.py``), or as a nonebot plugin posts them (``add_bot_message``).
+The nightly job reads the log through :meth:`SqliteMessageLog.chats_active_between` and
+:meth:`SqliteMessageLog.messages_between`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
 import aiosqlite
 
-from bot.models import (
-    ChatActivity,
-    ChatKey,
-    IncomingMessage,
-    Picture,
-    StoredMessage,
-    VoiceNote,
-)
+from bot.models import ChatActivity, ChatKey, IncomingMessage, StoredMessage
 from storage.database import Database
-from storage.values import ascii_lower, aware, clean, unix
-
-MESSAGE_COLUMNS = (
-    "chat_key, message_id, sender_id, sender_name, text, sent_at, from_bot, "
-    "addresses_bot, reply_to_id, pictures, image_note, voice, transcript"
+from storage.message_rows import (
+    INSERT_ROWS,
+    INSERTED_COLUMNS,
+    MESSAGE_COLUMNS,
+    ROW_PLACEHOLDERS,
+    inserted_row,
+    stored_message,
 )
-"""The ``messages`` columns :func:`stored_message` reads."""
+from storage.values import BOT_SENDER_ID, ascii_lower, aware, clean, unix
 
+TITLES_KEPT = 2048
+"""Chat titles remembered to skip writing an unchanged one; beyond, the oldest are let go."""
 _PARSE_SLICE = 1000  # chat keys parsed per event-loop turn (~2 ms) when a query returns many
-
-
-def pictures_json(pictures: Sequence[Picture]) -> str | None:
-    """Return a message's pictures as the ``pictures`` column holds them; ``None`` if none."""
-    if not pictures:
-        return None
-    return json.dumps(
-        [{"ref": clean(p.ref), "placeholder": clean(p.placeholder)} for p in pictures],
-        ensure_ascii=False,
-    )
-
-
-def pictures_of(column: str | None) -> tuple[Picture, ...]:
-    """Read the ``pictures`` column back; a row written before pictures has none."""
-    if not column:
-        return ()
-    return tuple(Picture(item["ref"], item["placeholder"]) for item in json.loads(column))
-
-
-def voice_json(note: VoiceNote | None) -> str | None:
-    """Return a message's voice note as the ``voice`` column holds it; ``None`` if none."""
-    if note is None:
-        return None
-    return json.dumps(
-        {
-            "ref": clean(note.ref),
-            "placeholder": clean(note.placeholder),
-            "duration_s": note.duration_s,
-            "url": clean(note.url),
-            "size_bytes": note.size_bytes,
-        },
-        ensure_ascii=False,
-    )
-
-
-def voice_of(column: str | None) -> VoiceNote | None:
-    """Read the ``voice`` column back; a row written before voice has none."""
-    if not column:
-        return None
-    note = json.loads(column)
-    return VoiceNote(
-        note["ref"], note["placeholder"], note["duration_s"], note["url"], note["size_bytes"]
-    )
-
-
-def stored_message(row: sqlite3.Row, chat: ChatKey) -> StoredMessage:
-    """Build a message of ``chat`` from a row of :data:`MESSAGE_COLUMNS`."""
-    return StoredMessage(
-        chat=chat,
-        message_id=row["message_id"],
-        sender_id=row["sender_id"],
-        sender_name=row["sender_name"],
-        text=row["text"],
-        sent_at=aware(row["sent_at"]),
-        from_bot=bool(row["from_bot"]),
-        addresses_bot=bool(row["addresses_bot"]),
-        reply_to_id=row["reply_to_id"],
-        pictures=pictures_of(row["pictures"]),
-        image_note=row["image_note"],
-        voice=voice_of(row["voice"]),
-        transcript=row["transcript"],
-    )
-
-
-_INSERTED_COLUMNS = (
-    "chat_key, message_id, sender_id, sender_name, text, sent_at, received_at, from_bot,"
-    " addresses_bot, reply_to_id, pictures, voice"
-)
-_ROW_PLACEHOLDERS = "(?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
-# Rows per INSERT: a whole page (getUpdates gives 100, a QQ hand-over 500) in one round
-# trip. 5,500 parameters: RETURNING needs SQLite 3.35, whose limit is 32,766.
-_INSERT_ROWS = 500
-
-
-def _row(message: IncomingMessage, received_at_s: float) -> tuple[object, ...]:
-    """Return the values of :data:`_ROW_PLACEHOLDERS` for a chatter's message."""
-    return (
-        str(message.chat),
-        message.message_id,
-        message.sender_id,
-        clean(message.sender_name),
-        clean(message.text),
-        unix(message.sent_at, "sent_at"),
-        received_at_s,
-        message.addresses_bot,
-        message.reply_to_id,
-        pictures_json(message.pictures),
-        voice_json(message.voice),
-    )
 
 
 async def _keep_titles(db: aiosqlite.Connection, titles: Mapping[str, tuple[str, float]]) -> None:
@@ -139,9 +48,9 @@ async def _keep_titles(db: aiosqlite.Connection, titles: Mapping[str, tuple[str,
 
 async def _insert(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> set[tuple[str, str]]:
     """Insert ``rows`` in one statement; return the (chat key, message id) of the new ones."""
-    values = ", ".join([_ROW_PLACEHOLDERS] * len(rows))
+    values = ", ".join([ROW_PLACEHOLDERS] * len(rows))
     inserted = await db.execute_fetchall(
-        f"INSERT INTO messages ({_INSERTED_COLUMNS}) VALUES {values}"
+        f"INSERT INTO messages ({INSERTED_COLUMNS}) VALUES {values}"
         " ON CONFLICT (chat_key, message_id) DO NOTHING RETURNING chat_key, message_id",
         [value for row in rows for value in row],
     )
@@ -161,13 +70,13 @@ def _newest_titles(messages: Sequence[IncomingMessage]) -> dict[str, tuple[str, 
 
 
 async def _insert_all(db: aiosqlite.Connection, rows: list[tuple[object, ...]]) -> list[bool]:
-    """Insert ``rows`` in statements of :data:`_INSERT_ROWS`; say for each whether it is new.
+    """Insert ``rows`` in statements of :data:`INSERT_ROWS`; say for each whether it is new.
 
     A row stored before, or repeated in ``rows``, is ``False``.
     """
     new: set[tuple[str, str]] = set()
-    for start in range(0, len(rows), _INSERT_ROWS):
-        new |= await _insert(db, rows[start : start + _INSERT_ROWS])
+    for start in range(0, len(rows), INSERT_ROWS):
+        new |= await _insert(db, rows[start : start + INSERT_ROWS])
     stored = []
     for chat_key, message_id, *_ in rows:
         stored.append((chat_key, message_id) in new)
@@ -185,8 +94,8 @@ async def _close_as_context(
         (chat_key, at_s, at_s),
     )
     batch_id = next(iter(inserted))[0]
-    for start in range(0, len(message_ids), _INSERT_ROWS):
-        chunk = message_ids[start : start + _INSERT_ROWS]
+    for start in range(0, len(message_ids), INSERT_ROWS):
+        chunk = message_ids[start : start + INSERT_ROWS]
         await db.execute(
             "UPDATE messages SET batch_id = ? WHERE chat_key = ? AND batch_id IS NULL"
             f" AND message_id IN ({', '.join('?' * len(chunk))})",
@@ -199,9 +108,10 @@ class SqliteMessageLog(Database):
 
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         super().__init__(db, path)
-        # Each chat's newest title seen by this process, and when it was given: a title
-        # is written only when it changes, and never by an older message.
-        self._newest_titles: dict[str, tuple[str, float]] = {}
+        # The newest title seen by this process of the chats that gave one lately, and when
+        # it was given: a title is written only when it changes. The oldest are let go past
+        # TITLES_KEPT; a chat let go writes its title once more (the SQL keeps the newest).
+        self._newest_titles: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     async def add_message(self, message: IncomingMessage, *, received_at: datetime) -> bool:
         """Store a chatter's message once; return ``False`` if it was already stored."""
@@ -214,18 +124,18 @@ class SqliteMessageLog(Database):
         """Store chatters' messages in one transaction; say for each whether it is new.
 
         A message stored before, or repeated in ``messages``, is ``False``. Rows go in as
-        multi-row ``INSERT``s of :data:`_INSERT_ROWS` each: one round trip to the database
+        multi-row ``INSERT``s of :data:`INSERT_ROWS` each: one round trip to the database
         thread per page of messages, not one per message.
         """
         received_at_s = unix(received_at, "received_at")
-        rows = [_row(message, received_at_s) for message in messages]
+        rows = [inserted_row(message, received_at_s) for message in messages]
         titles = _newest_titles(messages)
         changed = {key: given for key, given in titles.items() if self._changes_title(key, given)}
         # One INSERT is atomic on its own; more need a transaction around them.
         # Urgent: every timer of the page waits for this commit (see storage.turns).
         writing = (
             self._connection(urgent=True)
-            if len(rows) <= _INSERT_ROWS
+            if len(rows) <= INSERT_ROWS
             else self._transaction(urgent=True)
         )
         async with writing as db:
@@ -246,7 +156,7 @@ class SqliteMessageLog(Database):
         wait for an answer.
         """
         received_at_s = unix(received_at, "received_at")
-        rows = [_row(message, received_at_s) for message in messages]
+        rows = [inserted_row(message, received_at_s) for message in messages]
         if not rows:
             return []
         async with self._transaction() as db:
@@ -259,17 +169,53 @@ class SqliteMessageLog(Database):
                 await _close_as_context(db, chat_key, message_ids, at_s=received_at_s)
         return stored
 
+    async def add_bot_message(
+        self,
+        chat: ChatKey,
+        message_id: str,
+        text: str,
+        *,
+        sender_name: str,
+        sent_at: datetime,
+        reply_to_id: str | None = None,
+    ) -> bool:
+        """Keep a message posted in the bot's name outside the outbox (a nonebot plugin's)
+        in the chat's history, as a sent reply is kept; ``False`` if it was kept before."""
+        at_s = unix(sent_at, "sent_at")
+        async with self._connection() as db:
+            cursor = await db.execute(
+                "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
+                " sent_at, received_at, from_bot, addresses_bot, reply_to_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, 1, 0, ?)"
+                " ON CONFLICT (chat_key, message_id) DO NOTHING",
+                (
+                    str(chat),
+                    message_id,
+                    BOT_SENDER_ID,
+                    clean(sender_name),
+                    clean(text),
+                    at_s,
+                    at_s,
+                    reply_to_id,
+                ),
+            )
+            return cursor.rowcount == 1
+
     def _changes_title(self, key: str, given: tuple[str, float]) -> bool:
         """Tell whether a chat's title, given at a moment, is news to this process."""
         known = self._newest_titles.get(key)
         return known is None or (given[1] >= known[1] and given[0] != known[0])
 
     def _note_titles(self, titles: Mapping[str, tuple[str, float]]) -> None:
-        """Remember each chat's newest title once it is stored."""
+        """Remember each chat's newest title once it is stored, the chats that gave one
+        most lately at most :data:`TITLES_KEPT`."""
         for key, given in titles.items():
             known = self._newest_titles.get(key)
             if known is None or given[1] >= known[1]:
                 self._newest_titles[key] = given
+            self._newest_titles.move_to_end(key)
+        while len(self._newest_titles) > TITLES_KEPT:
+            self._newest_titles.popitem(last=False)
 
     async def edit_message(self, chat: ChatKey, message_id: str, text: str) -> bool:
         """Replace a stored message's text; return ``False`` if it is unknown."""

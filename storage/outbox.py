@@ -13,11 +13,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from bot.errors import StorageError
-from bot.models import ChatKey
+from bot.models import ChatKey, VoiceNote
 from bot.replies.items import ItemKind, OutboxItem, OutboxState, from_row
 from storage.database import Database
+from storage.message_rows import voice_json
 from storage.values import BOT_SENDER_ID, aware, clean, unix
 
+SPOKEN = VoiceNote(ref="", placeholder="[voice]")
+"""What a voice note the bot sent keeps of itself: only that it was one."""
 OUTBOX_COLUMNS = "id, chat_key, batch_id, seq, kind, content, reply_to, due_at, state"
 """The ``outbox`` columns :func:`outbox_item` reads."""
 
@@ -84,11 +87,15 @@ class SqliteOutbox(Database):
                 raise StorageError(msg)
             if platform_message_id is None or said is None:
                 return
+            # A voice note the bot spoke is kept as one, its words heard already: faces show
+            # it as voice, and nothing waits to transcribe it.
+            spoken = sent_as == ItemKind.VOICE
             # The WHERE clause keeps SQLite from reading ON CONFLICT as a join constraint.
             await db.execute(
                 "INSERT INTO messages (chat_key, message_id, sender_id, sender_name, text,"
-                " sent_at, received_at, from_bot, addresses_bot, reply_to_id, batch_id)"
-                " SELECT chat_key, ?, ?, ?, ?, ?, ?, 1, 0, reply_to, batch_id"
+                " sent_at, received_at, from_bot, addresses_bot, reply_to_id, batch_id,"
+                " voice, transcript)"
+                " SELECT chat_key, ?, ?, ?, ?, ?, ?, 1, 0, reply_to, batch_id, ?, ?"
                 " FROM outbox WHERE id = ?"
                 " ON CONFLICT (chat_key, message_id) DO NOTHING",
                 (
@@ -98,6 +105,8 @@ class SqliteOutbox(Database):
                     clean(said),
                     sent_at,
                     sent_at,
+                    voice_json(SPOKEN) if spoken else None,
+                    clean(said) if spoken else None,
                     item_id,
                 ),
             )

@@ -25,20 +25,26 @@ from storage.values import aware, clean, unix
 
 _RECORD_COLUMNS = (
     "p.id, p.summary_date, p.added_prompt, p.created_at, p.is_deleted, p.deleted_at,"
-    " p.deleted_by, k.summary, k.topics, k.key_points, k.keywords, k.message_count"
+    " p.deleted_by, p.partial, k.summary, k.topics, k.key_points, k.keywords, k.message_count"
 )
 _JOIN = "prompt_history AS p JOIN knowledge_index AS k ON k.prompt_history_id = p.id"
 
 
 async def _has_summary(
-    db: aiosqlite.Connection, chat: ChatKey, day: date, *, include_popped: bool
+    db: aiosqlite.Connection,
+    chat: ChatKey,
+    day: date,
+    *,
+    include_popped: bool,
+    include_partial: bool,
 ) -> bool:
-    """Tell whether ``day`` has a live summary (or any, if ``include_popped``)."""
-    live_only = "" if include_popped else " AND is_deleted = 0"
+    """Tell whether ``day`` has a live summary (or any, if ``include_popped``); a live
+    partial one counts only ``include_partial``."""
     rows = await db.execute_fetchall(
         "SELECT EXISTS (SELECT 1 FROM prompt_history"
-        f" WHERE chat_key = ? AND summary_date = ?{live_only})",
-        (str(chat), day.isoformat()),
+        " WHERE chat_key = ? AND summary_date = ?"
+        " AND ((is_deleted = 0 AND (partial = 0 OR ?)) OR (is_deleted = 1 AND ?)))",
+        (str(chat), day.isoformat(), include_partial, include_popped),
     )
     return bool(next(iter(rows))[0])
 
@@ -55,12 +61,14 @@ async def _push(
     full_prompt_after: str,
     message_count: int,
     created_at: float,
+    partial: bool,
 ) -> SummaryRecord | None:
     """Insert a summary and its index row; ``None`` (nothing written) if the day is live."""
     pushed = list(
         await db.execute_fetchall(
             "INSERT INTO prompt_history (chat_key, summary_date, added_prompt,"
-            " full_prompt_before, full_prompt_after, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+            " full_prompt_before, full_prompt_after, created_at, partial)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)"
             # The partial unique index decides: one live summary per chat day.
             " ON CONFLICT (chat_key, summary_date) WHERE is_deleted = 0 DO NOTHING"
             " RETURNING id",
@@ -71,6 +79,7 @@ async def _push(
                 full_prompt_before,
                 full_prompt_after,
                 created_at,
+                partial,
             ),
         )
     )
@@ -81,18 +90,45 @@ async def _push(
         "INSERT INTO knowledge_index (prompt_history_id, chat_key, summary_date, summary,"
         " topics, key_points, keywords, message_count, search_text)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            history_id,
-            str(chat),
-            day.isoformat(),
-            content.summary,
-            _json_list(content.topics),
-            _json_list(content.key_points),
-            _json_list(content.keywords),
-            message_count,
-            search_text,
-        ),
+        (history_id, str(chat), day.isoformat(), *_indexed(content, message_count, search_text)),
     )
+    return await _record(db, chat, history_id)
+
+
+async def _replace(
+    db: aiosqlite.Connection,
+    chat: ChatKey,
+    history_id: int,
+    content: DaySummary,
+    *,
+    search_text: str,
+    added_prompt: str,
+    message_count: int,
+    created_at: float,
+    partial: bool,
+) -> SummaryRecord | None:
+    """Write a new summary into a live partial row, keeping its place in the stack, and
+    let its vectors go (the row is embedded again); ``None`` if that row is no longer a
+    live partial summary (popped meanwhile: it stays popped)."""
+    replaced = list(
+        await db.execute_fetchall(
+            "UPDATE prompt_history SET added_prompt = :added,"
+            " full_prompt_after = full_prompt_before || char(10) || char(10) || :added,"
+            " created_at = :at, partial = :partial"
+            " WHERE id = :id AND chat_key = :chat AND is_deleted = 0 AND partial = 1"
+            " RETURNING id",
+            {"added": added_prompt, "at": created_at, "partial": partial}
+            | {"id": history_id, "chat": str(chat)},
+        )
+    )
+    if not replaced:
+        return None
+    await db.execute(
+        "UPDATE knowledge_index SET summary = ?, topics = ?, key_points = ?, keywords = ?,"
+        " message_count = ?, search_text = ? WHERE prompt_history_id = ?",
+        (*_indexed(content, message_count, search_text), history_id),
+    )
+    await db.execute("DELETE FROM embeddings WHERE kind = 'summary' AND row_id = ?", (history_id,))
     return await _record(db, chat, history_id)
 
 
@@ -277,6 +313,29 @@ def _summary_record(row: sqlite3.Row, chat: ChatKey) -> SummaryRecord:
         is_deleted=bool(row["is_deleted"]),
         deleted_at=None if deleted_at is None else aware(deleted_at),
         deleted_by=row["deleted_by"],
+        partial=bool(row["partial"]),
+    )
+
+
+def _indexed(content: DaySummary, message_count: int, search_text: str) -> tuple[object, ...]:
+    """Return a knowledge-index row's summary, topics, key points, keywords, message count
+    and words, as its columns hold them."""
+    lists = (_json_list(items) for items in (content.topics, content.key_points, content.keywords))
+    return (content.summary, *lists, message_count, search_text)
+
+
+def _cleaned(content: DaySummary) -> DaySummary:
+    return DaySummary(
+        summary=clean(content.summary),
+        topics=tuple(clean(topic) for topic in content.topics),
+        key_points=tuple(clean(point) for point in content.key_points),
+        keywords=tuple(clean(keyword) for keyword in content.keywords),
+    )
+
+
+def _search_text(content: DaySummary) -> str:
+    return search.index_text(
+        [content.summary, *content.topics, *content.key_points, *content.keywords]
     )
 
 
@@ -292,10 +351,15 @@ class SqliteSummaries(Database):
     """The summaries of :class:`bot.memory.ports.MemoryStore` in SQLite (log reads:
     ``messages``)."""
 
-    async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
-        """Tell whether ``day`` has a live summary (or any, popped ones included)."""
+    async def has_summary(
+        self, chat: ChatKey, day: date, *, include_popped: bool, include_partial: bool = True
+    ) -> bool:
+        """Tell whether ``day`` has a live summary (or any, popped ones included); a live
+        partial one counts unless ``include_partial`` is false."""
         async with self._connection() as db:
-            return await _has_summary(db, chat, day, include_popped=include_popped)
+            return await _has_summary(
+                db, chat, day, include_popped=include_popped, include_partial=include_partial
+            )
 
     async def push_summary(
         self,
@@ -308,17 +372,12 @@ class SqliteSummaries(Database):
         full_prompt_after: str,
         message_count: int,
         now: datetime,
+        partial: bool = False,
     ) -> SummaryRecord:
         """Push a day's summary and index it, atomically; ``SummaryExists`` if one is live."""
         created_at = unix(now, "now")
-        content = DaySummary(
-            summary=clean(content.summary),
-            topics=tuple(clean(topic) for topic in content.topics),
-            key_points=tuple(clean(point) for point in content.key_points),
-            keywords=tuple(clean(keyword) for keyword in content.keywords),
-        )
-        parts = [content.summary, *content.topics, *content.key_points, *content.keywords]
-        search_text = search.index_text(parts)
+        content = _cleaned(content)
+        search_text = _search_text(content)
         async with self._transaction() as db:
             record = await _push(
                 db,
@@ -331,11 +390,41 @@ class SqliteSummaries(Database):
                 full_prompt_after=clean(full_prompt_after),
                 message_count=message_count,
                 created_at=created_at,
+                partial=partial,
             )
         if record is None:
             msg = f"{chat} already has a live summary for {day.isoformat()}"
             raise SummaryExists(msg)
         return record
+
+    async def replace_summary(
+        self,
+        chat: ChatKey,
+        history_id: int,
+        content: DaySummary,
+        *,
+        added_prompt: str,
+        message_count: int,
+        now: datetime,
+        partial: bool,
+    ) -> SummaryRecord | None:
+        """Put a summary in the place of a live partial one; ``None`` if it is no longer
+        live and partial."""
+        created_at = unix(now, "now")
+        content = _cleaned(content)
+        search_text = _search_text(content)
+        async with self._transaction() as db:
+            return await _replace(
+                db,
+                chat,
+                history_id,
+                content,
+                search_text=search_text,
+                added_prompt=clean(added_prompt),
+                message_count=message_count,
+                created_at=created_at,
+                partial=partial,
+            )
 
     async def live_summaries(self, chat: ChatKey) -> list[SummaryRecord]:
         """Return the chat's live summaries in push order (oldest first)."""

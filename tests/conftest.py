@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fakes.bot_api import FakeBotAPI
+from fakes.dashboard import Web, running_web
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
@@ -43,6 +44,16 @@ async def api() -> AsyncIterator[FakeBotAPI]:
 
 
 @pytest.fixture
+async def web(
+    tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
+) -> AsyncIterator[Web]:
+    """The core and its dashboard (``fakes.dashboard``); an indirect parameter adds config
+    sections."""
+    async with running_web(tmp_path, llm, getattr(request, "param", {})) as running:
+        yield running
+
+
+@pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     """Return where the test database lives (its directory does not exist yet)."""
     return tmp_path / "data" / "pacebot.sqlite3"
@@ -53,3 +64,15 @@ async def store(db_path: Path) -> AsyncIterator[SqliteStore]:
     """Open a fresh SQLite store and close it after the test."""
     async with await SqliteStore.open(db_path) as opened:
         yield opened
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Start the tests allowed the longest first (their timeout mark): in parallel
+    (``pytest -n auto``) the kill suite and the benchmarks' smoke run then beside the
+    rest, not alone at the end. The others keep their order."""
+
+    def allowed_s(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("timeout")
+        return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+    items.sort(key=allowed_s, reverse=True)

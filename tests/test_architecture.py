@@ -281,6 +281,7 @@ def test_a_telegram_only_config_loads_no_qq_library(tmp_path: Path) -> None:
         "assert list(platforms) == ['telegram'], platforms\n"
     )
     assert ("telegram" in loaded, [name for name in QQ_LIBRARIES if name in loaded]) == (True, [])
+    assert "cryptography" not in loaded  # PTB's Passport, unused, would hold ~10 MiB
 
 
 def test_a_qq_only_config_loads_no_telegram_library() -> None:

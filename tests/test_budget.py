@@ -252,7 +252,10 @@ async def test_the_hard_cap_stops_every_call_until_the_next_chat_day(
             await bot.settle()
             morning = await newest_trace(bot)
     assert (held.why, held.gate, held.llm_calls) == ("over budget", ("hard cap reached",), ())
-    assert "hard cap reached: no LLM call until 2026-11-20 04:00" in status.splitlines()
+    assert (
+        "hard cap reached: the bot stays silent, no LLM call until 2026-11-20 04:00"
+        " (messages are kept)"
+    ) in status.splitlines()
     assert summary.startswith("The summary of 2026-11-19 waits")
     assert {"你说呢？HELD-1", "还在吗？HELD-2"} <= set(stored)
     assert morning.why == "answered"

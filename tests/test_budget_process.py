@@ -166,7 +166,7 @@ async def test_the_gate_the_hourly_budget_and_the_hard_cap_through_pacebot_run(
     assert (chatter["why"], chatter["llm_calls"]) == ("stayed out", [])
     assert (first["why"], second["why"]) == ("answered", "answered")
     assert (spent["why"], spent["llm_calls"]) == ("stayed out", [])
-    assert "budget spent" in spent.get("gate", [])
+    assert "the hour's unaddressed calls are spent" in spent.get("gate", [])
     assert len(llm.requests) == 2
     assert "unaddressed calls in the last hour: 2 of 2" in status.splitlines()
     shown_tokens, shown_cost = tokens_line(status)
@@ -192,7 +192,7 @@ async def test_the_gate_the_hourly_budget_and_the_hard_cap_through_pacebot_run(
         ["hard cap reached"],
     )
     assert len(llm.requests) == 2
-    assert "hard cap reached: no LLM call until" in status
+    assert "hard cap reached: the bot stays silent, no LLM call until" in status
     assert dashboard["hard_cap_reached"] is True
     assert tokens_line(status)[0] == report["total"]["total_tokens"] == prompt + completion
     for secret in (LLM_KEY, WEB_TOKEN, api.token):

@@ -17,7 +17,7 @@ from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from bot.secrets import Secrets
 from bot.texts import Texts
-from bot.trace import format_trace
+from bot.trace_lines import format_trace
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import TEST_KEY, free_port, make_config, qq_bot, replies_json, telegram_config
 from fakes.onebot import FakeOneBot, at, text

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from adapters.cli import main
 from fakes.bot_api import FakeBotAPI
+from fakes.harness import run_pacebot
 from fakes.openai_api import FakeLLMServer
 from fakes.process import CHECK_KEY, check_config, check_online
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def shipped_config(tmp_path: Path) -> Path:
+    """Copy the shipped config.toml into ``tmp_path``: check tries its data directory there,
+    not in the repository, where tests running side by side would share it."""
+    return Path(shutil.copy(ROOT / "config.toml", tmp_path / "config.toml"))
+
+
 def test_the_shipped_config_is_ready_for_the_console(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """On the shipped config (no platform on) check exits 0 and says only the console can run."""
     monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
-    assert main(["check", "-c", str(ROOT / "config.toml")]) == 0
+    assert main(["check", "-c", str(shipped_config(tmp_path))]) == 0
     captured = capsys.readouterr()
     assert (captured.err, captured.out.splitlines()[-1]) == (
         "",
@@ -34,6 +42,95 @@ def test_a_config_error_still_fails(tmp_path: Path, capsys: pytest.CaptureFixtur
     path.write_text('[bot]\ntimezone = "Mars/Olympus"\n', encoding="utf-8")
     assert main(["check", "-c", str(path)]) == 1
     assert 'bot.timezone = "Mars/Olympus"' in capsys.readouterr().err
+
+
+async def test_a_secret_written_into_the_file_is_never_printed_back(tmp_path: Path) -> None:
+    """A token, a key, or a key in place of its variable's name: check names each line and
+    the variable the secret belongs in, and prints none of the secrets."""
+    secrets = ("123456:AAH-token-in-the-file", "sk-key-in-the-file", "sk-key-as-a-name")
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[telegram]\ntoken = "{secrets[0]}"\n[llm]\napi_key = "{secrets[1]}"\n'
+        f'[memory.embeddings]\napi_key_env = "{secrets[2]}"\n',
+        encoding="utf-8",
+    )
+    code, out, err = await run_pacebot(
+        "check", "-c", str(path), env={"PACEBOT_LLM_API_KEY": CHECK_KEY}
+    )
+    hidden = "(its value is not shown here)"
+    assert (code, out, err.splitlines()) == (
+        1,
+        "",
+        [
+            "✗ invalid configuration:",
+            "  - llm.api_key: unknown key; a secret never goes in config.toml "
+            f"{hidden}: delete this line and put the secret in the environment variable "
+            "named by llm.api_key_env (PACEBOT_LLM_API_KEY by default)",
+            "  - memory.embeddings.api_key_env: must be the name of an environment "
+            f"variable, e.g. PACEBOT_LLM_API_KEY, never the secret itself {hidden}: put the "
+            "secret in that variable",
+            "  - telegram.token: unknown key; a secret never goes in config.toml "
+            f"{hidden}: delete this line and put the secret in the environment variable "
+            "named by telegram.token_env (TELEGRAM_BOT_TOKEN by default)",
+        ],
+    )
+    assert [secret for secret in secrets if secret in out + err] == []
+
+
+def test_a_bad_log_level_in_the_environment_fails_the_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A PACEBOT_LOG_LEVEL that `pacebot run` would refuse makes check exit 1, in run's words."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
+    monkeypatch.setenv("PACEBOT_LOG_LEVEL", "loud")
+    assert main(["check", "-c", str(shipped_config(tmp_path))]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "✗ PACEBOT_LOG_LEVEL = 'LOUD': must be one of TRACE, DEBUG, INFO, SUCCESS, WARNING, ERROR"
+    ]
+
+
+def test_check_prints_what_groups_and_budget_run_with_and_warns_of_odd_caps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """check shows the reply mode, each override and the caps it will run with, and warns
+    (still ready) of a hard cap below the soft one and a chat cap above the hard one."""
+    monkeypatch.setenv("PACEBOT_LLM_API_KEY", CHECK_KEY)
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[groups]\nreply_mode = "smart"\ninterests = ["猫"]\n'
+        '[[groups.override]]\nchat = "qq:group:123456"\nreply_mode = "always"\n'
+        "[budget]\ndaily_tokens = 200000\nhard_daily_tokens = 100000\n"
+        "chat_daily_tokens = 150000\n",
+        encoding="utf-8",
+    )
+    assert main(["check", "-c", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[3:6] == [
+        'groups: reply mode "smart" (interests: 猫; talk_value 0.3; 6 unaddressed calls an hour)',
+        '  override qq:group:123456: reply_mode = "always"',
+        "budget: caps in tokens a chat day: soft 200,000, hard 100,000, per chat 150,000;"
+        " no prices set",
+    ]
+    assert captured.err.splitlines() == [
+        "! budget.hard_daily_tokens = 100000 is below budget.daily_tokens = 200000: the hard"
+        " cap stops every call before the soft cap is ever reached",
+        "! budget.chat_daily_tokens = 150000 is above budget.hard_daily_tokens = 100000: no"
+        " chat can reach it, the hard cap stops every call first",
+    ]
+
+
+def test_check_help_names_every_online_check(capsys: pytest.CaptureFixture[str]) -> None:
+    """`pacebot check --help` names each far end --online contacts, embeddings and voice too."""
+    with pytest.raises(SystemExit) as exited:
+        main(["check", "--help"])
+    words = " ".join(capsys.readouterr().out.split())
+    named = [
+        end for end in ("LLM", "memory tool", "embeddings", "[voice]", "Telegram") if end in words
+    ]
+    assert (exited.value.code, named) == (
+        0,
+        ["LLM", "memory tool", "embeddings", "[voice]", "Telegram"],
+    )
 
 
 @pytest.mark.parametrize(

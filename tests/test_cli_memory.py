@@ -218,3 +218,40 @@ async def test_summarize_all_missing_fills_each_missed_day_once(
     assert summarised == {day.isoformat() for day in days}
     assert again[1].strip() == "nothing to summarise"
     assert len(llm.requests) == len(days)
+
+
+async def test_summarize_today_is_partial_and_takes_what_came_since(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """--date today writes a partial summary; after a new message the same command writes it
+    again with that message, in the same place; a future date is refused with exit 1."""
+    path = tmp_path / "config.toml"
+    path.write_text(f'[bot]\ndata_dir = "data"\n[llm]\nbase_url = "{llm.base_url}"\n')
+    config = load_config(path)
+    today = config.chat_days(lambda: datetime.now(UTC)).today()
+    args = ("summarize", "--date", today.isoformat(), "-c", str(path))
+
+    async def say(message_id: str, text: str) -> None:
+        async with await SqliteStore.open(config.database_path) as store:
+            at = datetime.now(UTC)
+            message = IncomingMessage(CHAT, message_id, "7", "小明", text, at)
+            await store.add_message(message, received_at=at)
+
+    await say("1", "早上好")
+    first = await pacebot(*args)
+    await say("2", "下午去爬山")
+    second = await pacebot(*args)
+    future = await pacebot("summarize", "--date", "9999-12-31", "-c", str(path))
+    async with await SqliteStore.open(config.database_path) as store:
+        stack = await store.live_summaries(CHAT)
+
+    partial = f"summarised {CHAT} {today} (partial: the day has not ended)"
+    assert (first[0], first[1].splitlines()[0]) == (0, partial), first[2]
+    assert (second[0], second[1].splitlines()[0]) == (0, partial), second[2]
+    assert "下午去爬山" in llm.requests[1]["messages"][1]["content"]
+    assert [(record.day, record.partial) for record in stack] == [(today, True)]
+    assert (future[0], future[2].strip()) == (
+        1,
+        f"pacebot: --date 9999-12-31 has not begun (today is {today})",
+    )
+    assert len(llm.requests) == 2

@@ -84,7 +84,10 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
         ("[bot]\nname = ''\n", 'bot.name = "": must not be empty'),
         ("[bot]\nname = 5\n", 'bot.name = 5: must be a string in double quotes, e.g. "小满"'),
         ("[bot]\ndata_dir = 5\n", 'bot.data_dir = 5: must be a path in double quotes, e.g. "data"'),
-        ("[llm]\njson_mode = 'maybe'\n", 'llm.json_mode = "maybe": must be true or false'),
+        (
+            "[llm]\njson_mode = 'maybe'\n",
+            'llm.json_mode = "maybe": must be true or false, without quotes',
+        ),
         ("[llm]\ntemperature = 3\n", "llm.temperature = 3: must be at most 2.0"),
         (
             "[memory]\nday_boundary = '4am'\n",
@@ -100,14 +103,18 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
         ),
         (
             "[llm]\napi_key_env = 'sk-secret value'\n",
-            'llm.api_key_env = "sk-secret value": must be the name of an environment variable,'
-            " e.g. PACEBOT_LLM_API_KEY",
+            "llm.api_key_env: must be the name of an environment variable, e.g."
+            " PACEBOT_LLM_API_KEY, never the secret itself (its value is not shown here): put"
+            " the secret in that variable",
         ),
         (
             "[pacing]\ndebounce_min_s = 20.0\n",
             "pacing.debounce_min_s = 20.0: must not exceed pacing.debounce_max_s (15.0)",
         ),
-        ("[qq]\nbackfill = 'maybe'\n", 'qq.backfill = "maybe": must be true or false'),
+        (
+            "[qq]\nbackfill = 'maybe'\n",
+            'qq.backfill = "maybe": must be true or false, without quotes',
+        ),
         ("[qq]\nbackfill_days = 0\n", "qq.backfill_days = 0: must be more than 0.0"),
         ("[qq]\nbackfill_chats = 0\n", "qq.backfill_chats = 0: must be at least 1"),
         ("[qq]\nbackfill_count = 501\n", "qq.backfill_count = 501: must be at most 500"),
@@ -173,17 +180,18 @@ def test_bad_values_name_key_value_and_form(tmp_path: Path, text: str, expected:
 
 
 ENV_FORM = "must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY"
+HIDDEN = (
+    f"{ENV_FORM}, never the secret itself (its value is not shown here): put the secret in"
+    " that variable"
+)
 
 
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        ({"llm": {"api_key_env": "a b"}}, f'llm.api_key_env = "a b": {ENV_FORM}'),
-        (
-            {"llm": {"splitter": {"api_key_env": "1x"}}},
-            f'llm.splitter.api_key_env = "1x": {ENV_FORM}',
-        ),
-        ({"telegram": {"token_env": "a-b"}}, f'telegram.token_env = "a-b": {ENV_FORM}'),
+        ({"llm": {"api_key_env": "a b"}}, f"llm.api_key_env: {HIDDEN}"),
+        ({"llm": {"splitter": {"api_key_env": "1x"}}}, f"llm.splitter.api_key_env: {HIDDEN}"),
+        ({"telegram": {"token_env": "a-b"}}, f"telegram.token_env: {HIDDEN}"),
         ({"qq": {"access_token_env": ""}}, f'qq.access_token_env = "": {ENV_FORM}'),
         (
             {"llm": {"base_url": "ftp://x"}},
@@ -404,3 +412,42 @@ def test_the_key_list_gives_each_keys_table_type_default_and_description() -> No
     }
     assert list(keys)[:2] == ["bot.name", "bot.aliases"]
     assert "llm.splitter" not in keys
+
+
+def test_a_table_pasted_twice_names_the_line_to_edit(tmp_path: Path) -> None:
+    """A README snippet pasted below the table it holds already names that table's line."""
+    path = write(tmp_path, '[bot]\nname = "x"\n\n[budget]\ndaily_tokens = 1\n\n[budget]\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        "config.toml already has [budget] at line 4: edit that table instead of declaring"
+        " it again at line 7"
+    )
+
+
+def test_a_key_set_twice_names_both_lines(tmp_path: Path) -> None:
+    """A key given twice in one table names its table, its key and both lines."""
+    path = write(tmp_path, "[pacing]\nmax_batch = 3\ndebounce_min_s = 1\nmax_batch = 4\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value) == (
+        "config.toml sets pacing.max_batch twice, at line 2 and at line 4: keep one of them"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ('[telegram]\nenabled = "yes"\n', 'telegram.enabled = "yes"'),
+        ('[llm]\njson_mode = "true"\n', 'llm.json_mode = "true"'),
+        ("[groups]\nstore_unaddressed = 1\n", "groups.store_unaddressed = 1"),
+    ],
+)
+def test_a_switch_is_true_or_false_never_a_string(tmp_path: Path, text: str, shown: str) -> None:
+    """A boolean key takes only true or false: "yes", "true" or 1 are refused, as prices
+    given as strings are."""
+    with pytest.raises(ConfigError) as caught:
+        load_config(write(tmp_path, text))
+    assert str(caught.value) == (
+        f"invalid configuration:\n  - {shown}: must be true or false, without quotes"
+    )

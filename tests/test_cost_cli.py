@@ -7,7 +7,10 @@ call, print a table whose total is nothing, and say so.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -113,3 +116,33 @@ async def test_a_bad_chat_key_is_refused_without_a_traceback(tmp_path: Path) -> 
     assert code == 2
     assert "is not of the form platform:kind:id" in err
     assert "Traceback" not in err
+
+
+async def test_a_reader_that_leaves_early_ends_cost_quietly(tmp_path: Path) -> None:
+    """`pacebot cost | head` with the reader gone: no 'Broken pipe', no traceback, and the
+    exit code a shell gives a command SIGPIPE ended (141), as coreutils do."""
+    config = write_config(tmp_path)
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader has left before a line is written
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "adapters.cli", "cost", "-c", str(config),
+            stdout=writer, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+    finally:
+        os.close(writer)
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert (process.returncode, err.decode()) == (141, "")
+
+
+async def test_without_prices_the_cost_says_so(tmp_path: Path) -> None:
+    """With no prices in [budget] the cost is 'no prices set', in the table and as JSON,
+    never 0.00 USD."""
+    config = tmp_path / "config.toml"
+    config.write_text('[bot]\ndata_dir = "data"\n', encoding="utf-8")
+    code, out, err = await pacebot_cost(config)
+    json_code, as_json, _ = await pacebot_cost(config, "--json", "--days", "1")
+    [total] = [line for line in out.splitlines() if "total" in line and "│" in line]
+    assert (code, json_code, err) == (0, 0, "")
+    assert [cell.strip() for cell in total.split("│")[1:-1]][-1] == "no prices set"
+    assert json.loads(as_json)["total"]["cost_text"] == "no prices set"

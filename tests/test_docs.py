@@ -65,10 +65,11 @@ def test_the_readme_sets_up_with_the_two_commands_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands == [
         "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && pacebot console",
-        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest",
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]'"
+        " && pytest -n auto",
     ]
     assert "pip install --quiet -e '.[test]'" in ci
-    assert re.search(r"^pytest \|\| status=\$\?$", ci, re.MULTILINE)
+    assert re.search(r"^pytest -n auto \|\| status=\$\?$", ci, re.MULTILINE)
 
 
 def documented_keys(text: str) -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from bot.trace import Trace
 from fakes.clock import Clock
 from fakes.harness import GROUP, Draws, Harness, harness, replies_json
 from fakes.openai_api import FakeLLMServer
+from tests.log_capture import captured_logs
 
 SMART: dict[str, Any] = {"reply_mode": "smart", "talk_value": 1.0}
 ADMIN = {"admins": ["test:7"]}
@@ -55,11 +56,15 @@ async def test_a_batch_without_a_reason_costs_no_call(tmp_path: Path, llm: FakeL
     """Chatter with no interest, question or follow-up is stored as context only: no LLM
     call, and its trace says the bot stayed out for no reason."""
     async with harness(tmp_path, llm, groups=SMART) as bot:
-        trace = await chat_in(bot, "今天好热")
+        with captured_logs("INFO") as lines:
+            trace = await chat_in(bot, "今天好热")
         stored = [m.text for m in await bot.ops.status.messages(GROUP, limit=5)]
     assert llm.requests == []
     assert (trace.why, trace.gate, trace.llm_calls) == ("stayed out", ("no reason",), ())
     assert stored == ["今天好热"]
+    about_it = [line.split(": ", 1)[1] for line in lines if "bot." in line.split(": ")[0]]
+    assert [line for line in about_it if "answering" in line] == []
+    assert "stayed out (the gate: no reason): no LLM call, kept as context" in about_it
 
 
 @pytest.mark.parametrize(
@@ -158,9 +163,9 @@ async def test_the_draw_against_talk_value_decides(
 async def test_the_hourly_budget_is_spent_then_rolls_over(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """Two unaddressed calls an hour: the third question stays out ("budget spent") while
-    an addressed batch is answered and not counted; an hour after the first call, one more
-    goes through."""
+    """Two unaddressed calls an hour: the third question stays out ("the hour's unaddressed
+    calls are spent") while an addressed batch is answered and not counted; an hour after
+    the first call, one more goes through."""
     clock = Clock(NOON, running=False)
     script(llm, 4)
     groups = {**SMART, "unaddressed_calls_per_hour": 2, "max_share": 1.0}
@@ -176,7 +181,7 @@ async def test_the_hourly_budget_is_spent_then_rolls_over(
         clock.jump(minutes=41)  # 61 minutes after the first call
         rolled = await chat_in(bot, "有人看新闻吗？", sender="54")
     assert first.gate[0] == "question"
-    assert spent.gate == ("question", "budget spent")
+    assert spent.gate == ("question", "the hour's unaddressed calls are spent")
     assert (addressed.gate, addressed.why) == (("addressed",), "answered")
     assert "unaddressed calls in the last hour: 2 of 2" in status.splitlines()
     assert rolled.why == "answered"
@@ -278,7 +283,10 @@ async def test_an_override_covers_every_topic_and_one_budget_for_the_group(
         in_8 = await chat_in(bot, "我的猫也会", chat=topic_8, sender=BOB)
         elsewhere = await chat_in(bot, "我的猫不会", chat=other, sender=BOB)
     assert in_7.gate[0] == "interest: 猫"
-    assert (in_7.why, in_8.gate) == ("answered", ("interest: 猫", "budget spent"))
+    assert (in_7.why, in_8.gate) == (
+        "answered",
+        ("interest: 猫", "the hour's unaddressed calls are spent"),
+    )
     assert (elsewhere.why, len(llm.requests)) == ("not addressed", 1)
 
 

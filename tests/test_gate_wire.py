@@ -71,7 +71,7 @@ async def test_a_forums_override_covers_its_topics_and_shares_one_budget(
 ) -> None:
     """Over PTB polling: a forum's override (smart, an interest, one unaddressed call an
     hour) answers in one topic, in its thread; the same interest in another topic finds the
-    group's budget spent."""
+    group's unaddressed calls of the hour spent."""
     override = {
         "chat": f"telegram:group:{FORUM}",
         "reply_mode": "smart",
@@ -94,5 +94,5 @@ async def test_a_forums_override_covers_its_topics_and_shares_one_budget(
     [sent] = api.sent_messages(FORUM)
     assert (first.why, first.gate[0]) == ("answered", "interest: 猫")
     assert sent.get("message_thread_id") == cats
-    assert second.gate == ("interest: 猫", "budget spent")
+    assert second.gate == ("interest: 猫", "the hour's unaddressed calls are spent")
     assert len(llm.requests) == 1

@@ -18,7 +18,7 @@ import pytest
 from bot.initiative.promises import NOTE_CHARS_MAX
 from bot.models import ChatKey
 from fakes.clock import Clock
-from fakes.harness import GROUP, PRIVATE, Harness, harness, user_prompt
+from fakes.harness import GROUP, PRIVATE, Harness, RecordingPlatform, harness, user_prompt
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
@@ -436,3 +436,26 @@ async def test_status_names_the_next_later_item_and_a_quiet(
     assert ("later items" in before, "quiet until" in before) == (False, False)
     assert "later items pending: 1; the next, a remind, at 2026-11-27 09:00 (/later)" in after
     assert "quiet until 2026-11-26 23:00: no openers or follow-ups here" in after
+
+
+async def test_a_reminder_on_qq_loses_its_links_but_may_say_it_again(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """On QQ with qq.strip_urls a reminder's link becomes [link], as an answer's does; the
+    repeat guard does not hold it back: a reminder may say what the bot said before."""
+    clock = Clock(EVENING)
+    qq_chat = ChatKey.from_text("qq:private:42")
+    platform = RecordingPlatform(name="qq")
+    async with harness(
+        tmp_path, llm, now=clock.now, platform=platform, qq={"strip_urls": True}
+    ) as bot:
+        bot.llm.reply_json(plan({"content": "记得喝水"}, later("喝水", in_seconds=60)))
+        await bot.say("一分钟后提醒我喝水", chat=qq_chat, addresses_bot=True)
+        await bot.settle()
+        llm.reply_json(plan({"content": "记得喝水"}, {"content": "看 https://example.com/a"}))
+        clock.jump(seconds=61)
+        await bot.catch_up()
+        await bot.settle()
+        [trace, _] = await bot.ops.traces.recent(qq_chat, count=2)
+    assert platform.texts() == ["记得喝水", "记得喝水", "看 [link]"]
+    assert (trace.trace.why, trace.trace.guards) == ("remind", ("1 link(s) replaced with [link]",))

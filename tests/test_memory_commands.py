@@ -295,3 +295,19 @@ async def test_recall_names_the_days_already_in_the_prompt(
         f"Already in the prompt, so not repeated: {yesterday}. "
         f"The prompt holds the summaries of 2 day(s): {before} … {yesterday}."
     )
+
+
+async def test_summary_run_of_today_says_it_is_partial(tmp_path: Path, llm: FakeLLMServer) -> None:
+    """/summary run of the current day answers that it is partial, and /summary list marks it."""
+    async with harness(tmp_path, llm, **ADMIN) as bot:
+        d = today(bot)
+        async with await SqliteStore.open(bot.config.database_path) as store:
+            await store.add_message(bot.message("今天一起吃火锅"), received_at=datetime.now(UTC))
+        llm.reply_json({"summary": f"{d} 小明约了火锅。", "keywords": ["火锅"]})
+        answer = await command(bot, f"/summary run {d}")
+        listing = await command(bot, "/summary list")
+    assert answer == (
+        f"Summarised {d} so far (partial: the day has not ended). Once it has, the nightly"
+        " run summarises the whole day in its place."
+    )
+    assert listing.splitlines()[1].endswith(" (partial: the day had not ended)")

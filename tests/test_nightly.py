@@ -374,3 +374,52 @@ def test_cron_fires_at_the_local_day_boundary(
     assert fire == due
     start, _ = chat_day_bounds(due.date(), zone=local, boundary=config.memory.day_boundary_time)
     assert fire.astimezone(UTC) == start
+
+
+async def test_a_partial_summary_of_today_gives_way_to_the_whole_day(world: World) -> None:
+    """Today summarised at noon is partial; after the day has ended the nightly run
+    summarises the whole day into the same place of the stack, not partial any more."""
+    ops = MemoryOps(world.config, world.memory, world.store)
+    earlier = TODAY - timedelta(days=2)
+    await world.say(ALPHA, "早上的话", on_day(TODAY, 9), 1)
+    await world.say(ALPHA, "前天的话", on_day(earlier), 2)
+    world.llm.reply(summary_json("上午的部分"))
+    assert await ops.summarise(ALPHA, TODAY, by="test") is SummaryResult.PUSHED
+    world.llm.reply(summary_json("前天"))
+    assert await ops.summarise(ALPHA, earlier, by="test") is SummaryResult.PUSHED
+    partial = (await world.store.live_summaries(ALPHA))[0]
+    await world.say(ALPHA, "晚上的话", on_day(TODAY, 21), 3)
+
+    world.clock[0] = NOW + timedelta(days=1)
+    world.llm.reply(summary_json("全天"))
+    await world.nightly()
+    await world.nightly()
+
+    stack = await world.store.live_summaries(ALPHA)
+    assert [(r.id, r.day, r.partial, r.content.summary) for r in stack] == [
+        (partial.id, TODAY, False, "全天"),
+        (stack[1].id, earlier, False, "前天"),
+    ]
+    assert partial.partial is True
+    assert partial.added_prompt.startswith(f"[Memory of {TODAY} (Sunday), until 12:00] 上午的部分")
+    assert "晚上的话" in world.llm.requests[2]["messages"][1]["content"]
+    assert len(world.llm.requests) == 3
+    assert await world.store.search_summaries(ALPHA, "部分", limit=3) == []
+
+
+async def test_a_popped_partial_summary_stays_popped(world: World) -> None:
+    """A partial summary popped before the day ended is not written again by the nightly run."""
+    await world.say(ALPHA, "今天的话", on_day(TODAY, 9), 1)
+    assert await world.memory.summarise(ALPHA, TODAY, on_purpose=True) is SummaryResult.PUSHED
+    assert await world.memory.pop(ALPHA, by="telegram:1") is not None
+    world.clock[0] = NOW + timedelta(days=1)
+    await world.nightly()
+    assert (await world.store.live_summaries(ALPHA), len(world.llm.requests)) == ([], 1)
+
+
+async def test_a_future_day_is_not_summarised(world: World) -> None:
+    """Tomorrow is refused: it has not begun, and no LLM call is made."""
+    await world.say(ALPHA, "今天的话", on_day(TODAY, 9), 1)
+    tomorrow = TODAY + timedelta(days=1)
+    result = await world.memory.summarise(ALPHA, tomorrow, on_purpose=True)
+    assert (result, world.llm.requests) == (SummaryResult.FUTURE, [])

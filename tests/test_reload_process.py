@@ -10,32 +10,16 @@ from pathlib import Path
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import replies_json, run_pacebot, start_run
 from fakes.openai_api import FakeLLMServer
+from fakes.process import console_config
 
 KEY = "sk-reload-process-key-123456"
 ALICE = 1001
 
 
 def write_config(path: Path, llm: FakeLLMServer, api: FakeBotAPI, *, persona: str) -> None:
-    path.write_text(
-        f"""# the operator's own words, kept
-[bot]
-data_dir = "data"
-persona = "{persona}"
-
-[pacing]
-debounce_min_s = 0.05
-debounce_max_s = 0.05
-
-[llm]
-base_url = "{llm.base_url}"
-max_retries = 0
-
-[telegram]
-enabled = true
-api_base_url = "{api.base_url}"
-""",
-        encoding="utf-8",
-    )
+    """Write the run's config with Telegram on and ``persona`` as the bot's."""
+    telegram = f'\n[telegram]\nenabled = true\napi_base_url = "{api.base_url}"\n'
+    console_config(path.parent, llm.base_url, bot=f'persona = "{persona}"\n', tables=telegram)
 
 
 def system_prompt(llm: FakeLLMServer, index: int) -> str:

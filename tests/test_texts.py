@@ -82,6 +82,7 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
         "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
         "/bot [off | on] — stop serving this chat (nothing stored or answered), or start again",
+        "/tools — the tools this chat is offered, and each tool server's state",
     ]
     assert member.splitlines() == [
         "Commands you can use here:",

@@ -64,7 +64,7 @@ async def test_trace_shows_the_whole_path_of_an_answer(tmp_path: Path, llm: Fake
     assert lines[4] == "LLM calls:"
     assert lines[5].startswith("- reply · gpt-4o-mini · ")
     assert lines[5].endswith(f"finish stop, tokens {reported(llm, 0)}")
-    assert lines[6] == f"{reported_total(llm, 0)}, cost 0.00 USD"
+    assert lines[6] == f"{reported_total(llm, 0)}, no prices set"
     assert lines[7] == "replies read by: fenced"
     assert lines[8] == "reply 1: sent · CANARY-REPLY 好的"
     assert "raw output:" in shown
@@ -230,7 +230,7 @@ async def test_trace_answers_in_chinese(tmp_path: Path, llm: FakeLLMServer) -> N
     assert lines[4] == "LLM 调用："
     assert lines[5].startswith("- reply · gpt-4o-mini · ")
     assert re.search(r" 毫秒 · 结束原因 stop，token \d+→\d+$", lines[5])
-    assert re.fullmatch(r"token [\d,]+（输入 [\d,]+，输出 [\d,]+），费用 0.00 USD", lines[6])
+    assert re.fullmatch(r"token [\d,]+（输入 [\d,]+，输出 [\d,]+），未设置价格", lines[6])
     assert lines[7:9] == ["回复解析方式：json", "第 1 条回复：sent · 好的"]
     assert lines[9] == "原始输出："
     assert usage == "用法：/trace [N]，N = 1 表示最新的一批，最多 50"

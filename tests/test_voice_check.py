@@ -27,7 +27,7 @@ BOTH = "[voice]\ntranscribe = true\nspeak = true\n"
             'base_url = "api.example.com"',
             'voice.base_url = "api.example.com": must be an http(s) URL',
         ),
-        ('api_key_env = "MY KEY"', 'voice.api_key_env = "MY KEY": must be the name of an'),
+        ('api_key_env = "MY KEY"', "voice.api_key_env: must be the name of an"),
         ('stt_model = ""', 'voice.stt_model = "": must not be empty'),
         ("speek = true", "voice.speek: unknown key"),
     ],

@@ -18,7 +18,7 @@ from bot.days import chat_day
 from bot.models import ChatKey, ChatKind
 from bot.replies.contract import VOICE_CONTRACT
 from bot.texts import Texts
-from bot.trace import format_trace
+from bot.trace_lines import format_trace
 from fakes import audio
 from fakes.bot_api import FakeBotAPI, voice
 from fakes.harness import (
@@ -178,7 +178,7 @@ async def test_a_voice_item_goes_out_with_send_voice_showing_recording(
 ) -> None:
     """The model's voice item is spoken as Ogg/Opus and uploaded with sendVoice, with
     "recording a voice message" shown meanwhile; its words are the bot's message in the
-    history, and the contract offered voice."""
+    history, kept as a voice note, and the contract offered voice."""
     config = telegram_config(tmp_path, llm, api, voice=SPEAK)
     async with telegram_bot(config, api) as core:
         llm.reply_json(plan({"voice": GOOD_NIGHT}))
@@ -190,7 +190,10 @@ async def test_a_voice_item_goes_out_with_send_voice_showing_recording(
         await api.wait_for("sendMessage", timeout=5)
         await core.inbox.drain()
         sent_as = await fates(core)
+        kept = await core.ops.status.messages(CHAT, limit=4)
     [asked] = llm.speech_requests
+    spoken = [(m.text, m.transcript) for m in kept if m.from_bot and m.voice is not None]
+    assert spoken == [(GOOD_NIGHT, GOOD_NIGHT)]  # kept as the voice note it was
     assert (asked["input"], asked["response_format"], asked["voice"]) == (
         GOOD_NIGHT,
         "opus",

@@ -11,97 +11,30 @@ import asyncio
 import re
 import sqlite3
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-import httpx
 import pytest
 
-from adapters.app import opened_parts, running_core, serving_dashboard
 from adapters.checks import check
 from adapters.web.auth import Gate, Sessions
 from adapters.web.dashboard import LOG_TAIL_BYTES_MAX, tail
 from bot.budget import format_cost
-from bot.config.model import Config, load_config
+from bot.config.model import load_config
 from bot.models import ChatKey, ChatKind, PersonNote
-from bot.ports import Platform
-from bot.secrets import Secrets, read_secrets
+from bot.secrets import read_secrets
+from fakes.dashboard import BEARER, TOKEN, Web
 from fakes.harness import (
     GROUP,
     TEST_KEY,
-    Harness,
-    RecordingPlatform,
-    free_port,
-    make_config,
     push_day_summary,
     replies_json,
 )
-from fakes.openai_api import FakeLLMServer
-from storage.sqlite import SqliteStore
 
-TOKEN = "web-token-for-tests-0123456789"
 ALICE = ChatKey("test", ChatKind.PRIVATE, "42")
 ALICE_PATH = "/api/chats/test:private:42"
 ALL_TIME = (datetime(1970, 1, 2, tzinfo=UTC), datetime(2100, 1, 1, tzinfo=UTC))
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
 DAY = date(2026, 3, 5)
-
-
-@dataclass
-class Web:
-    """The running bot, its store and an HTTP client pointed at its dashboard."""
-
-    bot: Harness
-    store: SqliteStore
-    client: httpx.AsyncClient
-    config: Config
-
-    async def login(self) -> str:
-        """Log the client in through the form; return the page's CSRF token."""
-        response = await self.client.post("/login", data={"token": TOKEN})
-        assert response.status_code == 303
-        page = await self.client.get("/chats/test:private:42")
-        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-        assert found is not None, page.text
-        return found.group(1)
-
-
-@pytest.fixture
-async def web(
-    tmp_path: Path, llm: FakeLLMServer, request: pytest.FixtureRequest
-) -> AsyncIterator[Web]:
-    """Run the core with a long debounce (tests answer by draining) and the dashboard.
-
-    An indirect parameter, if any, is the config sections to add to.
-    """
-    sections = getattr(request, "param", {})
-    config = make_config(
-        tmp_path,
-        llm.base_url,
-        pacing={
-            "debounce_min_s": 30.0,
-            "debounce_max_s": 30.0,
-            "max_wait_s": 60.0,
-            **sections.get("pacing", {}),
-        },
-        web={"enabled": True, "port": free_port()},
-        llm=sections.get("llm", {}),
-        bot=sections.get("bot", {}),
-        budget=sections.get("budget", {}),
-        groups=sections.get("groups", {}),
-    )
-    secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
-    platform = RecordingPlatform()
-    platforms: dict[str, Platform] = {platform.name: platform}
-    async with (
-        opened_parts(config, secrets) as parts,
-        running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
-        serving_dashboard(config, secrets, core.ops) as url,
-    ):
-        assert url is not None
-        async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
-            yield Web(Harness(config, core, platform, llm), parts.store, client, config)
 
 
 async def test_status_shows_a_waiting_chat_then_the_answered_one(web: Web) -> None:
@@ -137,6 +70,9 @@ async def test_status_command_and_api_agree_while_a_batch_waits(web: Web) -> Non
     await web.bot.say("小满在吗？", chat=GROUP, sender_id="1", addresses_bot=True)
     answering = asyncio.create_task(web.bot.inbox.drain())  # answered now, not in 30 s
     await web.bot.platform.wait_for_sends(1)  # the second reply waits 30 s in the outbox
+    async with asyncio.timeout(5):  # the platform has it; the outbox marks it sent just after
+        while not await web.bot.ops.status.sent_today(GROUP):  # noqa: ASYNC110 - the store
+            await asyncio.sleep(0.005)
     answering.cancel()
     await web.bot.say("今天好热", chat=GROUP, sender_id="2")
     await web.bot.say("是啊", chat=GROUP, sender_id="3")
@@ -252,7 +188,8 @@ async def test_chats_are_searchable(web: Web) -> None:
 
 async def test_chats_are_named_by_their_group_title_or_their_chatters_name(web: Web) -> None:
     """Beside each key the status, the chat list and a chat's page show the group's newest
-    title or the private chatter's newest name; a search finds a group by its title."""
+    title or the private chatter's newest name, before its key; a search finds a group by
+    its title."""
     club = ChatKey("test", ChatKind.GROUP, "-7")
     await web.bot.say("hi", sender_name="Alice")
     await web.bot.say("hey", chat=club, sender_name="Bob", chat_title="读书会")
@@ -270,10 +207,11 @@ async def test_chats_are_named_by_their_group_title_or_their_chatters_name(web: 
 
     expected = [("test:group:-7", "周末读书会"), ("test:private:42", "Alice")]
     assert (names(status), names(every), names(by_title)) == (expected, expected, expected[:1])
-    for text in pages.values():
-        assert '<span class="name">周末读书会</span>' in text
-        assert '<span class="name">Alice</span>' in text
-    assert '<h1>test:group:-7 <span class="name">周末读书会</span>' in club_page
+    for text in pages.values():  # the title first, the key second
+        assert '">周末读书会</a> <span class="key">test:group:-7</span>' in text
+        assert '">Alice</a> <span class="key">test:private:42</span>' in text
+    assert '<h1><span class="title">周末读书会</span>' in club_page
+    assert '<p class="key">test:group:-7</p>' in club_page
 
 
 async def test_pop_and_restore_change_the_prompt_and_are_audited(web: Web) -> None:
@@ -362,19 +300,22 @@ async def test_pages_render_for_a_logged_in_browser(web: Web) -> None:
 
 
 async def test_the_pop_form_pops_with_the_csrf_token_and_redirects(web: Web) -> None:
-    """The page's pop form (cookie + CSRF field) pops and comes back with a notice."""
+    """The page's pop form (cookie + CSRF field) pops and comes back saying, once, which
+    summary went."""
     await web.bot.say("hi")
     await push_day_summary(web.store, ALICE, date(2026, 3, 5), "我们聊了火锅。")
     csrf = await web.login()
 
     response = await web.client.post("/chats/test:private:42/pop", data={"csrf": csrf})
     page = await web.client.get(response.headers["location"])
+    again = await web.client.get(response.headers["location"])
 
     assert (response.status_code, response.headers["location"]) == (
         303,
-        "/chats/test:private:42?notice=popped",
+        "/chats/test:private:42",
     )
-    assert "Popped the newest summary" in page.text
+    notice = "Popped the summary of 2026-03-05 (audited as web). Restore undoes it."
+    assert (notice in page.text, notice in again.text) == (True, False)  # said once
     assert await web.store.live_summaries(ALICE) == []
 
 
@@ -584,13 +525,13 @@ async def test_forgetting_needs_the_token_and_from_a_page_the_csrf_token(web: We
     assert [r.status_code for r in (no_csrf, form_no_csrf, person_no_csrf)] == [403, 403, 403]
     assert len(still_live["7"]) == 2
     assert f'action="/chats/test:private:42/facts/{fact}/forget"' in page.text
-    assert (form.status_code, form.headers["location"]) == (
-        303,
-        "/chats/test:private:42?notice=forgot-fact",
-    )
-    assert "Forgot the fact (audited as web)" in after.text
-    assert "对花生过敏" not in after.text
-    assert "喜欢爬山" in after.text
+    assert (form.status_code, form.headers["location"]) == (303, "/chats/test:private:42")
+    assert (
+        "Forgot “对花生过敏” about 小明 (audited as web). It no longer reaches the prompt."
+    ) in after.text
+    people = after.text.split('id="people"')[1].split("</section>")[0]
+    assert "对花生过敏" not in people
+    assert "喜欢爬山" in people
 
 
 async def test_the_page_says_what_forgetting_a_person_did(web: Web) -> None:
@@ -600,16 +541,20 @@ async def test_the_page_says_what_forgetting_a_person_did(web: Web) -> None:
     await learn(web, ALICE, PersonNote("7", "小明", ("喜欢爬山",)))
     csrf = await web.login()
 
-    notices = [
-        (await web.client.post(f"/chats/test:private:42/people/{user}/forget", data={"csrf": csrf}))
-        .headers["location"]
-        .split("notice=")[1]
-        for user in ("7", "9", "11")
-    ]
-    page = await web.client.get("/chats/test:private:42?notice=unknown-person")
+    notices = []
+    for user in ("7", "9", "11"):
+        await web.client.post(f"/chats/test:private:42/people/{user}/forget", data={"csrf": csrf})
+        page = (await web.client.get("/chats/test:private:42")).text
+        notices.append(re.findall(r'<p class="notice" role="status">([^<]*)</p>', page))
 
-    assert notices == ["forgot-person", "forgot-person-none", "unknown-person"]
-    assert "That person never wrote here: nothing was done." in page.text
+    assert notices == [
+        [
+            "Forgot 1 fact(s) about 小明 here (audited as web); nothing they wrote up to"
+            " today will be learned."
+        ],
+        ["Nothing was remembered about id 9 here; nothing they wrote up to today will be learned."],
+        ["That person never wrote here: nothing was done."],
+    ]
 
 
 async def test_traces_are_newest_first_bounded_by_n_and_hold_no_secret(web: Web) -> None:
@@ -659,7 +604,8 @@ async def test_a_failed_batch_shows_its_error_in_the_api_and_the_page(web: Web) 
 
 @pytest.mark.parametrize("web", [{"llm": {"memory_tool": True}}], indirect=True)
 async def test_a_memory_search_shows_in_the_trace_json_and_page(web: Web) -> None:
-    """The memory tool's search is a step of the trace after the call that asked for it."""
+    """The memory tool's search is a step of the trace after the call that asked for it,
+    with its outcome, duration and result size."""
     await push_day_summary(web.store, ALICE, date(2026, 3, 5), "大家去了海底捞火锅店。")
     web.bot.llm.call_tool("search_memory", {"query": "火锅店"})
     web.bot.llm.reply_json(replies_json("记得，是海底捞"))
@@ -674,10 +620,12 @@ async def test_a_memory_search_shows_in_the_trace_json_and_page(web: Web) -> Non
     [step] = trace["tool_steps"]
     assert (step["name"], step["after_call"]) == ("search_memory", 0)
     assert "海底捞" in step["result"]
+    assert (step["outcome"], step["result_chars"]) == ("ok", len(step["result"]))
+    assert f"ms, {step['result_chars']} chars</li>" in page
     first_call, tool, second_call = (
-        page.index("reply · gpt-4o-mini"),
-        page.index('<div class="tool">search_memory'),
-        page.index("reply+memory · gpt-4o-mini"),
+        page.index('<li class="call">- reply · gpt-4o-mini'),
+        page.index('<li class="tool">- tool search_memory'),
+        page.index('<li class="call">- reply+memory · gpt-4o-mini'),
     )
     assert first_call < tool < second_call
 
@@ -711,7 +659,7 @@ async def test_the_chat_page_shows_people_and_traces_escaped(web: Web) -> None:
     assert "answered" in page
     assert "reply · gpt-4o-mini" in page
     assert "&lt;b&gt;好的&lt;/b&gt;" in page
-    assert '<span class="message-id">m1 <span class="who">&lt;i&gt;小明&lt;/i&gt;</span>' in page
+    assert '<li class="messages">messages: m1 (&lt;i&gt;小明&lt;/i&gt;)</li>' in page
     assert TEST_KEY not in page
 
 
@@ -733,11 +681,14 @@ async def test_the_chat_page_shows_the_gate_and_the_cost_of_each_batch(web: Web)
     page = (await web.client.get("/chats/test:group:-100")).text
     prompt, completion = fake_tokens(web, 1)
     cost = (prompt * 0.15 + completion * 0.6) / 1_000_000
-    gates = re.findall(r'<dd class="gate">([^<]*)</dd>', page)
-    costs = re.findall(r'<dd class="cost">([^<]*)</dd>', page)
+    gates = re.findall(r'<li class="gate">gate: ([^<]*)</li>', page)
+    costs = re.findall(r'<li class="cost">([^<]*)</li>', page)
     assert (len(gates), gates[1]) == (2, "no reason")
     assert gates[0].startswith("question; talk_value draw ")
-    assert costs == [f"{prompt + completion:,} tokens · {format_cost(cost, 'CNY')}"]
+    assert costs == [
+        f"tokens {prompt + completion:,} (prompt {prompt:,}, completion {completion:,}),"
+        f" cost {format_cost(cost, 'CNY')}"
+    ]
 
 
 # -- who gets in ---------------------------------------------------------------------------
@@ -1071,5 +1022,5 @@ async def test_later_items_openers_and_quiet_over_the_api_with_cancel(web: Web) 
     )
     assert (cancelled.status_code, cancelled.json()["cancelled"]["cancelled_by"]) == (200, "web")
     assert (again.status_code, bad.status_code, set(again.json())) == (404, 400, {"error"})
-    assert (form.status_code, "Cancelled it (audited as web)" in page.text) == (303, True)
+    assert (form.status_code, "Cancelled #2, 问问考试 (audited as web)" in page.text) == (303, True)
     assert [(i.state, i.cancelled_by) for i in items] == [("cancelled", "web")] * 2

@@ -41,7 +41,7 @@ from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, Page
+    from playwright.async_api import Browser, Dialog, Page
 
 CHROMIUM = os.environ.get("PACEBOT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -96,7 +96,9 @@ class Running:
     data_dir: Path
 
 
-def write_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, web_port: int) -> Path:
+def write_config(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, web_port: int, *, language: str = "en"
+) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
         f"""
@@ -104,6 +106,7 @@ def write_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, web_port: 
 data_dir = "data"
 timezone = "Asia/Shanghai"
 admins = ["telegram:{ALICE}"]
+language = "{language}"
 
 [pacing]
 debounce_min_s = 0.3
@@ -131,10 +134,13 @@ enabled = true
 
 
 @pytest.fixture
-async def running(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> AsyncIterator[Running]:
-    """Start ``pacebot run`` with the dashboard on; stop it with SIGTERM and check the stop."""
+async def running(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, request: pytest.FixtureRequest
+) -> AsyncIterator[Running]:
+    """Start ``pacebot run`` with the dashboard on (in the language an indirect parameter
+    names, English by default); stop it with SIGTERM and check the stop."""
     port = free_port()
-    config = write_config(tmp_path, llm, api, port)
+    config = write_config(tmp_path, llm, api, port, language=getattr(request, "param", "en"))
     env = {
         "PACEBOT_LLM_API_KEY": LLM_KEY,
         "TELEGRAM_BOT_TOKEN": api.token,
@@ -180,6 +186,26 @@ async def log_in(page: Page, url: str) -> None:
     await page.fill("#token", WEB_TOKEN)
     await page.click("button[type=submit]")
     await page.wait_for_url(f"{url}/")
+
+
+class Dialogs(list[str]):
+    """The messages of the dialogs a page opened (a confirm() before a pop or a forget),
+    each answered as told."""
+
+    def __init__(self, *, accept: bool) -> None:
+        super().__init__()
+        self.accept = accept
+
+    async def answer(self, dialog: Dialog) -> None:
+        self.append(dialog.message)
+        await (dialog.accept() if self.accept else dialog.dismiss())
+
+
+async def answer_dialogs(page: Page, *, accept: bool) -> Dialogs:
+    """Answer every dialog ``page`` opens from now on: yes (``accept``) or no."""
+    dialogs = Dialogs(accept=accept)
+    page.on("dialog", dialogs.answer)
+    return dialogs
 
 
 async def chat_stored(url: str, chat: str) -> None:
@@ -255,7 +281,7 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     await row.wait_for(timeout=10_000)  # drawn by the live poll: the page was not reloaded
     await running.api.wait_for(lambda: len(bot_texts(running.api)) == 2, timeout=10)
     await page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase.idle').wait_for(timeout=10_000)
-    name_drawn_live = await row.locator(".name").inner_text()
+    name_drawn_live = (await row.locator("a").inner_text(), await row.locator(".key").inner_text())
     if os.environ.get("PACEBOT_SCREENSHOT") == "1":
         await page.reload()  # the chart is drawn by the server: show today's bar
         await row.wait_for(timeout=10_000)
@@ -271,6 +297,7 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     assert "我们约好周六去西湖划船。" in await page.inner_text("#stack")
     restore = page.get_by_role("button", name="Restore the last pop")
     restorable_before_pop = await restore.is_enabled()
+    asked = await answer_dialogs(page, accept=True)
     await page.click("text=Pop the newest")
     await page.locator(".notice").wait_for()
     notice_after_pop = await page.inner_text(".notice")
@@ -282,13 +309,16 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     notice_after_restore = await page.inner_text(".notice")
     after_restore = await ask_prompt(running.api)
 
-    assert name_drawn_live == "Alice"
+    assert name_drawn_live == ("Alice", ALICE_KEY)  # the name first, the key second
     assert (restorable_before_pop, restorable_after_pop) == (False, True)
     assert "西湖" in with_summary
-    assert notice_after_pop.startswith("Popped the newest summary")
+    assert asked == [
+        "Pop the summary of 2026-03-05? The prompt no longer holds it; Restore brings it back."
+    ]
+    assert notice_after_pop.startswith("Popped the summary of 2026-03-05 (audited as web)")
     assert "西湖" not in stack_after_pop
     assert "西湖" not in after_pop
-    assert notice_after_restore == "Restored the last popped summary."
+    assert notice_after_restore == "Restored the summary of 2026-03-05."
     assert "西湖" in after_restore
     log = (running.data_dir / "logs" / "pacebot.log").read_text(encoding="utf-8")
     assert "summary of 2026-03-05 popped by web" in log
@@ -337,7 +367,7 @@ async def test_the_overview_charts_the_days_and_keeps_todays_cost_live(
     assert box is not None
     assert box["height"] > 20  # drawn for real, not only present in the markup
     assert hover is not None
-    assert hover.endswith(f": {first:,} tokens, 0.00 USD")
+    assert hover.endswith(f": {first:,} tokens, no prices set")
     assert (shown_first, second > first) == (f"{first:,}", True)
 
 
@@ -368,10 +398,15 @@ async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
     await page.goto(f"{running.url}/chats/{ALICE_KEY}")
     people_before = await page.inner_text("#people")
     traces = await page.inner_text("#traces")
-    writer = await page.locator("#traces .message-id .who").first.inner_text()
+    written = await page.locator("#traces .trace-lines .messages").first.inner_text()
     if os.environ.get("PACEBOT_SCREENSHOT") == "1":
         await page.screenshot(path=str(SCREENSHOT_CHAT), full_page=True)
 
+    declined = await answer_dialogs(page, accept=False)
+    await page.click(f'li[data-fact="{peanut}"] button')
+    kept_when_declined = await page.locator(f'li[data-fact="{peanut}"]').count()
+    page.remove_listener("dialog", declined.answer)
+    confirmed = await answer_dialogs(page, accept=True)
     await page.click(f'li[data-fact="{peanut}"] button')
     await page.locator(".notice").wait_for()
     notice = await page.inner_text(".notice")
@@ -385,8 +420,10 @@ async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
     assert "对花生过敏" in people_before
     assert "answered" in traces
     assert "你好呀！" in traces
-    assert writer == "Alice"  # beside the message's id, who wrote it
-    assert notice.startswith("Forgot the fact (audited as web)")
+    assert written.endswith("(Alice)")  # beside the message's id, who wrote it
+    assert (declined, kept_when_declined) == (["Forget “对花生过敏” about Alice?"], 1)
+    assert confirmed == ["Forget “对花生过敏” about Alice?"]
+    assert notice.startswith("Forgot “对花生过敏” about Alice (audited as web)")
     assert "对花生过敏" not in people_after
     assert "养了一只猫" in people_after
     assert "养了一只猫" in prompt
@@ -399,8 +436,17 @@ async def test_on_a_phone_the_pages_fit_and_the_log_tail_shows(
     running: Running, browser: Browser
 ) -> None:
     """At a phone's width no page scrolls sideways, a chat with long facts and traces
-    included; the log tail shows the run's lines."""
-    running.llm.reply_json(replies_json("好" * 300))
+    included; a pending reminder's note has a line of its own, not a sliver beside its due
+    time; the log tail shows the run's lines, the long ones wrapped."""
+    note = "提醒 Alice 带上周借的那本讲山的书、雨伞和充电宝"
+    running.llm.reply_json(
+        {
+            "replies": [
+                {"content": "好" * 300},
+                {"later": {"in_seconds": 3600, "note": note, "kind": "remind"}},
+            ]
+        }
+    )
     running.api.push_message(ALICE, "你好")
     await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
     async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
@@ -417,11 +463,23 @@ async def test_on_a_phone_the_pages_fit_and_the_log_tail_shows(
         widths[path] = await page.evaluate(
             "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
         )
+        if path == f"/chats/{ALICE_KEY}":
+            shown_note = await page.locator("li[data-later] .note").bounding_box()
+            item = await page.locator("li[data-later]").bounding_box()
     log_text = await page.inner_text("pre.log")
+    log_wrapped = await page.evaluate(
+        "(() => { const pre = document.querySelector('pre.log');"
+        " return pre.scrollWidth <= pre.clientWidth; })()"
+    )
     await page.goto(f"{running.url}/login")
     await context.close()
 
     assert widths == {"/": True, "/chats": True, f"/chats/{ALICE_KEY}": True, "/logs": True}
+    assert shown_note is not None
+    assert item is not None
+    assert shown_note["width"] > item["width"] * 0.9  # the whole row, not a 30 px column
+    assert log_wrapped
+    assert max(len(line) for line in log_text.splitlines()) > 60  # some line needed wrapping
     assert "dashboard running at" in log_text
     assert WEB_TOKEN not in log_text
 
@@ -448,8 +506,8 @@ async def test_a_page_opened_without_a_session_logs_in_and_comes_back(
 
     assert at_login == f"{running.url}/login?next=%2Fchats%2Ftelegram%3Agroup%3A{CLUB}"
     assert (api.status_code, api.json()) == (401, {"error": "unauthorized"})
-    assert heading.split() == [CLUB_KEY, "周末爬山群", "idle"]
-    assert listed.split()[:2] == [CLUB_KEY, "周末爬山群"]
+    assert heading.split() == ["周末爬山群", "idle"]  # named by its title; the key below
+    assert listed.split()[:2] == ["周末爬山群", CLUB_KEY]
 
 
 async def test_at_1280_px_the_header_and_the_content_start_at_one_edge(
@@ -506,5 +564,44 @@ async def test_a_pending_reminder_is_cancelled_from_the_chat_page(
         listed = (await client.get(f"/api/chats/{ALICE_KEY}/later")).json()
 
     assert ("提醒喝水" in shown, "remind" in shown) == (True, True)
-    assert notice.startswith("Cancelled it (audited as web)")
+    assert notice.startswith("Cancelled #1, 提醒喝水 (audited as web)")
     assert (left, listed["pending"]) == (0, [])
+
+
+@pytest.mark.parametrize("running", ["zh"], indirect=True)
+async def test_with_bot_language_zh_every_page_speaks_chinese(
+    running: Running, browser: Browser
+) -> None:
+    """bot.language = "zh": every page says <html lang="zh-CN"> and speaks Chinese, the
+    live overview draws its chats' states in Chinese, and a pop asks in Chinese."""
+    running.llm.reply_json(replies_json("你好呀！"))
+    running.api.push_message(ALICE, "你好")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
+    async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
+        chat = (await store.chat_activity(limit=1))[0].chat
+        await push_day_summary(store, chat, date(2026, 3, 5), "我们约好周六去西湖划船。")
+    page = await browser.new_page(viewport={"width": 1100, "height": 720})
+    await page.goto(f"{running.url}/login")
+    login = (await page.evaluate("document.documentElement.lang"), await page.inner_text("label"))
+    await page.fill("#token", WEB_TOKEN)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(f"{running.url}/")
+    live_state = page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase')
+    await page.locator("#live:text-matches('实时')").wait_for(timeout=10_000)  # polled
+    drawn_live = await live_state.inner_text()
+    shown: dict[str, tuple[str, str]] = {}
+    for path in ("/", "/chats", f"/chats/{ALICE_KEY}", "/logs"):
+        await page.goto(f"{running.url}{path}")
+        lang = await page.evaluate("document.documentElement.lang")
+        shown[path] = (lang, await page.inner_text("nav"))
+    asked = await answer_dialogs(page, accept=False)
+    await page.goto(f"{running.url}/chats/{ALICE_KEY}")
+    headings = await page.locator("h2").all_inner_texts()
+    await page.click("text=撤下最新的一条")
+
+    assert login == ("zh-CN", "面板令牌")
+    assert drawn_live == "空闲"
+    assert {lang for lang, _ in shown.values()} == {"zh-CN"}
+    assert [nav.split()[:3] for _, nav in shown.values()] == [["概览", "聊天", "日志"]] * 4
+    assert [heading.split()[0] for heading in headings[:3]] == ["概况", "最近的消息", "提示词栈"]
+    assert asked == ["撤下 2026-03-05 的摘要？提示词将不再包含它；可以用“恢复”找回。"]

@@ -6,8 +6,10 @@ The OneBot implementation connects to nonebot2's reverse WebSocket at
 
 Inbound, message events are taken from the adapter in the order they arrive and handed
 to one delivery task, which gives the core all that came in together in one call (one
-commit); they never run through nonebot's matchers, which handle each event in its own
-task (so a message could overtake an earlier one) and call ``get_msg`` for every quote.
+commit); they do not run through nonebot's matchers one task each, where a message could
+overtake an earlier one. With nonebot plugins hosted (:meth:`QQPlatform.host_plugins`),
+the delivery task runs them through the matchers first and hands over what no plugin took
+(:class:`~adapters.plugins.host.PluginHost`); other events then reach nonebot as usual.
 :func:`~adapters.qq.normalise.normalise` turns each into an
 :class:`~bot.models.IncomingMessage`. Outbound, ``send`` of a text calls
 ``send_group_msg``/``send_private_msg`` with a segment array, and
@@ -39,9 +41,11 @@ from nonebot.adapters.onebot.v11 import (
 from adapters import asgi
 from adapters.handover import hand_over
 from adapters.inflight import InFlight
+from adapters.plugins.host import Arrival, PluginHost
 from adapters.qq import errors, history, wire
 from adapters.qq.normalise import PLATFORM_NAME, chat_key_of, normalise
 from adapters.qq.outbound import Outbound, as_int
+from adapters.qq.sends import OneBotRoad
 from bot.addressing import BotNames
 from bot.config.values import is_loopback
 from bot.errors import ConfigError, PlatformError, SendFailed
@@ -112,6 +116,7 @@ class QQPlatform:
         self._server: asgi.Server | None = None
         self._server_task: asyncio.Task[None] | None = None
         self._delivery_task: asyncio.Task[None] | None = None
+        self._plugins: PluginHost | None = None
         self._started = False
         self._stopped = False
         self._sends = InFlight("QQ")
@@ -157,6 +162,19 @@ class QQPlatform:
     def typing_refresh_s(self) -> float | None:
         """Repeat NapCat's typing status this often; ``None`` once the implementation lacks it."""
         return self.typing_interval_s if self._typing_supported else None
+
+    @property
+    def hosts_plugins(self) -> bool:
+        """Tell whether nonebot plugins run beside pacebot here (the adapter asks)."""
+        return self._plugins is not None
+
+    def host_plugins(self, host: PluginHost) -> None:
+        """Run each message through ``host``'s plugins before pacebot takes it; call it
+        before ``start()``."""
+        host.add_road(
+            wire.OneBotAdapter.get_name(), OneBotRoad(self.name, self.limits, self._names.name)
+        )
+        self._plugins = host
 
     async def wait_connected(self, timeout_s: float) -> None:
         """Wait until a OneBot implementation is connected; ``TimeoutError`` after ``timeout_s``."""
@@ -311,25 +329,34 @@ class QQPlatform:
                 events.append(self._inbox.get_nowait())
             try:
                 if self._sink is not None:
-                    await hand_over(self._sink, self._normalised(events), wire="QQ")
+                    await self._hand_over(self._sink, events)
             finally:
                 for _ in events:
                     self._inbox.task_done()
 
-    def _normalised(self, events: list[MessageEvent]) -> list[IncomingMessage]:
-        messages = []
-        for event in events:
-            try:
-                message = normalise(event, names=self._names)
-            except Exception:
-                chat = chat_key_of(event)
-                logger.bind(chat=str(chat) if chat else "qq:?").exception(
-                    "QQ: reading message {} failed", event.message_id
-                )
-                continue
-            if message is not None:
-                messages.append(message)
-        return messages
+    async def _hand_over(self, sink: MessageSink, events: list[MessageEvent]) -> None:
+        """Give the messages among ``events`` to ``sink``, through the plugins if hosted."""
+        messages = [self._normalised(event) for event in events]
+        if self._plugins is None:
+            taken = [message for message in messages if message is not None]
+            await hand_over(sink, taken, wire="QQ")
+            return
+        bots = self._adapter.bots
+        arrivals = [
+            Arrival(bots.get(str(event.self_id)), event, message)
+            for event, message in zip(events, messages, strict=True)
+        ]
+        await self._plugins.deliver(arrivals, sink, wire="QQ")
+
+    def _normalised(self, event: MessageEvent) -> IncomingMessage | None:
+        try:
+            return normalise(event, names=self._names)
+        except Exception:
+            chat = chat_key_of(event)
+            logger.bind(chat=str(chat) if chat else "qq:?").exception(
+                "QQ: reading message {} failed", event.message_id
+            )
+            return None
 
     async def latest_messages(self, chat: ChatKey, *, count: int) -> list[IncomingMessage]:
         """Return ``chat``'s newest ``count`` messages from OneBot's history, oldest first."""

@@ -66,6 +66,10 @@ class Listener(Protocol):
     def bot_disconnected(self, bot: Bot) -> None:
         """Note that a OneBot account disconnected."""
 
+    @property
+    def hosts_plugins(self) -> bool:
+        """Whether nonebot plugins run here: then the other events reach nonebot too."""
+
 
 class OneBotAdapter(Adapter):
     """The OneBot v11 adapter, handing messages and connections to the running platform."""
@@ -103,9 +107,11 @@ class OneBotAdapter(Adapter):
             return event  # API answers (None) and heartbeats go on as nonebot expects
         listener = cls.running
         if isinstance(event, MessageEvent) and listener is not None:
-            listener.take(event)
-        else:
-            logger.debug("QQ: ignoring OneBot event {}", event.get_event_name())
+            listener.take(event)  # the platform runs it through the plugins, if any
+            return None
+        if listener is not None and listener.hosts_plugins:
+            return event  # notices and requests go to the plugins as in a plain nonebot bot
+        logger.debug("QQ: ignoring OneBot event {}", event.get_event_name())
         return None  # nonebot's own event handling has nothing to do for pacebot
 
     @classmethod

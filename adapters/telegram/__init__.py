@@ -1,7 +1,7 @@
 """Talk to Telegram through python-telegram-bot, without letting it own the process.
 
-The package is split by concern; import the module you need (this file imports nothing,
-so loading one part never loads the rest):
+The package is split by concern; import the module you need (this file imports only PTB
+itself, see below, so loading one part never loads the rest):
 
 - :mod:`adapters.telegram.normalise`: pure functions that turn a PTB ``Message`` into an
   :class:`~bot.models.IncomingMessage` (chat key, placeholders, mentions, commands
@@ -17,4 +17,22 @@ so loading one part never loads the rest):
 - :mod:`adapters.telegram.platform`: :class:`TelegramPlatform`, the lifecycle (connecting
   in the background with retries), each page's messages and edits, sending, typing and
   the command menu.
+
+PTB's Passport support imports ``cryptography`` when it is installed (the official QQ
+adapter depends on it), which holds about 10 MiB that pacebot never uses: PTB is imported
+here first, with ``cryptography`` hidden while it loads, and Passport stays off. A road
+that needs ``cryptography`` imports it later as usual.
 """
+
+from __future__ import annotations
+
+import sys
+
+_HIDE = "cryptography" not in sys.modules  # loaded already: PTB may as well use it
+if _HIDE:
+    sys.modules["cryptography"] = None  # type: ignore[assignment]  # "import" raises ImportError
+try:
+    import telegram  # noqa: F401 - loaded here, before any of this package's modules
+finally:
+    if _HIDE:
+        del sys.modules["cryptography"]

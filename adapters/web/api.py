@@ -91,6 +91,7 @@ def summary_json(record: SummaryRecord) -> dict[str, Any]:
         "keywords": list(content.keywords),
         "message_count": record.message_count,
         "created_at": _time(record.created_at),
+        "partial": record.partial,
     }
 
 

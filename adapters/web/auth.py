@@ -54,6 +54,7 @@ class Sessions:
         self._ttl_s = ttl_s
         self._clock = clock
         self._sessions: dict[str, Session] = {}
+        self._notices: dict[str, str] = {}  # what the last change did, by live session id
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -64,9 +65,19 @@ class Sessions:
         self._sessions = {k: s for k, s in self._sessions.items() if s.expires_at > now}
         while len(self._sessions) >= SESSIONS_MAX:
             del self._sessions[next(iter(self._sessions))]
+        self._notices = {k: n for k, n in self._notices.items() if k in self._sessions}
         session = Session(secrets.token_urlsafe(32), secrets.token_urlsafe(32), now + self._ttl_s)
         self._sessions[session.id] = session
         return session
+
+    def tell(self, session: Session, notice: str) -> None:
+        """Keep what a change made in ``session`` did, for the page it goes back to."""
+        if session.id in self._sessions:
+            self._notices[session.id] = notice
+
+    def told(self, session: Session) -> str | None:
+        """Return (once) what the session's last change did, if it was not shown yet."""
+        return self._notices.pop(session.id, None)
 
     def find(self, session_id: str | None) -> Session | None:
         """Return the live session of ``session_id``, if there is one."""
@@ -78,6 +89,7 @@ class Sessions:
     def close(self, session_id: str) -> None:
         """End a session (logging out); an unknown id is ignored."""
         self._sessions.pop(session_id, None)
+        self._notices.pop(session_id, None)
 
 
 class Gate:

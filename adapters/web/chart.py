@@ -33,10 +33,6 @@ class Bar:
     tokens: int
     cost_text: str
 
-    @property
-    def title(self) -> str:
-        return f"{self.day}: {self.tokens:,} tokens, {self.cost_text}"
-
 
 def bars(days: Sequence[DayCost], *, currency: str, by_cost: bool) -> list[Bar]:
     """Lay out one bar per day, oldest on the left, scaled to the tallest."""
@@ -54,7 +50,7 @@ def bars(days: Sequence[DayCost], *, currency: str, by_cost: bool) -> list[Bar]:
                 day=day.day.isoformat(),
                 label=f"{day.day:%m-%d}",
                 tokens=day.spent.tokens.total,
-                cost_text=format_cost(day.spent.cost, currency),
+                cost_text=format_cost(day.spent.cost, currency, priced=day.spent.priced),
             )
         )
     return laid_out

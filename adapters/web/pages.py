@@ -1,9 +1,12 @@
 """The dashboard's pages, rendered on the server: overview, chats, one chat, log tail, login.
 
 The pages need no front-end build: Jinja2 templates, one stylesheet and one small script
-(``static/dashboard.js``) that keeps the overview live by polling ``/api/status``. Forms
-that change something post back here with the session's CSRF token and are redirected
-(post/redirect/get), so a reload never pops twice.
+(``static/dashboard.js``) that keeps the overview live by polling ``/api/status`` and
+asks before a pop or a forget. Every page speaks ``bot.language`` (:mod:`words`); a
+trace is shown line by line as ``/trace`` shows it (:func:`bot.trace_lines.trace_lines`).
+Forms that change something post back here with the session's CSRF token and are
+redirected (post/redirect/get), so a reload never pops twice; the page they go back to
+says what was done, once (the session keeps it).
 """
 
 from __future__ import annotations
@@ -32,9 +35,13 @@ from adapters.web.depends import (
     access,
     gate,
 )
-from bot.budget import format_cost
+from adapters.web.words import Words
+from bot.budget import format_cost, is_priced
+from bot.models import ChatKey
 from bot.ops.initiative import Cancelled
 from bot.ops.status import OVERVIEW_CHATS
+from bot.texts import Texts
+from bot.trace_lines import trace_lines
 
 CHART_DAYS = 7  # the overview's chart of spending
 CHAT_MESSAGES = 50  # the newest messages one chat's page shows
@@ -42,23 +49,8 @@ CHAT_TRACES = 10  # the newest batch traces one chat's page shows
 CHAT_LIST_MAX = 200  # the chats the chat list shows; a search narrows them
 LOG_LINES_DEFAULT = 200
 LOG_LINES_MAX = 2000
-NOTICES = {
-    "popped": f"Popped the newest summary (audited as {WHO}). Restore undoes it.",
-    "restored": "Restored the last popped summary.",
-    "nothing-to-pop": "Nothing to pop: only the initial persona is left.",
-    "nothing-to-restore": "Nothing to restore: nothing was popped, or a newer summary came since.",
-    "forgot-fact": f"Forgot the fact (audited as {WHO}). It no longer reaches the prompt.",
-    "forgot-person": f"Forgot every fact about that person here (audited as {WHO}).",
-    "forgot-person-none": "Nothing was remembered about that person here; nothing they wrote "
-    "up to today will be learned.",
-    "nothing-to-forget": "Nothing to forget: it was forgotten already.",
-    "unknown-person": "That person never wrote here: nothing was done.",
-    "banned-sticker": f"Banned the sticker (audited as {WHO}): it is never offered, sent or "
-    "collected again.",
-    "nothing-to-ban": "Nothing to ban: that sticker is banned already or left the collection.",
-    "cancelled-later": f"Cancelled it (audited as {WHO}): it will not run.",
-    "nothing-to-cancel": "Nothing to cancel: it ran already, or was cancelled.",
-}
+LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR", "CRITICAL")
+"""The levels a log line may carry, least severe first (loguru's, as ``bot/log.py`` writes)."""
 
 public = APIRouter()
 router = APIRouter(dependencies=[Depends(access)])
@@ -100,6 +92,8 @@ def render(
         return "—" if moment is None else moment.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
 
     session = None if granted is None else granted.session
+    checker: Gate = request.app.state.gate
+    words: Words = request.app.state.words
     return TEMPLATES.TemplateResponse(
         request,
         name,
@@ -108,13 +102,34 @@ def render(
             "csrf": "" if session is None else session.csrf,
             "csrf_field": CSRF_FIELD,
             "logged_in": session is not None,
+            "notice": None if session is None else checker.sessions.told(session),
             "local": local,
             "chat_url": chat_url,
             "thumbnail_url": thumbnail_url,
             "zone": zone.key,
+            "t": words,
+            "html_lang": words.html_lang,
+            "script_words": words.for_script(),
+            "cost_words": lambda amount, currency, priced: (
+                format_cost(amount, currency) if priced else words("no_prices")
+            ),
         },
         status_code=status_code,
     )
+
+
+def back_to_chat(request: Request, granted: Access, chat: ChatKey, notice: str) -> Response:
+    """Go back to the chat's page, which says (once) what was done there."""
+    if granted.session is not None:
+        checker: Gate = request.app.state.gate
+        checker.sessions.tell(granted.session, notice)
+    return RedirectResponse(chat_url(chat), status_code=303)
+
+
+def words_of(request: Request) -> Words:
+    """Return the dashboard's words, in ``bot.language``."""
+    words: Words = request.app.state.words
+    return words
 
 
 @public.get("/login")
@@ -168,7 +183,7 @@ async def overview(request: Request, ops: Operations, granted: Granted) -> HTMLR
     kept live by script; the last days' spending as a chart."""
     status = await ops.status.overview()
     budget = status.today.budget
-    by_cost = bool(budget.price_in_per_million or budget.price_out_per_million)
+    by_cost = is_priced(budget)
     days = await ops.cost.daily(days=CHART_DAYS)
     return render(
         request,
@@ -179,7 +194,7 @@ async def overview(request: Request, ops: Operations, granted: Granted) -> HTMLR
         bars=chart.bars(days, currency=budget.currency, by_cost=by_cost),
         chart=chart,
         by_cost=by_cost,
-        format_cost=format_cost,
+        plugins=request.app.state.plugins(),
     )
 
 
@@ -192,10 +207,14 @@ async def chats(request: Request, ops: Operations, granted: Granted, q: str = ""
 
 @router.get("/chats/{chat}")
 async def chat_page(
-    request: Request, ops: Operations, granted: Granted, chat: KnownChat, notice: str = ""
+    request: Request, ops: Operations, granted: Granted, chat: KnownChat
 ) -> HTMLResponse:
-    """One chat: its phase, prompt stack, people's facts, stickers, what it has pending
-    (later items, openers, quiet periods), latest traces and messages."""
+    """One chat: what an operator looks at first (its recent messages, how it is answered,
+    this hour's unaddressed calls), then its prompt stack, people's facts, stickers, what
+    it has pending (later items, openers, quiet periods) and its latest traces."""
+    zone: ZoneInfo = request.app.state.zone
+    say = Texts(words_of(request).language)
+    traces = await ops.traces.recent(chat, count=CHAT_TRACES)
     return render(
         request,
         "chat.html",
@@ -203,46 +222,67 @@ async def chat_page(
         chat=chat,
         chat_name=await ops.status.name(chat),
         phase=ops.status.phase(chat),
-        messages=await ops.status.messages(chat, limit=CHAT_MESSAGES),
+        shown=await ops.status.chat(chat),
+        messages=list(reversed(await ops.status.messages(chat, limit=CHAT_MESSAGES))),
         stack=await ops.memory.prompt_stack(chat),
         people=await ops.memory.people(chat),
         stickers_on=ops.stickers.enabled,
         stickers=await ops.stickers.collection(chat),
-        traces=await ops.traces.recent(chat, count=CHAT_TRACES),
+        traces=[(one.trace, trace_lines(one, zone=zone, say=say)) for one in traces],
         initiative=await ops.initiative.view(chat),
-        notice=NOTICES.get(notice),
-        format_cost=format_cost,
+        access=ops.access.of(chat),
     )
 
 
 @router.post("/chats/{chat}/pop")
-async def pop(ops: Operations, chat: KnownChat) -> Response:
-    """Pop the newest summary, then show the chat again."""
-    notice = "nothing-to-pop" if await ops.memory.pop(chat, by=WHO) is None else "popped"
-    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+async def pop(request: Request, ops: Operations, granted: Granted, chat: KnownChat) -> Response:
+    """Pop the newest summary, then show the chat again, saying which."""
+    t = words_of(request)
+    popped = await ops.memory.pop(chat, by=WHO)
+    notice = t("nothing_to_pop") if popped is None else t("popped", day=popped.day, who=WHO)
+    return back_to_chat(request, granted, chat, notice)
 
 
 @router.post("/chats/{chat}/restore")
-async def restore(ops: Operations, chat: KnownChat) -> Response:
-    """Undo the last pop, then show the chat again."""
-    notice = "nothing-to-restore" if await ops.memory.restore(chat, by=WHO) is None else "restored"
-    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+async def restore(request: Request, ops: Operations, granted: Granted, chat: KnownChat) -> Response:
+    """Undo the last pop, then show the chat again, saying which."""
+    t = words_of(request)
+    restored = await ops.memory.restore(chat, by=WHO)
+    notice = t("nothing_to_restore") if restored is None else t("restored", day=restored.day)
+    return back_to_chat(request, granted, chat, notice)
 
 
 @router.post("/chats/{chat}/facts/{fact_id}/forget")
-async def forget_fact(ops: Operations, chat: KnownChat, fact_id: FactId) -> Response:
-    """Forget one fact, then show the chat again."""
-    forgotten = await ops.memory.forget_fact(chat, fact_id, by=WHO)
-    notice = "nothing-to-forget" if forgotten is None else "forgot-fact"
-    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+async def forget_fact(
+    request: Request, ops: Operations, granted: Granted, chat: KnownChat, fact_id: FactId
+) -> Response:
+    """Forget one fact, then show the chat again, saying what about whom."""
+    t = words_of(request)
+    fact = await ops.memory.forget_fact(chat, fact_id, by=WHO)
+    notice = (
+        t("nothing_to_forget")
+        if fact is None
+        else t("forgot_fact", fact=fact.text, name=fact.user_name, who=WHO)
+    )
+    return back_to_chat(request, granted, chat, notice)
 
 
 @router.post("/chats/{chat}/people/{user_id}/forget")
-async def forget_person(ops: Operations, chat: KnownChat, user_id: UserId) -> Response:
+async def forget_person(
+    request: Request, ops: Operations, granted: Granted, chat: KnownChat, user_id: UserId
+) -> Response:
     """Forget a person here as their ``/forgetme`` would, then show the chat again."""
+    t = words_of(request)
+    known = {person.user_id: person.name for person in await ops.memory.people(chat)}
+    name = known.get(user_id, f"id {user_id}")
     count = await ops.memory.forget_person(chat, user_id, by=WHO)
-    notice = {None: "unknown-person", 0: "forgot-person-none"}.get(count, "forgot-person")
-    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+    if count is None:
+        notice = t("unknown_person")
+    elif count == 0:
+        notice = t("forgot_person_none", name=name)
+    else:
+        notice = t("forgot_person", count=count, name=name, who=WHO)
+    return back_to_chat(request, granted, chat, notice)
 
 
 @router.get("/chats/{chat}/stickers/{sticker}/thumbnail")
@@ -256,19 +296,55 @@ async def sticker_thumbnail(ops: Operations, chat: KnownChat, sticker: StickerLa
 
 
 @router.post("/chats/{chat}/stickers/{sticker}/ban")
-async def ban_sticker(ops: Operations, chat: KnownChat, sticker: StickerLabel) -> Response:
+async def ban_sticker(
+    request: Request, ops: Operations, granted: Granted, chat: KnownChat, sticker: StickerLabel
+) -> Response:
     """Ban a sticker of the chat's collection, then show the chat again."""
+    t = words_of(request)
     banned = await ops.stickers.ban(chat, sticker, by=WHO)
-    notice = "nothing-to-ban" if banned is None else "banned-sticker"
-    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+    notice = (
+        t("nothing_to_ban") if banned is None else t("banned_sticker", label=banned.label, who=WHO)
+    )
+    return back_to_chat(request, granted, chat, notice)
 
 
 @router.post("/chats/{chat}/later/{item_id}/cancel")
-async def cancel_later(ops: Operations, chat: KnownChat, item_id: LaterId) -> Response:
-    """Cancel a pending later item, then show the chat again."""
-    outcome, _ = await ops.initiative.cancel(chat, item_id, by=WHO)
-    notice = "cancelled-later" if outcome is Cancelled.DONE else "nothing-to-cancel"
-    return RedirectResponse(f"{chat_url(chat)}?notice={notice}", status_code=303)
+async def cancel_later(
+    request: Request, ops: Operations, granted: Granted, chat: KnownChat, item_id: LaterId
+) -> Response:
+    """Cancel a pending later item, then show the chat again, saying which."""
+    t = words_of(request)
+    outcome, item = await ops.initiative.cancel(chat, item_id, by=WHO)
+    notice = (
+        t("cancelled_later", id=item_id, note=item.note, who=WHO)
+        if outcome is Cancelled.DONE and item is not None
+        else t("nothing_to_cancel")
+    )
+    return back_to_chat(request, granted, chat, notice)
+
+
+def log_level_of(line: str) -> str | None:
+    """Return the level a log line carries (``… | INFO    | …``); ``None`` for a line that
+    goes on the one before (a traceback's)."""
+    parts = line.split(" | ", 2)
+    level = parts[1].strip() if len(parts) > 1 else ""
+    return level if level in LOG_LEVELS else None
+
+
+def filtered(lines: list[str], *, level: str, search: str) -> list[str]:
+    """Keep the lines at ``level`` or above that hold ``search`` (any case); a line that goes
+    on the one before it (a traceback's) goes with it."""
+    least = LOG_LEVELS.index(level) if level in LOG_LEVELS else 0
+    words = search.casefold()
+    kept: list[str] = []
+    keeping = False
+    for line in lines:
+        found = log_level_of(line)
+        if found is not None:
+            keeping = LOG_LEVELS.index(found) >= least and words in line.casefold()
+        if keeping:
+            kept.append(line)
+    return kept
 
 
 @router.get("/logs")
@@ -276,8 +352,23 @@ async def logs(
     request: Request,
     granted: Granted,
     lines: Annotated[int, Query(ge=1, le=LOG_LINES_MAX)] = LOG_LINES_DEFAULT,
+    level: Annotated[str, Query(max_length=10)] = "",
+    q: Annotated[str, Query(max_length=200)] = "",
 ) -> HTMLResponse:
-    """The end of the log file (secrets are scrubbed before a line is written)."""
+    """The end of the log file (secrets are scrubbed before a line is written), at a level
+    and above, holding some words."""
     path: Path = request.app.state.log_file
-    shown = await log_tail(path, lines=lines)
-    return render(request, "logs.html", granted, lines=shown, count=lines, path=path)
+    tail = await log_tail(path, lines=lines)
+    shown = filtered(tail, level=level.upper(), search=q.strip())
+    return render(
+        request,
+        "logs.html",
+        granted,
+        lines=shown,
+        tail_empty=not tail,
+        count=lines,
+        path=path,
+        levels=LOG_LEVELS,
+        level=level.upper(),
+        query=q,
+    )

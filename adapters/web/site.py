@@ -8,7 +8,7 @@ sent to the login form, and back to that page once logged in.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -25,16 +25,23 @@ from adapters.web.depends import TEMPLATES
 from adapters.web.guards import BodyLimit, SecurityHeaders
 from adapters.web.pages import login_url
 from adapters.web.server import serving
+from adapters.web.words import Words
 from bot.config.model import Config
 from bot.log import LOG_FILE
 from bot.ops import Ops
+from bot.texts import Language
 
 STATIC = Path(__file__).parent / "static"
 
 
 @contextlib.asynccontextmanager
 async def serving_dashboard(
-    config: Config, token: str, ops: Ops, *, config_file: ConfigFile | None = None
+    config: Config,
+    token: str,
+    ops: Ops,
+    *,
+    config_file: ConfigFile | None = None,
+    plugins: Callable[[], Sequence[object]] = tuple,
 ) -> AsyncIterator[str]:
     """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL.
     With ``config_file`` the settings can be changed there."""
@@ -44,6 +51,8 @@ async def serving_dashboard(
         zone=config.bot.zone,
         log_file=config.log_dir / LOG_FILE,
         config_file=config_file,
+        plugins=plugins,
+        language=config.bot.language,
     )
     async with serving(app, host=config.web.host, port=config.web.port) as url:
         yield url
@@ -56,11 +65,17 @@ def create_app(
     zone: ZoneInfo,
     log_file: Path,
     config_file: ConfigFile | None = None,
+    plugins: Callable[[], Sequence[object]] = tuple,
+    language: Language = "en",
 ) -> FastAPI:
-    """Return the dashboard app over ``ops``, open to the holder of ``token`` only."""
+    """Return the dashboard app over ``ops``, open to the holder of ``token`` only, in
+    ``language``; its overview lists what ``plugins`` returns (the nonebot plugins hosted,
+    each with ``module``, ``name``, ``loaded``, ``problem`` and ``matchers``)."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.state.ops = ops
     app.state.config_file = config_file
+    app.state.plugins = plugins
+    app.state.words = Words(language)
     app.state.log_file = log_file
     app.state.gate = Gate(token, Sessions())
     app.state.zone = zone
@@ -80,10 +95,11 @@ def _error(
 ) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"error": message}, status_code=status, headers=headers)
+    words: Words = request.app.state.words
     return TEMPLATES.TemplateResponse(
         request,
         "error.html",
-        {"status": status, "message": message},
+        {"status": status, "message": message, "t": words, "html_lang": words.html_lang},
         status_code=status,
         headers=headers,
     )

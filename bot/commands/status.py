@@ -48,6 +48,11 @@ def _local(call: Call, moment: datetime) -> str:
     return f"{moment.astimezone(call.config.bot.zone):%Y-%m-%d %H:%M}"
 
 
+def _cost(call: Call, amount: float, currency: str, *, priced: bool) -> str:
+    """Say what something cost, or that ``[budget]`` sets no prices to count it with."""
+    return format_cost(amount, currency) if priced else call.say("no_prices")
+
+
 def _spending_lines(call: Call, today: Today) -> list[str]:
     """Say what today's calls cost, here and in all, and where they stand against the caps."""
     budget, standing = today.budget, today.standing
@@ -62,9 +67,9 @@ def _spending_lines(call: Call, today: Today) -> list[str]:
         say(
             "status_tokens",
             chat_tokens=today.chat.tokens.total,
-            chat_cost=format_cost(today.chat.cost, budget.currency),
+            chat_cost=_cost(call, today.chat.cost, budget.currency, priced=today.chat.priced),
             bot_tokens=today.bot.tokens.total,
-            bot_cost=format_cost(today.bot.cost, budget.currency),
+            bot_cost=_cost(call, today.bot.cost, budget.currency, priced=today.bot.priced),
             estimated=say("status_estimated") if today.bot.tokens.estimated_calls else "",
         ),
         say(

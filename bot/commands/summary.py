@@ -45,6 +45,7 @@ async def listing(call: Call) -> str:
             first_line=_first_line(record),
             tokens=entry.tokens,
         )
+        item += say("summary_list_partial") if record.partial else ""
         lines.append(item if entry.in_prompt else item + say("summary_list_recall_only"))
     if len(stack.entries) > len(newest):
         older = len(stack.entries) - len(newest)
@@ -97,7 +98,7 @@ async def restore(call: Call) -> str:
 
 
 async def run(call: Call) -> str:
-    """Summarise a chat day now (yesterday by default) and push it."""
+    """Summarise a chat day now (yesterday by default) and push it; today's is partial."""
     say = call.say
     if call.args:
         try:
@@ -117,7 +118,8 @@ async def run(call: Call) -> str:
         SummaryResult.ALREADY: say("run_already", day=day),
         SummaryResult.NOTHING: say("run_nothing", chat=call.chat, day=day),
     }
-    return answers.get(result, say("run_done", day=day))
+    done = "run_done_partial" if day == call.ops.memory.today() else "run_done"
+    return answers.get(result, say(done, day=day))
 
 
 _ACTIONS: dict[str, Handler] = {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bot.commands.call import Call
-from bot.trace import format_trace
+from bot.trace_lines import format_trace
 
 _NUMBER_DIGITS_MAX = 6  # int() refuses digit strings of thousands of characters
 

@@ -9,6 +9,7 @@ does: an array, a table, a string in double quotes, a whole number, true or fals
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import date, time
 from pathlib import Path
@@ -34,6 +35,9 @@ _FORMS = {
 """The expected form for each pydantic error type that is about the kind of value."""
 _TABLE_TYPES = frozenset({"model_type", "model_attributes_type", "dict_type"})
 _ARRAY_TYPES = frozenset({"tuple_type", "list_type"})
+_SECRET_KEY = re.compile(r"(^|_)(token|key|secret|password|passwd|apikey)s?$", re.IGNORECASE)
+"""A key whose name says its value is a secret: it is never written back."""
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _BOUNDS = {
     "greater_than": ("gt", "must be more than {}"),
     "greater_than_equal": ("ge", "must be at least {}"),
@@ -58,12 +62,77 @@ def toml_value(value: object) -> str:
     return str(value)
 
 
+_TWICE = re.compile(r"Cannot declare \((.*)\) twice \(at line (\d+), column \d+\)")
+_OVERWRITE = re.compile(r"Cannot overwrite a value \(at line (\d+), column \d+\)")
+_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+_ASSIGNED = re.compile(r"^\s*([A-Za-z0-9_.\-\"' ]+?)\s*=")
+
+
+def toml_error(path: Path, text: str, error: ValueError) -> str:
+    """Say what is wrong with a file tomllib could not read, in an operator's words.
+
+    A table declared twice (a README snippet pasted below the table it already holds)
+    names the line of the first; a key set twice in a table names both lines.
+    """
+    message = str(error)
+    lines = text.splitlines()
+    twice = _TWICE.fullmatch(message)
+    if twice:
+        table = ".".join(part.strip().strip("'\"") for part in twice[1].split(",") if part.strip())
+        again = int(twice[2])
+        first = _header_line(lines, table, before=again)
+        where = f"at line {first}" if first else "above (by a dotted key or a sub-table)"
+        return (
+            f"{path.name} already has [{table}] {where}: edit that table instead of"
+            f" declaring it again at line {again}"
+        )
+    overwrite = _OVERWRITE.fullmatch(message)
+    if overwrite and (found := _set_twice(lines, int(overwrite[1]))):
+        key, first = found
+        return (
+            f"{path.name} sets {key} twice, at line {first} and at line {overwrite[1]}:"
+            " keep one of them"
+        )
+    return f"{path} is not valid TOML: {message}"
+
+
+def _header_line(lines: list[str], table: str, *, before: int) -> int | None:
+    """Return the number of the line before line ``before`` that opens ``[table]``."""
+    for number, line in enumerate(lines[: before - 1], start=1):
+        header = _HEADER.match(line)
+        if header and header[1].replace(" ", "") == table.replace(" ", ""):
+            return number
+    return None
+
+
+def _set_twice(lines: list[str], again: int) -> tuple[str, int] | None:
+    """Return the key line ``again`` sets (with its table) and the line that set it first."""
+
+    def key_at(index: int) -> str | None:
+        assigned = _ASSIGNED.match(lines[index])
+        return assigned[1].replace(" ", "") if assigned else None
+
+    if not 1 <= again <= len(lines) or (key := key_at(again - 1)) is None:
+        return None
+    table, first = "", None
+    for index in range(again - 1):
+        header = _HEADER.match(lines[index])
+        if header:
+            table, first = header[1].replace(" ", ""), None
+        elif key_at(index) == key:
+            first = index + 1
+    return (f"{table}.{key}" if table else key, first) if first else None
+
+
 def describe(error: Mapping[str, Any], *, model: type[BaseModel]) -> str:
     """Return one line for one validation error of ``model``: key, value, expected form."""
     loc = tuple(error["loc"])
     key = _key(loc)
     kind = error["type"]
     value = error.get("input")
+    secret = _secret_advice(model, loc, kind, value)
+    if secret is not None:
+        return f"{key}: {secret}"
     shown = toml_value(value)
     if kind == "extra_forbidden":
         return f"{key}: unknown key (value {shown}); check its spelling against config.toml"
@@ -77,6 +146,61 @@ def describe(error: Mapping[str, Any], *, model: type[BaseModel]) -> str:
     if isinstance(value, Mapping):  # a check across a table's keys names those keys itself
         return reason
     return f"{key} = {shown}: {reason}"
+
+
+def _secret_advice(
+    model: type[BaseModel], loc: tuple[str | int, ...], kind: str, value: object
+) -> str | None:
+    """Say where a secret belongs, without its value, if the key at ``loc`` holds one.
+
+    That is a key named like a secret (``token``, ``api_key``), or one that names an
+    environment variable (``api_key_env``) but holds no such name: likely the secret.
+    """
+    names = [part for part in loc if isinstance(part, str)]
+    name = names[-1] if names else ""
+    unknown = "unknown key; " if kind == "extra_forbidden" else ""
+    if name.endswith("_env"):
+        if not isinstance(value, str) or not value or _ENV_NAME.fullmatch(value):
+            return None
+        return (
+            f"{unknown}must be the name of an environment variable, e.g. PACEBOT_LLM_API_KEY,"
+            " never the secret itself (its value is not shown here): put the secret in that"
+            " variable"
+        )
+    if not _SECRET_KEY.search(name) or _default(model, loc) is not None:
+        return None
+    table = _model_at(model, tuple(names[:-1]))
+    envs = [field for field in table.model_fields if field.endswith("_env")] if table else []
+    chosen = [env for env in envs if env == f"{name}_env"] or envs
+    advice = f"{unknown}a secret never goes in config.toml (its value is not shown here): "
+    if table is None or not chosen:
+        return advice + (
+            "delete this line and put it in an environment variable; the table it belongs"
+            " to names that variable (e.g. llm.api_key_env, telegram.token_env)"
+        )
+    where = ".".join(names[:-1])
+    places = []
+    for env in chosen:
+        default = table.model_fields[env].default
+        example = default or f"PACEBOT_{where.replace('.', '_').upper()}_KEY"
+        places.append(f"{where}.{env} ({example}{' by default' if default else ', say'})")
+    return (
+        advice
+        + "delete this line and put the secret in the environment variable named by "
+        + " or ".join(places)
+    )
+
+
+def _model_at(model: type[BaseModel], names: tuple[str, ...]) -> type[BaseModel] | None:
+    """Return the table model at ``names`` (``()``: ``model`` itself), if there is one."""
+    current: type[BaseModel] = model
+    for name in names:
+        field = current.model_fields.get(name)
+        annotation = None if field is None else field.annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        current = annotation
+    return current
 
 
 def _key(loc: tuple[str | int, ...]) -> str:

@@ -48,7 +48,8 @@ def config_keys(model: type[BaseModel] = Config, *, table: str = "") -> list[Con
             keys.extend(config_keys(annotation, table=key))
         else:
             description = " ".join((field.description or "").split())  # one line
-            keys.append(ConfigKey(key, type_name(annotation), field.default, description))
+            default = field.get_default(call_default_factory=True)
+            keys.append(ConfigKey(key, type_name(annotation), default, description))
     return keys
 
 

@@ -15,9 +15,11 @@ from zoneinfo import ZoneInfo
 
 from pydantic import Field, ValidationError, model_validator
 
-from bot.config.errors import describe, toml_value
+from bot.config.errors import describe, toml_error, toml_value
 from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
+from bot.config.plugins import PluginsConfig
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
+from bot.config.tools import ToolsConfig, describe_server
 from bot.config.values import (
     AdminIds,
     ClockTime,
@@ -339,6 +341,10 @@ class Config(Section):
     """What the bot does on its own: reminders, follow-ups and openers."""
     budget: BudgetConfig = BudgetConfig()
     """What the LLM calls may spend, and what they cost."""
+    tools: ToolsConfig = ToolsConfig()
+    """The tools the model may call while it answers: MCP servers and web search."""
+    plugins: PluginsConfig = PluginsConfig()
+    """nonebot2 plugins hosted beside pacebot on QQ."""
     access: AccessConfig = AccessConfig()
     """Which chats and people the bot serves at all."""
     profiles: tuple[Profile, ...] = ()
@@ -403,6 +409,7 @@ def _described(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     return (
         describe_override(error, data)
         or describe_profile(error, data)
+        or describe_server(error, data)
         or describe(error, model=Config)
     )
 
@@ -426,7 +433,7 @@ def load_config(path: Path) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        msg = f"{path} is not valid TOML: {exc}"
+        msg = toml_error(path, text, exc)
         raise ConfigError(msg) from None
     return parse_config(data, base_dir=path.resolve().parent)
 

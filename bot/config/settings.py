@@ -37,6 +37,7 @@ from bot.config.model import (
     WebConfig,
 )
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, matches
+from bot.config.tools import ToolsConfig
 from bot.days import ChatDays
 from bot.errors import ConfigError
 from bot.models import ChatKey
@@ -74,6 +75,10 @@ RESTART_ONLY: tuple[str, ...] = (
     "voice.api_key_env",
     "voice.stt_model",
     "voice.tts_model",
+    "tools.enabled",
+    "tools.mcp",
+    "tools.web_search",
+    "plugins",
 )
 """Keys read once when a part is built: a reload keeps their running values. A table's
 name stands for every key in it."""
@@ -256,6 +261,12 @@ class Settings:
             tools=profile.tools,
         )
 
+    def is_admin(self, chat: ChatKey, sender_id: str) -> bool:
+        """Tell whether ``sender_id`` writing in ``chat`` is one of ``bot.admins`` (named by
+        numeric platform id); the console user always is one."""
+        platform = chat.platform
+        return platform == "console" or f"{platform}:{sender_id}" in self._config.bot.admins
+
     def initiatives(self) -> tuple[InitiativeConfig, ...]:
         """Return the base ``[initiative]`` and each profile's, in the order tried."""
         return (self._config.initiative, *(p.initiative for p in self._profiles))
@@ -275,7 +286,7 @@ class Settings:
         profiles = resolve_profiles(config)
         old, new = _flat(self._config.model_dump()), _flat(config.model_dump())
         changed = sorted(key for key in old.keys() | new.keys() if old.get(key) != new.get(key))
-        kept = [key for key in changed if _restart_only(key)]
+        kept = [key for key in changed if restart_only(key)]
         if kept:
             merged = config.model_dump()
             for key in kept:
@@ -287,7 +298,7 @@ class Settings:
             changed.append("profiles")
         self._config, self._profiles = config, profiles
         self._persona, self._personas = persona, dict(personas or {})
-        return Reloaded(tuple(key for key in changed if not _restart_only(key)), tuple(kept))
+        return Reloaded(tuple(key for key in changed if not restart_only(key)), tuple(kept))
 
     # -- the tables, as they are now ---------------------------------------------------
 
@@ -348,6 +359,10 @@ class Settings:
         return self._config.access
 
     @property
+    def tools(self) -> ToolsConfig:
+        return self._config.tools
+
+    @property
     def database_path(self) -> Path:
         return self._config.database_path
 
@@ -360,7 +375,8 @@ class Settings:
         return self._config.chat_days(now)
 
 
-def _restart_only(key: str) -> bool:
+def restart_only(key: str) -> bool:
+    """Whether ``key`` (a dotted config key) keeps its running value until a restart."""
     return any(key == prefix or key.startswith(f"{prefix}.") for prefix in RESTART_ONLY)
 
 

@@ -14,7 +14,7 @@ from datetime import time
 from typing import Annotated, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from bot.config.errors import toml_value
 from bot.errors import ConfigError
@@ -136,11 +136,22 @@ def _group_chat_key(value: str) -> str:
 
 
 class Section(BaseModel):
-    """A table of ``config.toml``: unknown keys refused, frozen once read."""
+    """A table of ``config.toml``: unknown keys refused, frozen once read; a switch is
+    ``true`` or ``false``, never ``"yes"``, ``"true"`` or ``1`` (as a price is a number,
+    never a string)."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, strict=False, use_attribute_docstrings=True
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _strict_switch(cls, value: object, info: ValidationInfo) -> object:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and field.annotation is bool and not isinstance(value, bool):
+            msg = "must be true or false, without quotes"
+            raise ValueError(msg)
+        return value
 
 
 LogLevel = Literal["TRACE", "DEBUG", "INFO", "SUCCESS", "WARNING", "ERROR"]

@@ -99,6 +99,11 @@ class Initiative:
         self._again = False  # woken while a turn ran: run another
         self._stopped = False
 
+    def __len__(self) -> int:
+        """Return how many chats this holds: an occasion queued, or a silence watched
+        until its opener (``initiative.after_silence_s``, then the hours' window)."""
+        return len(self._queued.keys() | self._silences.keys())
+
     # -- what the pipeline tells -------------------------------------------------------
 
     def report_to(self, events: ChatEvents) -> None:

@@ -1,10 +1,11 @@
 """Which chat days to summarise, and summarising many of them a few chats at a time.
 
 The nightly job and ``pacebot summarize`` both run this, through
-:class:`bot.ops.memory.MemoryOps`. It is idempotent: a day that has a
-summary (live or popped) is left alone, and the store refuses a second live summary for a
-day even when two runs race. A chat that fails is logged and, having no summary, is tried
-again at the next run.
+:class:`bot.ops.memory.MemoryOps`. It is idempotent: a day that has a summary (live or
+popped) is left alone, except a live partial one (written before the day ended), which
+the whole day's summary replaces; the store refuses a second live summary for a day even
+when two runs race. A chat that fails is logged and, having no summary, is tried again
+at the next run.
 """
 
 from __future__ import annotations
@@ -45,10 +46,11 @@ async def pending_work(
     only: ChatKey | None = None,
     on_purpose: bool = False,
 ) -> list[tuple[ChatKey, date]]:
-    """Return the (chat, day) pairs with chatter messages and no summary.
+    """Return the (chat, day) pairs with chatter messages and no summary but a partial one.
 
     A popped day counts as summarised, unless the run is ``on_purpose`` (an operator
-    naming the day).
+    naming the day). A live partial summary (of a day summarised before it ended) does
+    not: the run writes the whole day over it.
     """
     work: list[tuple[ChatKey, date]] = []
     for day in days:
@@ -57,7 +59,10 @@ async def pending_work(
         start, end = chat_days.bounds(day)
         chats = [only] if only else await store.chats_active_between(start, end)
         for chat in chats:
-            if not await store.has_summary(chat, day, include_popped=not on_purpose):
+            done = await store.has_summary(
+                chat, day, include_popped=not on_purpose, include_partial=False
+            )
+            if not done:
                 work.append((chat, day))
     return work
 

@@ -81,8 +81,11 @@ class MemoryStore(PeopleStore, Protocol):
         """Return up to ``limit`` messages (chatters' and the bot's) sent in ``[start, end)``."""
         ...
 
-    async def has_summary(self, chat: ChatKey, day: date, *, include_popped: bool) -> bool:
-        """Tell whether ``day`` has a live summary (or any, popped ones included)."""
+    async def has_summary(
+        self, chat: ChatKey, day: date, *, include_popped: bool, include_partial: bool = True
+    ) -> bool:
+        """Tell whether ``day`` has a live summary (or any, popped ones included); a live
+        partial one counts unless ``include_partial`` is false."""
         ...
 
     async def push_summary(
@@ -96,8 +99,27 @@ class MemoryStore(PeopleStore, Protocol):
         full_prompt_after: str,
         message_count: int,
         now: datetime,
+        partial: bool = False,
     ) -> SummaryRecord:
-        """Push a day's summary and index it, atomically; ``SummaryExists`` if one is live."""
+        """Push a day's summary and index it, atomically; ``SummaryExists`` if one is live.
+
+        ``partial``: the day has not ended yet.
+        """
+        ...
+
+    async def replace_summary(
+        self,
+        chat: ChatKey,
+        history_id: int,
+        content: DaySummary,
+        *,
+        added_prompt: str,
+        message_count: int,
+        now: datetime,
+        partial: bool,
+    ) -> SummaryRecord | None:
+        """Put a summary in the place of a live partial one (its place in the stack, its
+        date); ``None`` if it is no longer live and partial."""
         ...
 
     async def live_summaries(self, chat: ChatKey) -> list[SummaryRecord]:

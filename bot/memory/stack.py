@@ -109,9 +109,11 @@ def parse_summary(text: str, *, finish_reason: str | None) -> DaySummary:
     )
 
 
-def render_summary(day: date, content: DaySummary) -> str:
-    """Return the text a summary adds to the persona."""
-    lines = [f"[Memory of {day.isoformat()} ({day:%A})] {content.summary}"]
+def render_summary(day: date, content: DaySummary, *, until: datetime | None = None) -> str:
+    """Return the text a summary adds to the persona; ``until``: the local time a partial
+    summary of an unfinished day was written."""
+    so_far = "" if until is None else f", until {until:%H:%M}"
+    lines = [f"[Memory of {day.isoformat()} ({day:%A}){so_far}] {content.summary}"]
     if content.key_points:
         lines.append("Key points: " + "; ".join(content.key_points))
     return "\n".join(lines)
@@ -232,13 +234,23 @@ class Memory:
         """Summarise one chat day and push it; raise ``LLMError`` if the LLM fails.
 
         The nightly job (``on_purpose=False``) never re-creates a popped day; an admin's
-        ``/summary run`` may. Either way a day has at most one live summary.
+        ``/summary run`` may. Either way a day has at most one live summary. The current
+        day may be summarised on purpose: its summary is partial, and the next run for
+        that day (the nightly one once it has ended) writes over it, in its place.
         """
         if day < FIRST_CHAT_DAY:  # nothing is stored that early; near year 1 bounds overflow
             return SummaryResult.NOTHING
         if day > self.today():
             return SummaryResult.FUTURE
-        if await self._store.has_summary(chat, day, include_popped=not on_purpose):
+        live = await self._store.summaries_on(chat, [day])
+        partial = live[0] if live and live[0].partial else None
+        if live and partial is None:
+            return SummaryResult.ALREADY
+        if (
+            not live
+            and not on_purpose
+            and await self._store.has_summary(chat, day, include_popped=True)
+        ):
             return SummaryResult.ALREADY
         start, end = self.days.bounds(day)
         messages = await self._store.messages_between(chat, start, end, limit=SUMMARY_MESSAGES_MAX)
@@ -247,21 +259,7 @@ class Memory:
         request = summary_request(chat, day, messages, config=self._config)
         completion = await self._ask(chat, request)
         content = parse_summary(completion.text, finish_reason=completion.finish_reason)
-        stack = await self._store.live_summaries(chat)
-        before = full_stack_text(self.initial_persona(chat), stack)
-        added = render_summary(day, content)
-        try:
-            await self._store.push_summary(
-                chat,
-                day,
-                content,
-                added_prompt=added,
-                full_prompt_before=before,
-                full_prompt_after=f"{before}\n\n{added}",
-                message_count=sum(1 for m in messages if not m.from_bot),
-                now=self._now(),
-            )
-        except SummaryExists:  # a concurrent run got there first
+        if not await self._keep(chat, day, content, messages, replacing=partial):
             return SummaryResult.ALREADY
         # Read only now: a bad people field never costs the summary, which is already kept.
         notes = read_people(
@@ -277,6 +275,51 @@ class Memory:
         if on_purpose:  # the nightly job embeds its whole run at once, after it
             await self.embed_pending()
         return SummaryResult.PUSHED
+
+    async def _keep(
+        self,
+        chat: ChatKey,
+        day: date,
+        content: DaySummary,
+        messages: Sequence[StoredMessage],
+        *,
+        replacing: SummaryRecord | None,
+    ) -> bool:
+        """Push the day's summary, or write it over the partial one; ``False`` if a
+        concurrent run (or a pop) got there first."""
+        now = self._now()
+        unfinished = now < self.days.bounds(day)[1]
+        added = render_summary(
+            day, content, until=now.astimezone(self._config.bot.zone) if unfinished else None
+        )
+        count = sum(1 for m in messages if not m.from_bot)
+        if replacing is not None:
+            replaced = await self._store.replace_summary(
+                chat,
+                replacing.id,
+                content,
+                added_prompt=added,
+                message_count=count,
+                now=now,
+                partial=unfinished,
+            )
+            return replaced is not None
+        before = full_stack_text(self.initial_persona(chat), await self._store.live_summaries(chat))
+        try:
+            await self._store.push_summary(
+                chat,
+                day,
+                content,
+                added_prompt=added,
+                full_prompt_before=before,
+                full_prompt_after=f"{before}\n\n{added}",
+                message_count=count,
+                now=now,
+                partial=unfinished,
+            )
+        except SummaryExists:
+            return False
+        return True
 
     async def _ask(self, chat: ChatKey, request: list[ChatMessage]) -> Completion:
         """Make the summary call and keep what it cost; raise ``OverBudget`` at the hard

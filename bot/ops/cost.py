@@ -15,17 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from bot.budget import Spending, Standing, UsageLog, cost_of
+from bot.budget import Spending, Standing, UsageLog, cost_of, is_priced
 from bot.config.groups import BudgetConfig
 from bot.models import ChatKey, TokenCount
 
 
 @dataclass(frozen=True, slots=True)
 class Spent:
-    """Tokens, and what they cost in the budget's currency."""
+    """Tokens, and what they cost in the budget's currency (``priced``: it sets prices)."""
 
     tokens: TokenCount
     cost: float
+    priced: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,8 @@ class CostOps:
         self._spending = spending
 
     def _spent(self, tokens: TokenCount) -> Spent:
-        return Spent(tokens, cost_of(tokens, self._spending.prices))
+        prices = self._spending.prices
+        return Spent(tokens, cost_of(tokens, prices), is_priced(prices))
 
     async def today(self, chat: ChatKey | None = None) -> Today:
         """Return today's spending, the bot's and ``chat``'s, against the caps."""

@@ -141,6 +141,8 @@ class ChatStatus:
     unaddressed_budget: int  # the group's unaddressed_calls_per_hour
     paused_until: datetime | None  # a bot loop paused the chat until then
     profile: str = ""  # the profile the chat runs with; "" = none
+    interests: tuple[str, ...] = ()  # the chat's group's (an override applied)
+    overridden: bool = False  # a [[groups.override]] names the chat's group
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +218,8 @@ class StatusOps:
             settings.unaddressed_calls_per_hour,
             self._company.paused_until(chat, now=self._now()),
             chat_settings.profile,
+            settings.interests,
+            any(o.chat == str(chat.room) for o in self._config.groups.override),
         )
 
     async def overview(self) -> Status:

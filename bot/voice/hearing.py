@@ -77,6 +77,10 @@ class Hearing:
         self._running: set[asyncio.Task[object]] = set()
         self._resumed: set[str] = set()  # platforms whose cut-short notes were taken up
 
+    def __len__(self) -> int:
+        """Return how many voice notes are being heard or wait for their batch."""
+        return len(self._notes)
+
     def hear(self, messages: Sequence[IncomingMessage | StoredMessage]) -> None:
         """Start hearing the voice notes of stored messages."""
         for message in messages:

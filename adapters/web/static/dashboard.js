@@ -1,8 +1,16 @@
 // Keep the overview live: poll /api/status and redraw the counters, platforms and chats.
-// No framework and no inline script (the CSP forbids it); text goes in as textContent.
+// Ask before a form that pops or forgets is sent (its data-confirm says what it does).
+// No framework and no inline script (the CSP forbids it); text goes in as textContent,
+// in the words the page hands over (data-words on <body>, in bot.language).
 "use strict";
 
 const POLL_MS = 1500;
+const WORDS = JSON.parse(document.body.dataset.words || "{}");
+
+function say(name, fields = {}) {
+  const template = WORDS[name] || name;
+  return template.replace(/\{(\w+)\}/g, (whole, key) => (key in fields ? String(fields[key]) : whole));
+}
 
 function chatUrl(chat) {
   return "/chats/" + encodeURIComponent(chat).replace(/%3A/g, ":");
@@ -25,26 +33,31 @@ function cell(row, content) {
   row.appendChild(td);
 }
 
+// A chat is named by its title first (a group's title, a private chatter's name), its key second.
+function chatName(c) {
+  const named = document.createDocumentFragment();
+  const link = document.createElement("a");
+  link.href = chatUrl(c.chat);
+  link.textContent = c.name || c.chat;
+  named.append(link);
+  if (c.name) {
+    const key = document.createElement("span");
+    key.className = "key";
+    key.textContent = c.chat;
+    named.append(" ", key);
+  }
+  return named;
+}
+
 function drawChats(chats) {
   const body = document.querySelector("#chats tbody");
   const rows = chats.map((c) => {
     const row = document.createElement("tr");
     row.dataset.chat = c.chat;
-    const link = document.createElement("a");
-    link.href = chatUrl(c.chat);
-    link.textContent = c.chat;
-    const named = document.createDocumentFragment();
-    named.append(link);
-    if (c.name) {
-      const name = document.createElement("span");
-      name.className = "name";
-      name.textContent = c.name;
-      named.append(" ", name);
-    }
-    cell(row, named);
+    cell(row, chatName(c));
     const phase = document.createElement("span");
     phase.className = "phase " + c.phase;
-    phase.textContent = c.phase;
+    phase.textContent = say("phase_" + c.phase);
     cell(row, phase);
     cell(row, String(c.message_count));
     cell(row, localTime(c.last_message_at));
@@ -55,7 +68,7 @@ function drawChats(chats) {
     row.className = "empty";
     const td = document.createElement("td");
     td.colSpan = 4;
-    td.textContent = "No chat has written yet.";
+    td.textContent = say("no_chat_yet");
     row.appendChild(td);
     rows.push(row);
   }
@@ -65,9 +78,9 @@ function drawChats(chats) {
 function drawPlatforms(platforms) {
   const items = platforms.map((p) => {
     const li = document.createElement("li");
-    const state = p.connected === true ? "connected" : p.connected === false ? "not connected" : "unknown";
-    li.className = p.connected === true ? "up" : p.connected === false ? "down" : "unknown";
-    li.textContent = `${p.name}: ${state}`;
+    const state = p.connected === true ? "up" : p.connected === false ? "down" : "unknown";
+    li.className = state;
+    li.textContent = `${p.name}: ${say("platform_" + state)}`;
     return li;
   });
   document.getElementById("platforms").replaceChildren(...items);
@@ -78,7 +91,7 @@ async function poll() {
   try {
     const response = await fetch("/api/status", { credentials: "same-origin", cache: "no-store" });
     if (response.status === 401) {
-      live.textContent = "Logged out: log in again to see live updates.";
+      live.textContent = say("live_logged_out");
       return;
     }
     const status = await response.json();
@@ -90,15 +103,23 @@ async function poll() {
     }
     const bot = status.llm_today.bot;
     document.querySelector('[data-llm="total_tokens"]').textContent = bot.total_tokens.toLocaleString("en-US");
-    document.querySelector('[data-llm="cost_text"]').textContent = bot.cost_text;
+    // Without prices the page says so in its own words; a cost is redrawn only when there is one.
+    if (bot.priced) document.querySelector('[data-llm="cost_text"]').textContent = bot.cost_text;
     document.getElementById("hard-cap").hidden = !status.llm_today.hard_cap_reached;
     drawPlatforms(status.platforms);
     drawChats(status.chats);
-    live.textContent = "Live: updated " + localTime(new Date().toISOString()) + ".";
+    live.textContent = say("live_at", { time: localTime(new Date().toISOString()) });
   } catch (error) {
-    live.textContent = "Cannot reach pacebot; retrying.";
+    live.textContent = say("live_unreachable");
   }
   setTimeout(poll, POLL_MS);
+}
+
+// Pop, forget and forget-this-person say what they will do and wait for a yes.
+for (const form of document.querySelectorAll("form[data-confirm]")) {
+  form.addEventListener("submit", (event) => {
+    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
 }
 
 if (document.body.dataset.page === "overview") {
