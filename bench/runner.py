@@ -132,6 +132,13 @@ BENCHMARKS = (
         180,
         quick_budget_s=90.0,
     ),
+    Benchmark(
+        "soak",
+        "bench.soak",
+        "a month: 200 chats, 100,000 messages via PTB, 30 nights; RSS, tasks, fds, timers",
+        1800,
+        quick_budget_s=60.0,
+    ),
 )
 _BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}
 

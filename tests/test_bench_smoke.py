@@ -63,6 +63,7 @@ def test_spec_targets_are_attached_and_limits_resolve(report: Report) -> None:
         "tools.hang.delay",
         "tools.off.identical",
         "tools.run.rss_after_answer",
+        "soak.rss.growth",
     }
     unresolved = [r.name for r in report.results if r.limit and report.to_limit(r) is None]
     assert (expected - with_targets, unresolved) == (set(), [])
