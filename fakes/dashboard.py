@@ -74,6 +74,7 @@ async def running_web(
         groups=sections.get("groups", {}),
         voice=sections.get("voice", {}),
         profiles=sections.get("profiles", []),
+        access=sections.get("access", {}),
     )
     name = sections.get("platform", "test")
     voice_key = TEST_KEY if config.voice.enabled else None

@@ -568,6 +568,52 @@ async def test_a_pending_reminder_is_cancelled_from_the_chat_page(
     assert (left, listed["pending"]) == (0, [])
 
 
+async def test_the_bot_is_switched_off_and_on_from_a_phone(
+    running: Running, browser: Browser
+) -> None:
+    """At 390 px: the chat page's "Switch off here" asks first, then says what was done and
+    offers "Switch on here", with nothing wider than the screen; what Alice writes while it
+    is off is neither stored nor answered, and once it is on again she is answered."""
+    running.llm.reply_json(replies_json("你好呀"))
+    running.api.push_message(ALICE, "你好")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
+    context = await browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = await context.new_page()
+    await log_in(page, running.url)
+    asked = await answer_dialogs(page, accept=True)
+    await page.goto(f"{running.url}/chats/{ALICE_KEY}")
+    await page.click("#access-switch button")
+    await page.locator(".notice").wait_for()
+    notice = await page.inner_text(".notice")
+    offered = await page.inner_text("#access-switch button")
+    fits = await page.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+    running.api.push_message(ALICE, "关掉的时候说的话")
+    log = running.data_dir / "logs" / "pacebot.log"
+    refused = "messages here are neither stored nor answered: the chat is switched off"
+    await wait_until(lambda: refused in log.read_text(encoding="utf-8"), within_s=10)
+    await page.click("#access-switch button")
+    await page.locator(".notice:text-matches('Switched on')").wait_for()
+    running.llm.reply_json(replies_json("我回来了"))
+    running.api.push_message(ALICE, "开了吗")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 2, timeout=10)
+    await context.close()
+    prompt = str(running.llm.requests[-1]["messages"])
+
+    assert asked == [
+        "Switch the bot off in this chat? Its messages will be neither stored nor answered "
+        "until it is switched on again.",
+        "Switch the bot on in this chat again?",
+    ]
+    assert notice == (
+        "Switched off here (audited as web): messages here are neither stored nor answered."
+    )
+    assert (offered, fits) == ("Switch on here", True)
+    assert (bot_texts(running.api), len(running.llm.requests)) == (["你好呀", "我回来了"], 2)
+    assert ("开了吗" in prompt, "关掉的时候说的话" in prompt) == (True, False)
+
+
 @pytest.mark.parametrize("running", ["zh"], indirect=True)
 async def test_with_bot_language_zh_every_page_speaks_chinese(
     running: Running, browser: Browser

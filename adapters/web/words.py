@@ -96,6 +96,17 @@ EN: Mapping[str, str] = MappingProxyType(
         "access": "The bot here",
         "access_on": "on",
         "access_off": "off: {why}",
+        "switch_off": "Switch off here",
+        "switch_on": "Switch on here",
+        "confirm_switch_off": "Switch the bot off in this chat? Its messages will be neither "
+        "stored nor answered until it is switched on again.",
+        "confirm_switch_on": "Switch the bot on in this chat again?",
+        "switched_off": "Switched off here (audited as {who}): messages here are neither "
+        "stored nor answered.",
+        "switched_on": "Switched on here (audited as {who}).",
+        "access_rule": "config.toml's [access] refuses this chat ({why}); the switch cannot "
+        "override it: edit [access] instead.",
+        "access_by_config": "[access] still refuses it: {why}.",
         # one chat: recent messages
         "messages": "Recent messages",
         "messages_hint": "newest first",
@@ -259,6 +270,15 @@ ZH: Mapping[str, str] = MappingProxyType(
         "access": "本聊天中的机器人",
         "access_on": "开启",
         "access_off": "关闭：{why}",
+        "switch_off": "在这里关闭",
+        "switch_on": "在这里开启",
+        "confirm_switch_off": "在这个聊天中关闭机器人？重新开启之前，这里的消息既不保存也不回复。",
+        "confirm_switch_on": "在这个聊天中重新开启机器人？",
+        "switched_off": "已在这里关闭（记录为 {who}）：这里的消息既不保存也不回复。",
+        "switched_on": "已在这里开启（记录为 {who}）。",
+        "access_rule": "config.toml 的 [access] 拒绝了这个聊天（{why}）；"
+        "开关无法越过它：请修改 [access]。",
+        "access_by_config": "[access] 仍然拒绝它：{why}。",
         "messages": "最近的消息",
         "messages_hint": "最新的在前",
         "no_message": "没有保存的消息。",
