@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from adapters.app import opened_parts, running_core, serving_dashboard
+from adapters.config_file import RunningConfig
 from bot.config.model import Config
 from bot.ports import Platform
 from bot.replies.items import ItemKind
@@ -90,7 +91,9 @@ async def running_web(
     async with (
         opened_parts(config, secrets) as parts,
         running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
-        serving_dashboard(config, secrets, core.ops) as url,
+        serving_dashboard(
+            config, secrets, core.ops, config_file=RunningConfig(parts.settings)
+        ) as url,
     ):
         assert url is not None
         async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:

@@ -62,6 +62,8 @@ CLUB_KEY = f"telegram:group:{CLUB}"
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 SCREENSHOT = DOCS / "dashboard.png"
 SCREENSHOT_CHAT = DOCS / "dashboard-chat.png"
+SCREENSHOT_SETTINGS = DOCS / "dashboard-settings.png"
+SCREENSHOT_PERSONAS = DOCS / "dashboard-personas.png"
 
 
 def _why_no_browser() -> str | None:
@@ -612,6 +614,57 @@ async def test_the_bot_is_switched_off_and_on_from_a_phone(
     assert (offered, fits) == ("Switch on here", True)
     assert (bot_texts(running.api), len(running.llm.requests)) == (["你好呀", "我回来了"], 2)
     assert ("开了吗" in prompt, "关掉的时候说的话" in prompt) == (True, False)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+async def test_a_setting_is_saved_in_the_browser_and_a_refusal_shown_beside_it(
+    running: Running, browser: Browser, width: int
+) -> None:
+    """On a desktop and at 390 px: a negative debounce typed on the settings page comes
+    back with the reason beside that key and the value as typed; a good one is saved and
+    the page says what applied; neither page is wider than the screen."""
+    context = await browser.new_context(viewport={"width": width, "height": 900})
+    page = await context.new_page()
+    await log_in(page, running.url)
+    await page.goto(f"{running.url}/settings")
+    field = page.locator('[id="key-pacing.debounce_min_s"]')
+    await field.fill("-1")
+    await page.click(".save-bar button")
+    error = page.locator('[id="error-pacing.debounce_min_s"]')
+    await error.wait_for()
+    refused = (await error.inner_text(), await field.input_value())
+    beside = await page.locator('.setting.refused[data-key="pacing.debounce_min_s"]').count()
+    fits = {"refused": await fits_the_screen(page)}
+    await field.fill("0.2")
+    await page.click(".save-bar button")
+    await page.locator(".notice").wait_for()
+    notice = await page.inner_text(".notice")
+    fits["saved"] = await fits_the_screen(page)
+    if os.environ.get("PACEBOT_SCREENSHOT") == "1" and width == 1280:
+        await page.screenshot(path=str(SCREENSHOT_SETTINGS))
+    await page.goto(f"{running.url}/personas")
+    fits["personas"] = await fits_the_screen(page)
+    if os.environ.get("PACEBOT_SCREENSHOT") == "1" and width == 1280:
+        await page.screenshot(path=str(SCREENSHOT_PERSONAS))
+    await context.close()
+    written = (running.data_dir.parent / "config.toml").read_text(encoding="utf-8")
+
+    assert refused == ("pacing.debounce_min_s = -1.0: must be at least 0.0", "-1")
+    assert beside == 1
+    assert notice == (
+        "Saved pacing.debounce_min_s (audited as web). Applied from the next batch: "
+        "pacing.debounce_min_s."
+    )
+    assert "debounce_min_s = 0.2\n" in written
+    assert fits == {"refused": True, "saved": True, "personas": True}
+
+
+async def fits_the_screen(page: Page) -> bool:
+    """Tell whether nothing on the page is wider than the window."""
+    fits: bool = await page.evaluate(
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+    )
+    return fits
 
 
 @pytest.mark.parametrize("running", ["zh"], indirect=True)

@@ -115,10 +115,12 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
-// Pop, forget and forget-this-person say what they will do and wait for a yes.
-for (const form of document.querySelectorAll("form[data-confirm]")) {
+// Pop, forget, forget-this-person, the switch and a reset say what they will do and wait
+// for a yes: a form by its own data-confirm, or the button that sent it by its.
+for (const form of document.querySelectorAll("form")) {
   form.addEventListener("submit", (event) => {
-    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+    const asked = event.submitter?.dataset.confirm ?? form.dataset.confirm;
+    if (asked && !window.confirm(asked)) event.preventDefault();
   });
 }
 
