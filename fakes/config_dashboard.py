@@ -5,13 +5,13 @@ personas pages and the config API change that file (:class:`adapters.config_file
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+import fakes.dashboard
 from adapters.app import opened_parts, running_core, serving_dashboard, utc_now
 from adapters.config_file import ConfigFile
 from adapters.reload import Reloader
@@ -74,9 +74,4 @@ async def dashboard(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[Web]:
 
 async def log_in(web: Web) -> str:
     """Log the client in through the form; return the CSRF token of its session."""
-    response = await web.client.post("/login", data={"token": TOKEN})
-    assert response.status_code == 303
-    page = await web.client.get("/settings")
-    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert found is not None, page.text
-    return found.group(1)
+    return await fakes.dashboard.log_in(web.client, TOKEN, page="/settings")

@@ -41,12 +41,18 @@ class Web:
 
     async def login(self) -> str:
         """Log the client in through the form; return the page's CSRF token."""
-        response = await self.client.post("/login", data={"token": TOKEN})
-        assert response.status_code == 303
-        page = await self.client.get("/chats/test:private:42")
-        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-        assert found is not None, page.text
-        return found.group(1)
+        return await log_in(self.client, TOKEN, page="/chats/test:private:42")
+
+
+async def log_in(client: httpx.AsyncClient, token: str, *, page: str) -> str:
+    """Log ``client`` in through the form with ``token``; return the CSRF token ``page``
+    holds for its session."""
+    response = await client.post("/login", data={"token": token})
+    assert response.status_code == 303
+    shown = await client.get(page)
+    found = re.search(r'name="csrf" value="([^"]+)"', shown.text)
+    assert found is not None, shown.text
+    return found.group(1)
 
 
 @contextlib.asynccontextmanager
