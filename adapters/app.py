@@ -36,7 +36,7 @@ from loguru import logger
 
 from adapters import shell
 from adapters.checks import NOTHING_ENABLED, prepare_data_dir, resolve_log_level
-from adapters.config_file import ConfigFile
+from adapters.config_file import ConfigFile, RunningConfig
 from adapters.console import ConsolePlatform, stdin_is_terminal
 from adapters.deferred import DeferredEmbedder, DeferredLLM
 from adapters.media import opened_media
@@ -322,11 +322,12 @@ async def serving_dashboard(
     secrets: Secrets,
     ops: Ops | None,
     *,
-    config_file: ConfigFile | None = None,
+    config_file: RunningConfig | None = None,
     plugins: Callable[[], Sequence[object]] = tuple,
 ) -> AsyncIterator[str | None]:
     """Serve the dashboard while the block runs, if ``[web] enabled`` (else yield ``None``);
-    it lists what ``plugins`` returns (the nonebot plugins hosted)."""
+    it lists what ``plugins`` returns (the nonebot plugins hosted) and shows
+    ``config_file`` on its settings page (changing it when it is a :class:`ConfigFile`)."""
     if ops is None or not config.web.enabled or secrets.web_token is None:
         yield None
         return

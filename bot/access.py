@@ -87,13 +87,13 @@ class Access:
         allowed = any(matches(pattern, chat) for pattern in access.allow)
         if chat.is_group and access.groups == "allow" and not allowed:
             return Refusal.NOT_ALLOWED
-        if chat in self._off or chat.room in self._off:
+        if self.is_off(chat):
             return Refusal.SWITCHED_OFF
         return None
 
     def is_off(self, chat: ChatKey) -> bool:
-        """Tell whether an admin switched ``chat`` off."""
-        return chat in self._off
+        """Tell whether an admin switched ``chat`` off (or the group of its forum topic)."""
+        return chat in self._off or chat.room in self._off
 
     async def switch(self, chat: ChatKey, *, on: bool, by: str) -> None:
         """Switch ``chat`` on or off as ``by``, kept in the store; log who did it."""

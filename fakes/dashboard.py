@@ -3,6 +3,8 @@
 :func:`running_web` runs the real core (SQLite, the ``openai`` SDK against the fake LLM)
 with a recording platform, and the dashboard on its own uvicorn server exactly as
 ``pacebot run`` wires it; :class:`Web` holds it with an httpx client pointed at it.
+:func:`running_web_from_file` starts the same from a ``config.toml`` the dashboard's
+settings and personas pages change (:class:`FileWeb`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from typing import Any
 
 import httpx
 
-from adapters.app import opened_parts, running_core, serving_dashboard
-from bot.config.model import Config
+from adapters.app import opened_parts, running_core, serving_dashboard, utc_now
+from adapters.config_file import ConfigFile, RunningConfig
+from adapters.reload import Reloader
+from bot.config.model import Config, load_config
 from bot.ports import Platform
 from bot.replies.items import ItemKind
 from bot.secrets import Secrets
@@ -89,8 +93,42 @@ async def running_web(
     async with (
         opened_parts(config, secrets) as parts,
         running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
-        serving_dashboard(config, secrets, core.ops) as url,
+        serving_dashboard(
+            config, secrets, core.ops, config_file=RunningConfig(parts.settings)
+        ) as url,
     ):
         assert url is not None
         async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
             yield Web(Harness(config, core, platform, llm), parts.store, client, config)
+
+
+@dataclass
+class FileWeb:
+    """The running bot started from a config file, and a client of its dashboard."""
+
+    bot: Harness
+    client: httpx.AsyncClient
+    path: Path
+
+
+@contextlib.asynccontextmanager
+async def running_web_from_file(
+    tmp_path: Path, llm: FakeLLMServer, text: str
+) -> AsyncIterator[FileWeb]:
+    """Write ``text`` as ``tmp_path/config.toml`` and run the core from it with the
+    dashboard, which changes that file and reloads it as ``pacebot run`` does."""
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    config = load_config(path)
+    secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
+    platform = RecordingPlatform()
+    platforms: dict[str, Platform] = {platform.name: platform}
+    async with (
+        opened_parts(config, secrets) as parts,
+        running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
+    ):
+        edited = ConfigFile(path, parts.settings, Reloader(path, parts.settings), now=utc_now)
+        async with serving_dashboard(config, secrets, core.ops, config_file=edited) as url:
+            assert url is not None
+            async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
+                yield FileWeb(Harness(config, core, platform, llm), client, path)

@@ -5,39 +5,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
-from adapters.app import opened_parts, running_core, serving_dashboard, utc_now
-from adapters.config_file import ConfigFile
-from adapters.reload import Reloader
-from bot.config.model import load_config
-from bot.ports import Platform
-from bot.secrets import Secrets
-from fakes.harness import (
-    GROUP,
-    PRIVATE,
-    TEST_KEY,
-    Harness,
-    RecordingPlatform,
-    free_port,
-    replies_json,
-    user_prompt,
-)
+from fakes.dashboard import BEARER, TOKEN, FileWeb, running_web_from_file
+from fakes.harness import GROUP, PRIVATE, TEST_KEY, free_port, replies_json, user_prompt
 from fakes.openai_api import FakeLLMServer
-
-TOKEN = "web-config-token-0123456789"
-BEARER = {"Authorization": f"Bearer {TOKEN}"}
-
-
-@dataclass
-class Web:
-    bot: Harness
-    client: httpx.AsyncClient
-    path: Path
 
 
 def config_text(tmp_path: Path, llm: FakeLLMServer) -> str:
@@ -62,22 +36,9 @@ port = {free_port()}
 
 
 @contextlib.asynccontextmanager
-async def dashboard(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[Web]:
-    path = tmp_path / "config.toml"
-    path.write_text(config_text(tmp_path, llm), encoding="utf-8")
-    config = load_config(path)
-    secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
-    platform = RecordingPlatform()
-    platforms: dict[str, Platform] = {platform.name: platform}
-    async with (
-        opened_parts(config, secrets) as parts,
-        running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
-    ):
-        edited = ConfigFile(path, parts.settings, Reloader(path, parts.settings), now=utc_now)
-        async with serving_dashboard(config, secrets, core.ops, config_file=edited) as url:
-            assert url is not None
-            async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
-                yield Web(Harness(config, core, platform, llm), client, path)
+async def dashboard(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[FileWeb]:
+    async with running_web_from_file(tmp_path, llm, config_text(tmp_path, llm)) as web:
+        yield web
 
 
 async def test_the_config_is_read_with_every_key_and_no_secret(

@@ -33,8 +33,8 @@ def operations(request: Request) -> Ops:
 
 def config_file(request: Request) -> ConfigFile:
     """Return the config file the bot runs from; 404 when it runs from none (a test's)."""
-    found: ConfigFile | None = request.app.state.config_file
-    if found is None:
+    found: object = request.app.state.config_file
+    if not isinstance(found, ConfigFile):
         raise HTTPException(404, "this bot runs from no config file")
     return found
 

@@ -118,12 +118,17 @@ def render(
     )
 
 
-def back_to_chat(request: Request, granted: Access, chat: ChatKey, notice: str) -> Response:
-    """Go back to the chat's page, which says (once) what was done there."""
+def back_to(request: Request, granted: Access, path: str, notice: str) -> Response:
+    """Go back to the page at ``path``, which says (once) what was done there."""
     if granted.session is not None:
         checker: Gate = request.app.state.gate
         checker.sessions.tell(granted.session, notice)
-    return RedirectResponse(chat_url(chat), status_code=303)
+    return RedirectResponse(path, status_code=303)
+
+
+def back_to_chat(request: Request, granted: Access, chat: ChatKey, notice: str) -> Response:
+    """Go back to the chat's page, which says (once) what was done there."""
+    return back_to(request, granted, chat_url(chat), notice)
 
 
 def words_of(request: Request) -> Words:
@@ -320,6 +325,24 @@ async def cancel_later(
         if outcome is Cancelled.DONE and item is not None
         else t("nothing_to_cancel")
     )
+    return back_to_chat(request, granted, chat, notice)
+
+
+@router.post("/chats/{chat}/access")
+async def switch_access(
+    request: Request,
+    ops: Operations,
+    granted: Granted,
+    chat: KnownChat,
+    on: Annotated[bool, Form()],
+) -> Response:
+    """Switch the bot on or off in the chat as ``/bot on|off`` does, then show the chat
+    again, saying how it stands (``[access]`` may still refuse it: no switch overrides it)."""
+    t = words_of(request)
+    state = await ops.access.switch(chat, on=on, by=WHO)
+    notice = t("switched_on" if on else "switched_off", who=WHO)
+    if state.refused_by_config and state.refusal is not None:
+        notice += " " + t("access_by_config", why=state.refusal.value)
     return back_to_chat(request, granted, chat, notice)
 
 

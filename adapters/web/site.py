@@ -18,8 +18,8 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 
-from adapters.config_file import ConfigFile
-from adapters.web import api, pages
+from adapters.config_file import RunningConfig
+from adapters.web import api, pages, personas, settings
 from adapters.web.auth import Gate, Sessions
 from adapters.web.depends import TEMPLATES
 from adapters.web.guards import BodyLimit, SecurityHeaders
@@ -40,11 +40,12 @@ async def serving_dashboard(
     token: str,
     ops: Ops,
     *,
-    config_file: ConfigFile | None = None,
+    config_file: RunningConfig | None = None,
     plugins: Callable[[], Sequence[object]] = tuple,
 ) -> AsyncIterator[str]:
     """Serve the dashboard of this running bot at ``[web] host:port``; yield its URL.
-    With ``config_file`` the settings can be changed there."""
+    Its settings page shows ``config_file``, and changes it when it is a
+    :class:`~adapters.config_file.ConfigFile`."""
     app = create_app(
         ops,
         token=token,
@@ -64,7 +65,7 @@ def create_app(
     token: str,
     zone: ZoneInfo,
     log_file: Path,
-    config_file: ConfigFile | None = None,
+    config_file: RunningConfig | None = None,
     plugins: Callable[[], Sequence[object]] = tuple,
     language: Language = "en",
 ) -> FastAPI:
@@ -82,6 +83,8 @@ def create_app(
     app.include_router(api.router)
     app.include_router(pages.public)
     app.include_router(pages.router)
+    app.include_router(settings.router)
+    app.include_router(personas.router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from adapters.web import config_words
 from bot.texts import Language
 
 HTML_LANG: Mapping[Language, str] = MappingProxyType({"en": "en", "zh": "zh-CN"})
@@ -19,6 +20,7 @@ HTML_LANG: Mapping[Language, str] = MappingProxyType({"en": "en", "zh": "zh-CN"}
 
 EN: Mapping[str, str] = MappingProxyType(
     {
+        **config_words.EN,
         # every page
         "nav_overview": "Overview",
         "nav_chats": "Chats",
@@ -182,11 +184,26 @@ EN: Mapping[str, str] = MappingProxyType(
         "log_show": "Show",
         "log_empty": "The log is empty.",
         "log_no_match": "No line of these matches.",
+        # one chat: the access switch
+        "switch_off": "Switch off here",
+        "switch_on": "Switch on here",
+        "confirm_switch_off": "Switch the bot off in this chat? Its messages are neither "
+        "stored nor answered until it is switched on again.",
+        "confirm_switch_on": "Switch the bot on in this chat? Its messages are stored and "
+        "answered again.",
+        "switched_off": "Switched off here (audited as {who}): messages here are neither "
+        "stored nor answered.",
+        "switched_on": "Switched on here (audited as {who}).",
+        "access_by_config": "Still refused: {why}. No switch overrides the [access] rules of "
+        "config.toml.",
+        "access_rule": "Refused by config.toml: {why}. The switch cannot override the "
+        "[access] rules.",
     }
 )
 
 ZH: Mapping[str, str] = MappingProxyType(
     {
+        **config_words.ZH,
         "nav_overview": "概览",
         "nav_chats": "聊天",
         "nav_log": "日志",
@@ -333,6 +350,15 @@ ZH: Mapping[str, str] = MappingProxyType(
         "log_show": "显示",
         "log_empty": "日志是空的。",
         "log_no_match": "这些行中没有匹配的。",
+        # 单个聊天：开关
+        "switch_off": "在这里关闭",
+        "switch_on": "在这里开启",
+        "confirm_switch_off": "在这个聊天中关闭机器人？重新开启之前，这里的消息既不保存也不回复。",
+        "confirm_switch_on": "在这个聊天中开启机器人？这里的消息会重新被保存和回复。",
+        "switched_off": "已在这里关闭（审计记录为 {who}）：这里的消息既不保存也不回复。",
+        "switched_on": "已在这里开启（审计记录为 {who}）。",
+        "access_by_config": "仍被拒绝：{why}。开关无法越过 config.toml 的 [access] 规则。",
+        "access_rule": "被 config.toml 拒绝：{why}。开关无法越过 [access] 规则。",
     }
 )
 
@@ -349,6 +375,8 @@ SCRIPT_WORDS = (
     "live_at",
     "live_logged_out",
     "live_unreachable",
+    "profile_base",
+    "preview_tokens",
 )
 """The words ``static/dashboard.js`` draws itself (its pages hand them over as data)."""
 

@@ -46,6 +46,11 @@ _BOUNDS = {
 }
 
 
+def names_a_secret(name: str) -> bool:
+    """Tell whether a key's name says its value is a secret (``token``, ``api_key``)."""
+    return _SECRET_KEY.search(name) is not None
+
+
 def toml_value(value: object) -> str:
     """Write ``value`` as it would stand in a TOML file."""
     if isinstance(value, bool):
@@ -167,7 +172,7 @@ def _secret_advice(
             " never the secret itself (its value is not shown here): put the secret in that"
             " variable"
         )
-    if not _SECRET_KEY.search(name) or _default(model, loc) is not None:
+    if not names_a_secret(name) or _default(model, loc) is not None:
         return None
     table = _model_at(model, tuple(names[:-1]))
     envs = [field for field in table.model_fields if field.endswith("_env")] if table else []

@@ -35,6 +35,15 @@ class ConfigKey:
     # "array of tables", or the values a string may take: '"cancel" | "finish"'
     default: object  # as the model holds it; None = unset
     description: str
+    choices: tuple[str, ...] = ()  # the values a string may take, when it may take only some
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigTable:
+    """One table of ``config.toml``, as its field's docstring describes it."""
+
+    table: str  # dotted: "llm", "llm.splitter"; "" for the keys outside every table
+    description: str
 
 
 def config_keys(model: type[BaseModel] = Config, *, table: str = "") -> list[ConfigKey]:
@@ -49,8 +58,33 @@ def config_keys(model: type[BaseModel] = Config, *, table: str = "") -> list[Con
         else:
             description = " ".join((field.description or "").split())  # one line
             default = field.get_default(call_default_factory=True)
-            keys.append(ConfigKey(key, type_name(annotation), default, description))
+            keys.append(
+                ConfigKey(key, type_name(annotation), default, description, choices(annotation))
+            )
     return keys
+
+
+def config_tables(model: type[BaseModel] = Config, *, table: str = "") -> list[ConfigTable]:
+    """Return every table of ``model`` in the order it declares them, a nested table
+    right after its parent; the keys outside every table come first, as table ``""``."""
+    tables = [ConfigTable(table, "")] if not table else []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            key = f"{table}.{name}" if table else name
+            tables.append(ConfigTable(key, " ".join((field.description or "").split())))
+            tables.extend(config_tables(annotation, table=key))
+    return tables
+
+
+def choices(annotation: object) -> tuple[str, ...]:
+    """Return the values a ``Literal`` key may take; ``()`` for any other key."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return choices(typing.get_args(annotation)[0])
+    if origin is typing.Literal:
+        return tuple(str(value) for value in typing.get_args(annotation))
+    return ()
 
 
 def type_name(annotation: object) -> str:

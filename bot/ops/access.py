@@ -10,19 +10,20 @@ from bot.models import ChatKey
 
 @dataclass(frozen=True, slots=True)
 class ChatAccess:
-    """Whether a chat is served, and if not, why."""
+    """Whether a chat is served, and if not, why; whether an admin switched it off."""
 
     chat: ChatKey
-    refusal: Refusal | None  # None: served
+    refusal: Refusal | None  # None: served; the rules of [access] come before the switch
+    switched_off: bool = False  # by /bot off or the dashboard, whatever [access] says
 
     @property
     def served(self) -> bool:
         return self.refusal is None
 
     @property
-    def switched_off(self) -> bool:
-        """Whether an admin switched it off (the one refusal a switch undoes)."""
-        return self.refusal is Refusal.SWITCHED_OFF
+    def refused_by_config(self) -> bool:
+        """Whether ``[access]`` refuses it: no switch can serve it then."""
+        return self.refusal is not None and self.refusal is not Refusal.SWITCHED_OFF
 
 
 class AccessOps:
@@ -37,7 +38,8 @@ class AccessOps:
 
     def of(self, chat: ChatKey) -> ChatAccess:
         """Return whether ``chat`` is served, and if not, why."""
-        return ChatAccess(chat, self._access.chat_refusal(chat))
+        refusal = self._access.chat_refusal(chat)
+        return ChatAccess(chat, refusal, switched_off=self._access.is_off(chat))
 
     async def switch(self, chat: ChatKey, *, on: bool, by: str) -> ChatAccess:
         """Switch ``chat`` on or off as ``by``; return how it stands now."""

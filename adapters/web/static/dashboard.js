@@ -1,5 +1,8 @@
 // Keep the overview live: poll /api/status and redraw the counters, platforms and chats.
 // Ask before a form that pops or forgets is sent (its data-confirm says what it does).
+// On the settings page send only the keys whose value changed; on the personas page redraw
+// the preview of the chat picked from /api/chats/{chat}/prompt (without script, the form
+// asks the server for the page again).
 // No framework and no inline script (the CSP forbids it); text goes in as textContent,
 // in the words the page hands over (data-words on <body>, in bot.language).
 "use strict";
@@ -115,10 +118,61 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
-// Pop, forget and forget-this-person say what they will do and wait for a yes.
+// Pop, forget and forget-this-person say what they will do and wait for a yes; so does a
+// button that sends a form of its own (a setting's reset).
 for (const form of document.querySelectorAll("form[data-confirm]")) {
   form.addEventListener("submit", (event) => {
     if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
+}
+for (const button of document.querySelectorAll("button[data-confirm]")) {
+  button.addEventListener("click", (event) => {
+    if (!window.confirm(button.dataset.confirm)) event.preventDefault();
+  });
+}
+
+// A key's inputs hold what the file gives it (data-initial): those left as they were are
+// not sent (a switch is a hidden "false" and a checkbox "true" under one name).
+function sendOnlyChanged(form) {
+  const fields = form.querySelectorAll("[data-initial]:not([type=hidden])");
+  for (const field of fields) {
+    const value = field.type === "checkbox" ? String(field.checked) : field.value;
+    if (value !== field.dataset.initial) continue;
+    for (const named of form.querySelectorAll(`[name="${CSS.escape(field.name)}"]`)) {
+      named.disabled = true;
+    }
+  }
+}
+
+function enableAll(form) {
+  for (const field of form.querySelectorAll("[data-initial]")) field.disabled = false;
+}
+
+const settingsForm = document.getElementById("settings-form");
+if (settingsForm) {
+  settingsForm.addEventListener("submit", () => sendOnlyChanged(settingsForm));
+  window.addEventListener("pageshow", () => enableAll(settingsForm)); // back to a kept page
+}
+
+async function drawPreview(chat) {
+  const response = await fetch("/api" + chatUrl(chat) + "/prompt", { credentials: "same-origin", cache: "no-store" });
+  const key = document.getElementById("preview-key");
+  if (!response.ok || key === null) return false;
+  const shown = await response.json();
+  key.textContent = shown.chat;
+  document.getElementById("preview-profile").textContent = shown.profile || say("profile_base");
+  document.getElementById("preview-tokens").textContent = say("preview_tokens", { tokens: shown.tokens });
+  document.getElementById("preview-prompt").textContent = shown.prompt;
+  for (const kept of document.querySelectorAll('.persona-form input[name="chat"]')) kept.value = shown.chat;
+  history.replaceState(null, "", "/personas?" + new URLSearchParams({ chat: shown.chat }));
+  return true;
+}
+
+const previewPick = document.getElementById("preview-chat");
+if (previewPick) {
+  previewPick.addEventListener("change", async () => {
+    document.getElementById("preview-typed").value = "";
+    if (!(await drawPreview(previewPick.value))) document.getElementById("preview-form").submit();
   });
 }
 
