@@ -1,9 +1,9 @@
 """The dashboard in a real browser against a real ``pacebot run``.
 
-Debian's headless Chromium, driven by Playwright (``executable_path``; Playwright's own
-browser download is never used), talks to a ``pacebot run`` process with Telegram on
-the fake Bot API and the dashboard on. Without Chromium or Playwright these tests skip
-and say so loudly; the API tests of ``test_web_api.py`` still run.
+Debian's headless Chromium, driven by Playwright, talks to a ``pacebot run`` process with
+Telegram on the fake Bot API and the dashboard on (:mod:`fakes.browser`). Without
+Chromium or Playwright these tests skip and say so loudly; the API tests of
+``test_web_api.py`` still run.
 
 With ``PACEBOT_SCREENSHOT=1`` the test also writes the README's screenshots,
 ``docs/dashboard.png`` and ``docs/dashboard-chat.png`` (install a CJK font first, e.g.
@@ -13,12 +13,6 @@ Debian's ``fonts-wqy-microhei``, or the Chinese text shows as boxes).
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import signal
-import sys
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,185 +21,33 @@ import httpx
 import pytest
 
 from bot.models import PersonNote
-from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI, sticker
-from fakes.harness import (
-    dashboard_up,
-    free_port,
-    push_day_summary,
-    replies_json,
-    start_run,
-    wait_until,
+from fakes.bot_api import FakeBotAPI, sticker
+from fakes.browser import (
+    ALICE,
+    ALICE_KEY,
+    DOCS,
+    WEB_TOKEN,
+    Running,
+    answer_dialogs,
+    browser_tests,
+    fits,
+    log_in,
+    screenshots_wanted,
 )
+from fakes.harness import push_day_summary, replies_json, wait_until
 from fakes.images import webp_sticker
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, Dialog, Page
+    from playwright.async_api import Browser
 
-CHROMIUM = os.environ.get("PACEBOT_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-LLM_KEY = "sk-browser-test-key-0123456789"
-WEB_TOKEN = "browser-test-web-token-abcdef0123456789"
-ALICE = DEFAULT_USER_ID  # an admin in the config below
-ALICE_KEY = f"telegram:private:{ALICE}"
+
 CLUB = -100123  # a supergroup
 CLUB_KEY = f"telegram:group:{CLUB}"
-DOCS = Path(__file__).resolve().parent.parent / "docs"
 SCREENSHOT = DOCS / "dashboard.png"
 SCREENSHOT_CHAT = DOCS / "dashboard-chat.png"
-
-
-def _why_no_browser() -> str | None:
-    if shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists():
-        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        return "the playwright package is not installed (pip install -e '.[test]')"
-    return None
-
-
-NO_BROWSER = _why_no_browser()
-if NO_BROWSER is not None:
-    if os.environ.get("CI", "").casefold() == "true":  # CI must run them: never skip there
-        pytest.fail(f"CI=true but the browser tests cannot run: {NO_BROWSER}", pytrace=False)
-    # Loud on purpose: a local run must show that the browser tests did not run, and why.
-    print(f"\n!!! BROWSER TESTS SKIPPED: {NO_BROWSER} !!!\n", file=sys.stderr)
-pytestmark = pytest.mark.skipif(
-    NO_BROWSER is not None, reason=f"BROWSER TESTS SKIPPED: {NO_BROWSER}"
-)
-
-
-@dataclass
-class Running:
-    """A ``pacebot run`` process, its fakes, and where its dashboard listens."""
-
-    process: asyncio.subprocess.Process
-    api: FakeBotAPI
-    llm: FakeLLMServer
-    url: str
-    data_dir: Path
-
-
-def write_config(
-    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, web_port: int, *, language: str = "en"
-) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f"""
-[bot]
-data_dir = "data"
-timezone = "Asia/Shanghai"
-admins = ["telegram:{ALICE}"]
-language = "{language}"
-
-[pacing]
-debounce_min_s = 0.3
-debounce_max_s = 0.3
-max_delay_s = 1.0
-
-[llm]
-base_url = "{llm.base_url}"
-max_retries = 0
-
-[telegram]
-enabled = true
-api_base_url = "{api.base_url}"
-
-[web]
-enabled = true
-port = {web_port}
-
-[stickers]
-enabled = true
-""",
-        encoding="utf-8",
-    )
-    return path
-
-
-@pytest.fixture
-async def running(
-    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, request: pytest.FixtureRequest
-) -> AsyncIterator[Running]:
-    """Start ``pacebot run`` with the dashboard on (in the language an indirect parameter
-    names, English by default); stop it with SIGTERM and check the stop."""
-    port = free_port()
-    config = write_config(tmp_path, llm, api, port, language=getattr(request, "param", "en"))
-    env = {
-        "PACEBOT_LLM_API_KEY": LLM_KEY,
-        "TELEGRAM_BOT_TOKEN": api.token,
-        "PACEBOT_WEB_TOKEN": WEB_TOKEN,
-    }
-    process = await start_run(config, env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        await api.wait_for("getUpdates", timeout=20)
-        await dashboard_up(url)
-        yield Running(process, api, llm, url, tmp_path / "data")
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        _, err = await asyncio.wait_for(process.communicate(), 20)
-    stderr = err.decode()
-    log = (tmp_path / "data" / "logs" / "pacebot.log").read_text(encoding="utf-8")
-    assert process.returncode == 0, stderr
-    assert "Traceback" not in stderr
-    assert "dashboard stopped" in log
-    for secret in (WEB_TOKEN, LLM_KEY, api.token):
-        assert secret not in stderr
-        assert secret not in log
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    """Debian's headless Chromium under Playwright."""
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-async def log_in(page: Page, url: str) -> None:
-    await page.goto(f"{url}/login")
-    await page.fill("#token", WEB_TOKEN)
-    await page.click("button[type=submit]")
-    await page.wait_for_url(f"{url}/")
-
-
-class Dialogs(list[str]):
-    """The messages of the dialogs a page opened (a confirm() before a pop or a forget),
-    each answered as told."""
-
-    def __init__(self, *, accept: bool) -> None:
-        super().__init__()
-        self.accept = accept
-
-    async def answer(self, dialog: Dialog) -> None:
-        self.append(dialog.message)
-        await (dialog.accept() if self.accept else dialog.dismiss())
-
-
-async def answer_dialogs(page: Page, *, accept: bool) -> Dialogs:
-    """Answer every dialog ``page`` opens from now on: yes (``accept``) or no."""
-    dialogs = Dialogs(accept=accept)
-    page.on("dialog", dialogs.answer)
-    return dialogs
+pytestmark = browser_tests()
 
 
 async def chat_stored(url: str, chat: str) -> None:
@@ -282,7 +124,7 @@ async def test_a_chat_appears_live_and_pop_restore_change_the_prompt(
     await running.api.wait_for(lambda: len(bot_texts(running.api)) == 2, timeout=10)
     await page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase.idle').wait_for(timeout=10_000)
     name_drawn_live = (await row.locator("a").inner_text(), await row.locator(".key").inner_text())
-    if os.environ.get("PACEBOT_SCREENSHOT") == "1":
+    if screenshots_wanted():
         await page.reload()  # the chart is drawn by the server: show today's bar
         await row.wait_for(timeout=10_000)
         await page.screenshot(path=str(SCREENSHOT), full_page=True)
@@ -399,7 +241,7 @@ async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
     people_before = await page.inner_text("#people")
     traces = await page.inner_text("#traces")
     written = await page.locator("#traces .trace-lines .messages").first.inner_text()
-    if os.environ.get("PACEBOT_SCREENSHOT") == "1":
+    if screenshots_wanted():
         await page.screenshot(path=str(SCREENSHOT_CHAT), full_page=True)
 
     declined = await answer_dialogs(page, accept=False)
@@ -459,10 +301,7 @@ async def test_on_a_phone_the_pages_fit_and_the_log_tail_shows(
     widths: dict[str, Any] = {}
     for path in ("/", "/chats", f"/chats/{ALICE_KEY}", "/logs"):
         await page.goto(f"{running.url}{path}")
-        # innerWidth grows with what overflows on a phone; clientWidth is the layout's width.
-        widths[path] = await page.evaluate(
-            "document.documentElement.scrollWidth <= document.documentElement.clientWidth"
-        )
+        widths[path] = await fits(page)
         if path == f"/chats/{ALICE_KEY}":
             shown_note = await page.locator("li[data-later] .note").bounding_box()
             item = await page.locator("li[data-later]").bounding_box()
