@@ -94,11 +94,12 @@ async def test_a_persona_saved_on_the_page_starts_the_next_answer(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
     """Saving the base persona and the hikers' persona writes config.toml (its comments
-    kept) and says so; the next answer in a private chat starts with the new base
+    kept, a backup per save) and says so; the next answer in a private chat starts with the new base
     persona, the next in the hikers' group with theirs."""
     llm.reply_json(replies_json("好的"))
     async with dashboard(tmp_path, llm) as web:
         csrf = await web.login()
+        original = web.path.read_text(encoding="utf-8")
         with captured_logs() as logs:
             base = await web.client.post(
                 "/personas", data={"csrf": csrf, "profile": "", "persona": "CANARY-BASE2 阿福"}
@@ -113,7 +114,10 @@ async def test_a_persona_saved_on_the_page_starts_the_next_answer(
         await web.bot.say("小满 在吗", chat=GROUP, sender_id="8", addresses_bot=True)
         await web.bot.settle()
         written = web.path.read_text(encoding="utf-8")
+    kept = (tmp_path / "data" / "config-backups").iterdir()
+    backups = [backup.read_text(encoding="utf-8") for backup in kept]
     assert (base.status_code, hikers.status_code) == (303, 303)
+    assert (len(backups), original in backups) == (2, True)  # one per save, the same second too
     assert notice_of(page) == (
         "Saved the persona of hikers (audited as web); the next answer starts with it."
     )
