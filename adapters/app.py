@@ -49,6 +49,7 @@ from adapters.platforms import (
 )
 from adapters.plugins.hosting import hosted_plugins, hosting_plugins
 from adapters.reload import Reloader, pid_file, running_settings
+from adapters.tools.late import LateToolbox
 from adapters.wiring import Core, build_core
 from bot.budget import Spending
 from bot.config.model import Config, enabled_platforms, load_config
@@ -65,6 +66,7 @@ from bot.retries import DEFAULT_RETRIES, Retries
 from bot.secrets import Secrets, read_secrets
 from bot.tasks import start_task
 from bot.texts import Texts
+from bot.tools.ports import Toolbox
 from scheduler.jobs import start_scheduler
 from storage.sqlite import SqliteStore
 from storage.words import RecallWords
@@ -177,6 +179,7 @@ async def running_core(
         splitter = DeferredLLM(functools.partial(_splitter_llm, config, secrets))
         stack.push_async_callback(splitter.aclose)
         media = await stack.enter_async_context(opened_media(config, secrets, platforms))
+        toolbox = await stack.enter_async_context(opened_tools(config, secrets))
         core = build_core(
             parts.settings,
             parts.store,
@@ -194,6 +197,7 @@ async def running_core(
             history=history_sources(config, platforms),
             draw=draw,
             clock_check_s=clock_check_s,
+            toolbox=toolbox,
         )
         pipeline = core.pipeline
         stack.push_async_callback(core.inbox.stop)
@@ -218,6 +222,18 @@ async def running_core(
             )
             stack.push_async_callback(_cancel, embedding)
         yield core
+
+
+@contextlib.asynccontextmanager
+async def opened_tools(config: Config, secrets: Secrets) -> AsyncIterator[Toolbox | None]:
+    """With ``[tools] enabled``, start the MCP servers and open the web search beside the
+    platforms (the ``mcp`` SDK is imported then, in a worker thread); stop them on exit.
+    Yield ``None`` with tools off."""
+    if not config.tools.enabled:
+        yield None
+        return
+    async with LateToolbox(config.tools, secrets.tools_env) as toolbox:
+        yield toolbox
 
 
 async def _cancel(task: asyncio.Task[Any]) -> None:
@@ -247,12 +263,17 @@ async def running_bot(
     find their platform; they start taking updates only once the core is running, and
     stop taking them before the core stops.
     """
-    if adapters is None:
-        adapters = build_platforms(config, secrets, telegram_poll_timeout_s=telegram_poll_timeout_s)
-    platforms: dict[str, Platform] = dict(adapters)
     async with contextlib.AsyncExitStack() as stack:
         if parts is None:
             parts = await stack.enter_async_context(opened_parts(config, secrets))
+        if adapters is None:
+            adapters = build_platforms(
+                config,
+                secrets,
+                ledger=parts.store,
+                telegram_poll_timeout_s=telegram_poll_timeout_s,
+            )
+        platforms: dict[str, Platform] = dict(adapters)
         core = await stack.enter_async_context(
             running_core(config, secrets, platforms, parts=parts)
         )
@@ -270,9 +291,9 @@ async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
     """Run every enabled platform until SIGINT or SIGTERM; reload ``path`` on SIGHUP."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    adapters = build_platforms(config, secrets)
     async with contextlib.AsyncExitStack() as stack:
         parts = await stack.enter_async_context(opened_parts(config, secrets))
+        adapters = build_platforms(config, secrets, ledger=parts.store)
         core = await stack.enter_async_context(
             running_bot(config, secrets, adapters=adapters, parts=parts)
         )
@@ -289,11 +310,12 @@ async def run(config: Config, secrets: Secrets, *, path: Path) -> None:
         )
         stopped = asyncio.create_task(stop.wait(), name="run:stop")
         tasks: set[asyncio.Task[Any]] = {stopped}
-        telegram: object = adapters.get("telegram")  # checked below for what it can do
-        if isinstance(telegram, GivesUp) and len(adapters) == 1:
-            # Alone, a Telegram that gives up for good (a rejected token) leaves nothing
-            # to run: stop and say why rather than idle on.
-            tasks.add(asyncio.create_task(telegram.wait_ready(), name="run:telegram"))
+        alone: object = next(iter(adapters.values())) if len(adapters) == 1 else None
+        if isinstance(alone, GivesUp):
+            # Alone, a platform that gives up for good (Telegram on a rejected token, the
+            # official QQ bot on a refused app) leaves nothing to run: stop and say why
+            # rather than idle on.
+            tasks.add(asyncio.create_task(alone.wait_ready(), name="run:alone"))
         try:
             while not stopped.done():
                 done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)

@@ -31,6 +31,8 @@ MAX_BYTES: Final = 25 * 1024 * 1024
 """The largest voice file sent to be transcribed: what OpenAI's endpoint takes."""
 SILK_RATE: Final = 24_000
 """The sample rate SILK voice is decoded at (QQ records at 24 kHz)."""
+SILK_BIT_RATE: Final = 24_000
+"""The bit rate the bot's own SILK voice is encoded at, in bits per second."""
 
 _READERS: Final = {
     "opus": OggOpus,
@@ -100,6 +102,29 @@ def silk_to_wav(data: bytes) -> bytes:
         file.setframerate(SILK_RATE)
         file.writeframes(pcm.getvalue())
     return out.getvalue()
+
+
+def wav_to_silk(data: bytes) -> bytes:
+    """Encode a 16-bit mono WAV as QQ's SILK voice; raise ``VoiceUnavailable``.
+
+    CPU work: call it in a worker thread.
+    """
+    try:
+        with wave.open(io.BytesIO(data), "rb") as file:
+            if file.getsampwidth() != 2 or file.getnchannels() != 1:
+                msg = "the WAV is not 16-bit mono"
+                raise VoiceUnavailable(msg)
+            rate, pcm = file.getframerate(), file.readframes(file.getnframes())
+    except (wave.Error, EOFError) as exc:
+        msg = f"the WAV does not read ({exc})"
+        raise VoiceUnavailable(msg) from None
+    silk = io.BytesIO()
+    try:
+        pysilk.encode(io.BytesIO(pcm), silk, rate, SILK_BIT_RATE, tencent=True)
+    except (pysilk.SilkError, ValueError, OSError) as exc:
+        msg = f"the voice does not encode as SILK ({exc})"
+        raise VoiceUnavailable(msg) from None
+    return silk.getvalue()
 
 
 def voice_audio(data: bytes, *, name: str = "voice") -> Audio:

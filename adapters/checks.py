@@ -7,8 +7,10 @@ enabled platform needs are looked up, and the data directory is tried
 tell whether a run would work: one tiny chat completion (reachable, key accepted, JSON
 mode accepted; with ``llm.memory_tool`` on, one more offering the tool), one embedding of
 one word when ``[memory.embeddings]`` is on, one transcription of a bundled second of
-silence and one synthesis of one word as far as ``[voice]`` turns them on, and Telegram's
-``getMe`` (the token is valid). No secret is printed: a finding names the environment
+silence and one synthesis of one word as far as ``[voice]`` turns them on, Telegram's
+``getMe`` (the token is valid), the official QQ bot's access token and gateway URL, and
+with ``[tools]`` on a connection to each MCP server (its tools listed, those offered
+marked) and one web search. No secret is printed: a finding names the environment
 variable, never its value.
 
 The LLM SDK and the platform libraries are imported only for ``--online``.
@@ -41,7 +43,8 @@ if TYPE_CHECKING:
     from adapters.openai_llm import OpenAILLM
 
 NOTHING_ENABLED = (
-    "no platform is enabled: set enabled = true under [telegram] or [qq], or use `pacebot console`"
+    "no platform is enabled: set enabled = true under [telegram], [qq] or [qq_official], "
+    "or use `pacebot console`"
 )
 LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 ONLINE_TIMEOUT_S = 20.0
@@ -102,6 +105,9 @@ def check(path: Path, *, online: bool = False) -> int:
         print(line)
     for warning in cap_warnings(config.budget):
         print(f"! {warning}", file=sys.stderr)
+    if config.tools.enabled:
+        for line in tools_summary(config):
+            print(line)
     if problems or secrets is None:
         for problem in problems:
             print(f"✗ {problem}", file=sys.stderr)
@@ -122,7 +128,7 @@ def check(path: Path, *, online: bool = False) -> int:
         # The shipped config enables nothing on purpose: the console works at once.
         print(
             "✓ ready for `pacebot console`; `pacebot run` needs a platform: "
-            "set enabled = true under [telegram] or [qq]"
+            "set enabled = true under [telegram], [qq] or [qq_official]"
         )
     return 0
 
@@ -249,6 +255,12 @@ async def online_findings(config: Config, secrets: Secrets) -> list[Finding]:
         findings += await check_voice(config, secrets.voice_api_key)
     if secrets.telegram_token is not None:
         findings.append(await check_telegram(config, secrets.telegram_token))
+    if secrets.qq_official_secret is not None:
+        findings.append(await check_qq_official(config, secrets.qq_official_secret))
+    if config.tools.enabled:
+        from adapters.tools.probe import check_tools  # the mcp SDK, only with tools on
+
+        findings += [Finding(ok, text) for ok, text in await check_tools(config, secrets)]
     if config.qq.enabled:
         findings.append(
             Finding(
@@ -282,8 +294,14 @@ async def check_llm(config: Config, api_key: str) -> Finding:
             failure = exc
         else:
             mode = "JSON mode accepted" if llm_config.json_mode else "JSON mode off"
-            if llm_config.memory_tool:
-                return await _check_memory_tool(llm, where, json_mode=llm_config.json_mode)
+            if llm_config.memory_tool or config.tools.enabled:
+                switches = [
+                    *(["llm.memory_tool = false"] if llm_config.memory_tool else []),
+                    *(["[tools] enabled = false"] if config.tools.enabled else []),
+                ]
+                return await _check_memory_tool(
+                    llm, where, json_mode=llm_config.json_mode, off=" and ".join(switches)
+                )
             return Finding(ok=True, text=f"{where}: reachable, key accepted, {mode}")
         if not llm_config.json_mode:
             return Finding(ok=False, text=str(failure))
@@ -298,8 +316,9 @@ async def check_llm(config: Config, api_key: str) -> Finding:
     )
 
 
-async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool) -> Finding:
-    """Offer the memory tool once: a provider that refuses tools would cost every batch."""
+async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool, off: str) -> Finding:
+    """Offer the memory tool once: a provider that refuses tools would cost every batch
+    (with ``[tools]`` on, it stands for every tool)."""
     from bot.memory.tool import SEARCH_MEMORY
 
     try:
@@ -310,7 +329,7 @@ async def _check_memory_tool(llm: OpenAILLM, where: str, *, json_mode: bool) -> 
         return Finding(
             ok=False,
             text=f"{where}: reachable and key accepted, but tools are refused (HTTP 400): "
-            "set llm.memory_tool = false",
+            f"set {off}",
         )
     return Finding(ok=True, text=f"{where}: reachable, key accepted, the memory tool accepted")
 
@@ -334,6 +353,30 @@ async def check_embeddings(config: Config, api_key: str) -> Finding:
     if problem is not None:
         return Finding(ok=False, text=problem)
     return Finding(ok=True, text=f"{where}: reachable, key accepted, vectors returned")
+
+
+def tools_summary(config: Config) -> list[str]:
+    """Say which tools ``[tools]`` would offer, and warn of an allow list that takes all."""
+    tools = config.tools
+    lines = [
+        f"tools: at most {tools.max_rounds} extra call(s) per batch, {tools.timeout_s:g} s per"
+        " tool call"
+    ]
+    for server in tools.mcp:
+        where = server.url or " ".join((server.command, *server.args))
+        lines.append(
+            f"tools: MCP server {server.name} ({server.transport}: {where}), offering "
+            f"{', '.join(server.allow)}"
+        )
+        if "*" in server.allow:
+            lines.append(
+                f'! tools.mcp (name {toml_value(server.name)}): allow = ["*"] offers every tool'
+                " the server has, and any it adds later; name the tools instead"
+            )
+    search = tools.web_search
+    if search.enabled:
+        lines.append(f"tools: web_search through {search.provider} at {search.endpoint}")
+    return lines
 
 
 def voice_summary(config: Config) -> str:
@@ -403,3 +446,19 @@ async def check_telegram(config: Config, token: str) -> Finding:
     except PacebotError as exc:
         return Finding(ok=False, text=f"Telegram at {where}: {exc}")
     return Finding(ok=True, text=f"Telegram at {where}: token valid, the bot is @{username}")
+
+
+async def check_qq_official(config: Config, secret: str) -> Finding:
+    """Get an access token and the gateway URL: the AppID and AppSecret are accepted."""
+    from adapters.qqbot.probe import probe
+
+    official = config.qq_official
+    where = f"QQ bot {official.app_id} at {official.rest_base}"
+    try:
+        async with asyncio.timeout(ONLINE_TIMEOUT_S):
+            found = await probe(official, secret, timeout_s=ONLINE_TIMEOUT_S)
+    except TimeoutError:
+        return Finding(ok=False, text=f"{where}: no answer")
+    except PacebotError as exc:
+        return Finding(ok=False, text=f"{where}: {exc}")
+    return Finding(ok=True, text=f"{where}: token granted, gateway {found.gateway_url}")

@@ -90,7 +90,9 @@ class ConsolePlatform:
         """Texts: a terminal shows nothing else."""
         return frozenset({ItemKind.CONTENT})
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         """Print the bot's message (a terminal shows only texts)."""
         if not isinstance(item, Text):
             msg = f"a {item.kind} item cannot be shown in the console"

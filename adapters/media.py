@@ -2,9 +2,10 @@
 
 Each platform downloads its files through one HTTP client, opened once here and closed on
 exit: a :class:`~adapters.telegram.files.TelegramFiles` (one PTB ``Bot``) for Telegram, a
-:class:`~adapters.qq.fetch.SafeFetch` for QQ. Pictures for the model (``llm.vision``),
-the stickers of collections (``[stickers]``) and voice notes to hear
-(``[voice] transcribe``) are thin views over it, and its pool is big enough that a
+:class:`~adapters.qq.fetch.SafeFetch` for QQ and one for the official QQ bot (whose media
+are on the platform's public hosts: no private address is allowed for it). Pictures for
+the model (``llm.vision``), the stickers of collections (``[stickers]``) and voice notes
+to hear (``[voice] transcribe``) are thin views over it, and its pool is big enough that a
 sticker or a voice note never queues behind a batch's pictures. Telegram keeps stickers
 by id and fetches one only to draw it on the dashboard; QQ downloads them to keep.
 
@@ -87,6 +88,12 @@ async def opened_media(
         qq = platforms.get("qq")
         if qq is not None:
             _add_qq(config, qq, wanted, sources, stack)
+        if "qqbot" in platforms:
+            _add_qqbot(wanted, sources, stack)
+            if wanted.voice:
+                from adapters.qqbot.outbound import SPEECH_FORMAT
+
+                sources.speech_formats["qqbot"] = SPEECH_FORMAT
         voice = None
         if wanted.voice and secrets.voice_api_key is not None:
             speech = DeferredSpeech(functools.partial(_speech, config, secrets.voice_api_key))
@@ -160,6 +167,25 @@ def _add_qq(
         sources.stickers["qq"] = QQStickers(QQPictures(fetch), config.stickers_dir)
     if call is not None:
         sources.voice_notes["qq"] = QQVoice(call, fetch)
+
+
+def _add_qqbot(wanted: _Wanted, sources: _Sources, stack: contextlib.AsyncExitStack) -> None:
+    """Add the official QQ bot's views over a :class:`SafeFetch` of its own, if needed.
+
+    Its media hosts are the platform's, public: no private address is ever fetched for it.
+    """
+    if not (wanted.pictures or wanted.voice_notes):
+        return
+    from adapters.qq.fetch import SafeFetch
+    from adapters.qq.pictures import QQPictures
+    from adapters.qqbot.media import QQBotVoice
+
+    fetch = SafeFetch(allow_private_hosts=False, allowed_by=None)
+    stack.push_async_callback(fetch.aclose)
+    if wanted.pictures:
+        sources.pictures["qqbot"] = QQPictures(fetch)
+    if wanted.voice_notes:
+        sources.voice_notes["qqbot"] = QQBotVoice(fetch)
 
 
 def _speech(config: Config, api_key: str) -> OpenAIAudio:

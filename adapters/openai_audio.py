@@ -11,7 +11,7 @@ calls, never chat completions: a batch still makes exactly one of those. Failure
 
 from __future__ import annotations
 
-from typing import Final, Self
+from typing import Final, Literal, Self
 
 import httpx2
 import openai
@@ -29,7 +29,12 @@ _MIME_TYPES: Final = {
     "flac": "audio/flac",
     "m4a": "audio/mp4",
 }
-_SPOKEN_AS: Final = {"opus": "ogg", "mp3": "mp3"}  # a format asked for → the file name's ending
+_SPOKEN_AS: Final = {"opus": "ogg", "mp3": "mp3", "wav": "wav"}  # a format → the file's ending
+_RESPONSE_FORMATS: Final[dict[str, Literal["opus", "mp3", "wav"]]] = {
+    "opus": "opus",
+    "mp3": "mp3",
+    "wav": "wav",
+}
 TRANSCRIPTION_TIMEOUT_S: Final = 120.0
 """How long one transcription may take at least: a batch waits ``llm.timeout_s`` at most
 for it, but its words, heard later, still reach the history."""
@@ -107,7 +112,8 @@ class OpenAIAudio(SdkClient):
         return words.strip()
 
     async def speak(self, text: str, *, audio_format: str) -> Audio:
-        """Return ``text`` spoken as ``audio_format`` (``opus``, ``mp3``); raise an ``LLMError``."""
+        """Return ``text`` spoken as ``audio_format`` (``opus``, ``mp3``, ``wav``); raise an
+        ``LLMError``."""
         where = f"speech {self._tts_model} at {self._endpoint}"
         if audio_format not in _SPOKEN_AS:
             msg = f"{where}: pacebot sends no {audio_format} voice"
@@ -118,7 +124,7 @@ class OpenAIAudio(SdkClient):
                 model=self._tts_model,
                 voice=self._tts_voice,
                 input=text,
-                response_format="opus" if audio_format == "opus" else "mp3",
+                response_format=_RESPONSE_FORMATS[audio_format],
             )
             data = await response.aread()
         except openai.OpenAIError as exc:

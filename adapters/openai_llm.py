@@ -253,7 +253,8 @@ class OpenAILLM(SdkClient):
         self._tools_refused = True
         logger.warning(
             "llm {} refused a request with tools (HTTP 400); asking again without them, and"
-            " the memory tool stays off for this model (set llm.memory_tool = false)",
+            " no tool is offered to this model again in this run (set llm.memory_tool = false"
+            " and [tools] enabled = false)",
             self._model,
         )
         return True

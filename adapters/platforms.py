@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot.backfill import BackfillSettings
 from bot.commands.menu import menu
@@ -19,8 +19,15 @@ from bot.ports import History, MessageSink, Platform
 from bot.secrets import Secrets
 from bot.texts import Texts
 
+if TYPE_CHECKING:
+    from adapters.qqbot.ledger import Ledger
+
 # The module that holds each platform; importing it loads that platform's libraries.
-PLATFORM_MODULES = {"telegram": "adapters.telegram.platform", "qq": "adapters.qq.platform"}
+PLATFORM_MODULES = {
+    "telegram": "adapters.telegram.platform",
+    "qq": "adapters.qq.platform",
+    "qqbot": "adapters.qqbot.platform",
+}
 
 PlatformMap = Mapping[str, Platform]
 
@@ -41,7 +48,8 @@ def admin_ids(config: Config, platform: str) -> list[int]:
 
 @runtime_checkable
 class GivesUp(Protocol):
-    """A platform whose background start may give up for good (Telegram's, on a bad token)."""
+    """A platform whose background start may give up for good (Telegram's on a bad token,
+    the official QQ bot's on a refused AppID or AppSecret)."""
 
     async def wait_ready(self) -> None: ...
 
@@ -83,10 +91,31 @@ def _build_qq(config: Config, access_token: str | None) -> PlatformAdapter:
     )
 
 
+def _build_qqbot(config: Config, secret: str, ledger: Ledger) -> PlatformAdapter:
+    from adapters.qqbot.platform import QQBotPlatform
+
+    return QQBotPlatform(
+        config.qq_official,
+        secret=secret,
+        ledger=ledger,
+        bot_name=config.bot.name,
+        aliases=config.bot.aliases,
+        stickers_dir=config.stickers_dir,
+    )
+
+
 def build_platforms(
-    config: Config, secrets: Secrets, *, telegram_poll_timeout_s: float = 10.0
+    config: Config,
+    secrets: Secrets,
+    *,
+    ledger: Ledger | None = None,
+    telegram_poll_timeout_s: float = 10.0,
 ) -> dict[str, PlatformAdapter]:
-    """Build (not start) every enabled platform, importing only their libraries."""
+    """Build (not start) every enabled platform, importing only their libraries.
+
+    The official QQ bot keeps its reply numbers and gateway session in ``ledger``, the
+    store: without one it is not built.
+    """
     platforms: dict[str, PlatformAdapter] = {}
     if secrets.telegram_token is not None:
         platforms["telegram"] = _build_telegram(
@@ -94,6 +123,8 @@ def build_platforms(
         )
     if config.qq.enabled:
         platforms["qq"] = _build_qq(config, secrets.onebot_access_token)
+    if secrets.qq_official_secret is not None and ledger is not None:
+        platforms["qqbot"] = _build_qqbot(config, secrets.qq_official_secret, ledger)
     return platforms
 
 

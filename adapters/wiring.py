@@ -43,6 +43,7 @@ from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps, StatusStore
 from bot.ops.stickers import StickerOps
+from bot.ops.tools import ToolOps
 from bot.ops.traces import TraceOps
 from bot.pipeline import Beside, Pipeline
 from bot.ports import LLM, History, PictureSource, Platform
@@ -51,6 +52,7 @@ from bot.replies.items import ItemKind
 from bot.retries import Retries
 from bot.sender import Outbox, Sender
 from bot.stickers import Stickers, StickerSource, StickerStore
+from bot.tools.ports import Toolbox
 from bot.trace import TraceLog
 from bot.voice.hearing import Hearing
 from bot.voice.ports import Speech, TranscriptStore, VoiceSource
@@ -118,10 +120,12 @@ def build_core(
     voice: VoiceParts | None = None,
     history: Mapping[str, tuple[History, BackfillSettings]] | None = None,
     clock_check_s: float = LONGEST_WAIT_S,
+    toolbox: Toolbox | None = None,
 ) -> Core:
     """Make the core's objects and hand them to each other.
 
-    ``history`` names the platforms missed messages are fetched back from. ``now`` is the
+    ``history`` names the platforms missed messages are fetched back from; ``toolbox`` holds
+    the tools outside the core (with ``[tools] enabled``). ``now`` is the
     core's clock and ``draw`` its random draw (the gate's against ``talk_value``, the
     openers' moments); tests pass their own. Initiative re-reads the wall clock at least
     every ``clock_check_s`` (a machine that slept is noticed; tests that move their clock
@@ -156,6 +160,7 @@ def build_core(
         pictures=pictures,
         stickers=stickers,
         hearing=hearing,
+        toolbox=toolbox,
     )
     access = Access(config, store, now=now)
     conversations = Conversations(
@@ -207,6 +212,7 @@ def build_core(
         cost=cost,
         initiative=InitiativeOps(store, now=now),
         access=AccessOps(access),
+        tools=ToolOps(config, toolbox),
     )
     commands = CommandRunner(config, ops)
     backfill = None

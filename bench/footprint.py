@@ -172,11 +172,11 @@ async def _run_both(
     onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
     try:
         polling, listening = await asyncio.gather(
-            _first_poll(api, started), _port_open(qq_port, started)
+            _first_poll(api, started), port_open(qq_port, started)
         )
         await onebot.connect_when_listening()
         await asyncio.sleep(0.5 if quick else _IDLE_S)
-        memory = _smaps_rollup(process.pid)
+        memory = smaps_rollup(process.pid)
         llm.reply_json(replies_json("你好呀"))
         llm.reply_json(replies_json("你好呀"))
         api.push_message(_CHATTER, "在吗？昨天说的那家火锅店叫什么来着")
@@ -184,12 +184,12 @@ async def _run_both(
         await api.wait_for("sendMessage", timeout=30)
         await onebot.wait_for_call("send_private_msg", within_s=30)
         await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
-        talked = _smaps_rollup(process.pid)
+        talked = smaps_rollup(process.pid)
         llm.reply_json(replies_json("记得，西湖"))
         api.push_message(_REMEMBERING, "上次去杭州吃的那家火锅叫什么？")
         await api.wait_for(lambda: len(api.calls_to("sendMessage")) >= 2, timeout=30)
         await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
-        recalled = _smaps_rollup(process.pid)
+        recalled = smaps_rollup(process.pid)
     finally:
         await onebot.close()
         with contextlib.suppress(ProcessLookupError):
@@ -203,7 +203,7 @@ async def _first_poll(api: FakeBotAPI, started: float) -> float:
     return time.perf_counter() - started
 
 
-async def _port_open(port: int, started: float) -> float:
+async def port_open(port: int, started: float) -> float:
     async with asyncio.timeout(30):
         while True:
             try:
@@ -216,7 +216,7 @@ async def _port_open(port: int, started: float) -> float:
             return time.perf_counter() - started
 
 
-def _smaps_rollup(pid: int) -> dict[str, int]:
+def smaps_rollup(pid: int) -> dict[str, int]:
     """Return the fields of ``/proc/<pid>/smaps_rollup`` in bytes."""
     fields = {}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:

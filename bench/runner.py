@@ -52,9 +52,9 @@ BENCHMARKS = (
     Benchmark(
         "wire",
         "bench.wire",
-        "ingest through PTB polling and the OneBot WebSocket, 300 and 1,000/s",
-        480,  # four wires, each through two loads and a ceiling
-        quick_budget_s=40.0,
+        "ingest through PTB polling, the OneBot WebSocket and the official QQ bot's gateway",
+        600,  # five wires, each through two loads and a ceiling
+        quick_budget_s=60.0,
     ),
     Benchmark(
         "qqwindow",
@@ -65,6 +65,12 @@ BENCHMARKS = (
     ),
     Benchmark(
         "busyroom", "bench.busy_room", "a busy group: the asker's last line → the LLM call", 120
+    ),
+    Benchmark(
+        "officialqq",
+        "bench.official_qq",
+        "the official QQ bot: a group batch's passive replies; resuming a dropped gateway",
+        120,
     ),
     Benchmark("timers", "bench.timers", "10,000 and 100,000 chats with live debounce timers", 180),
     Benchmark("sender", "bench.sending", "extra delay of replies at 30 sends/s via PTB", 180),
@@ -118,6 +124,20 @@ BENCHMARKS = (
     Benchmark("pictures", "bench.pictures", "a batch's pictures: download, re-encode, bytes", 120),
     Benchmark(
         "voice", "bench.voice", "a voice note heard, a voice item spoken and sent; bytes", 120
+    ),
+    Benchmark(
+        "tools",
+        "bench.tools",
+        "tools: calls per batch, chatter, a hanging tool, tools off; a run with two servers",
+        180,
+        quick_budget_s=90.0,
+    ),
+    Benchmark(
+        "soak",
+        "bench.soak",
+        "a month: 200 chats, 100,000 messages via PTB, 30 nights; RSS, tasks, fds, timers",
+        1800,
+        quick_budget_s=60.0,
     ),
 )
 _BY_NAME = {benchmark.name: benchmark for benchmark in BENCHMARKS}

@@ -9,7 +9,8 @@ to the fake Bot API; the fake notes when each ``sendMessage`` arrives.
 Telegram allows ≤ 25 messages/s overall and ≤ 1/s per chat, so at 30/s offered a queue
 builds on purpose. What is intended is therefore not the due time alone but the pacing
 slot an ideal sender would get: the same :class:`bot.pacing.Pacer` replayed over the due
-times, each chat's next reply taken once its previous one is out. Then
+times, each chat's next reply taken once its previous one is out and its planned pause
+after it has passed (a reply held back moves the next one later by as much). Then
 
 - ``pacing`` = intended slot − due time: delay chosen on purpose;
 - ``overhead`` = arrival at the Bot API − max(due time, intended slot): the cost.
@@ -278,5 +279,6 @@ def _ideal_slots(sent: Sequence[_Sent], limits: PacingLimits) -> list[float]:
         following = by_chat[chat]
         if position + 1 < len(following):
             after = following[position + 1]
-            heapq.heappush(ready, (max(sent[after].due, slot), after, chat, position + 1))
+            paused = slot + (sent[after].due - sent[index].due)  # the planned pause kept
+            heapq.heappush(ready, (max(sent[after].due, paused), after, chat, position + 1))
     return slots

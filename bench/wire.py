@@ -2,9 +2,10 @@
 
 The bot runs in this process as ``pacebot run`` runs it (``running_bot``: SQLite, the
 pipeline, the nightly job, PTB polling the fake Bot API, nonebot serving the reverse
-WebSocket). The other side runs in a second process (:mod:`bench.wire_load`): the fake
-Bot API, the fake OpenAI-compatible server, and a OneBot client, so the load does not
-share the bot's event loop or core.
+WebSocket, nonebot's QQ adapter on the official bot's gateway). The other side runs in a
+second process (:mod:`bench.wire_load`): the fake Bot API, the fake QQ Open Platform, the
+fake OpenAI-compatible server, and a OneBot client, so the load does not share the bot's
+event loop or core.
 
 The load is the heavy user of a busy operator: private chats that each send a burst of
 five messages 100 ms apart, starting at random over a few seconds, so that the wire
@@ -18,14 +19,18 @@ Figures, per wire and load: the rate achieved, the latency from "available on th
 max), the chats whose burst was split into more than one batch, and messages never
 armed.
 
-The third wire, ``qq+plugin``, is QQ with one nonebot plugin hosted (``[plugins]``): one
-non-blocking matcher that runs for every message (``pacebot_bench_plugin`` of
-:mod:`fakes.plugins`), so every message goes through nonebot's ``handle_event`` before it
-is handed over. ``wire.qq+plugin.<load>.added_p99`` is its p99 less plain QQ's.
+The third wire, ``qqbot``, is the official QQ bot's gateway. The fourth, ``qq+plugin``,
+is QQ with one nonebot plugin hosted (``[plugins]``): one non-blocking matcher that runs
+for every message (``pacebot_bench_plugin`` of :mod:`fakes.plugins`), so every message
+goes through nonebot's ``handle_event`` before it is handed over.
+``wire.qq+plugin.<load>.added_p99`` is its p99 less plain QQ's.
 
-The fourth, ``telegram+reload``, is Telegram while the config file is reloaded every
+The fifth, ``telegram+reload``, is Telegram while the config file is reloaded every
 100 ms as SIGHUP reloads it (a new persona each time: read, checked, swapped on the event
-loop). ``wire.telegram+reload.<load>.added_p99`` is its p99 less plain Telegram's.
+loop). ``wire.telegram+reload.reloads`` counts the reloads while the loads ran, which
+must lose no message (every ``never_armed`` 0); ``wire.telegram+reload.<load>.added_p99``
+is its p99 less plain Telegram's, reported beside (what one reload costs the loop is
+:mod:`bench.reload`'s ``reload.loop_held``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import sqlite3
 import sys
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -47,11 +52,10 @@ from typing import Any
 
 import tomlkit
 
-from adapters.app import running_bot
-from adapters.platforms import build_platforms
+from adapters.app import opened_parts, running_bot
+from adapters.platforms import GivesUp, build_platforms
 from adapters.qq.platform import QQPlatform
 from adapters.reload import Reloader
-from adapters.telegram.platform import TelegramPlatform
 from bench import wire_load
 from bench.report import Figure, at_least, at_most, exactly, spread_figures
 from bench.rig import fresh_path
@@ -71,10 +75,10 @@ P99_TARGET_MS = 100.0
 BURST = 5
 GAP_S = 0.1
 _PACING = {"debounce_min_s": 0.4, "debounce_max_s": 0.6, "max_wait_s": 60.0}
-_WIRES = ("telegram", "qq", "qq+plugin", "telegram+reload")
+_WIRES = ("telegram", "qq", "qqbot", "qq+plugin", "telegram+reload")
 RELOAD_EVERY_S = 0.1
 ADDED_P99_TARGET_MS = 1.0  # docs/targets.md: one extra matcher run adds at most this to ingest
-RELOAD_ADDED_P99_TARGET_MS = 5.0  # docs/targets.md: reloads every 100 ms add at most this
+RELOADS_TARGET = 100  # SPEC §33: no message lost across 100 reloads under load
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +113,8 @@ class ArmLog:
 
 
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
-    """Measure ingest through PTB polling and through nonebot's reverse WebSocket.
+    """Measure ingest through PTB polling, nonebot's reverse WebSocket (OneBot) and the
+    official QQ bot's gateway.
 
     Each wire gets a bot of its own (fresh database, only that platform enabled), so the
     replies one wire's ceiling leaves queued (sent at 25/s) do not slow the other's runs.
@@ -150,22 +155,27 @@ async def _measure_wire(
     data = _config_data(folder, urls, wire=wire)
     config = parse_config(data, base_dir=folder)
     token = urls["token"] if _platform(wire) == "telegram" else None
-    secrets = Secrets("bench-key", "bench-key", telegram_token=token)
-    adapters = build_platforms(config, secrets)
-    async with (
-        running_bot(config, secrets, adapters=adapters) as core,
-        contextlib.AsyncExitStack() as stack,
-    ):
+    secret = urls["qqbot_secret"] if _platform(wire) == "qqbot" else None
+    secrets = Secrets("bench-key", "bench-key", telegram_token=token, qq_official_secret=secret)
+    async with contextlib.AsyncExitStack() as stack:
+        parts = await stack.enter_async_context(opened_parts(config, secrets))
+        adapters = build_platforms(config, secrets, ledger=parts.store)
+        core = await stack.enter_async_context(
+            running_bot(config, secrets, adapters=adapters, parts=parts)
+        )
+        reloads = itertools.count()
         if wire.endswith("+reload"):
-            await stack.enter_async_context(_reloading(folder / "config.toml", data, core.settings))
+            await stack.enter_async_context(
+                _reloading(folder / "config.toml", data, core.settings, reloads)
+            )
         arms = ArmLog(core.inbox)
         platform = adapters[_platform(wire)]
-        if isinstance(platform, TelegramPlatform):
-            await platform.wait_ready()
-        else:
-            assert isinstance(platform, QQPlatform)
+        if isinstance(platform, QQPlatform):
             conn.send({"do": "connect_qq", "url": platform.ws_url})
             await _answer(conn)
+        else:
+            assert isinstance(platform, GivesUp)
+            await platform.wait_ready()
         figures: list[Figure] = []
         loads = [(str(rate), rate) for rate in scale.rates]
         for label, rate in [*loads, ("ceiling", scale.ceiling_rate)]:
@@ -180,6 +190,11 @@ async def _measure_wire(
                 seconds=scale.seconds,
                 ids=ids,
             )
+        if wire.endswith("+reload"):
+            done = next(reloads)  # the reloads begun while the loads ran
+            figures.append(
+                Figure(f"wire.{wire}.reloads", done, "reloads", target=at_least(RELOADS_TARGET))
+            )
         if isinstance(platform, QQPlatform):
             conn.send({"do": "disconnect_qq"})
             await _answer(conn)
@@ -192,13 +207,16 @@ def _platform(wire: str) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _reloading(path: Path, data: dict[str, Any], settings: Settings) -> AsyncIterator[None]:
+async def _reloading(
+    path: Path, data: dict[str, Any], settings: Settings, numbers: Iterator[int]
+) -> AsyncIterator[None]:
     """Write ``data`` to ``path`` and reload it every :data:`RELOAD_EVERY_S`, a new persona
-    each time, as SIGHUP would, while the block runs."""
+    each time, as SIGHUP would, while the block runs; each reload takes the next of
+    ``numbers``."""
 
     async def reload_often() -> None:
         reloader = Reloader(path, settings)
-        for number in itertools.count():
+        for number in numbers:
             bot = {**data["bot"], "persona": f"你是小满，第{number}版。"}
             await asyncio.to_thread(path.write_text, tomlkit.dumps({**data, "bot": bot}), "utf-8")
             reloader.reload(by="bench")
@@ -220,6 +238,12 @@ def _config_data(workdir: Path, urls: dict[str, str], *, wire: str) -> dict[str,
         "llm": {"base_url": urls["llm"], "timeout_s": 10.0, "max_retries": 0},
         "telegram": {"enabled": _platform(wire) == "telegram", "api_base_url": urls["bot_api"]},
         "qq": {"enabled": _platform(wire) == "qq", "host": "127.0.0.1", "port": free_port()},
+        "qq_official": {
+            "enabled": _platform(wire) == "qqbot",
+            "app_id": urls["qqbot_app"],
+            "api_base": urls["qqbot_api"],
+            "auth_base": urls["qqbot_auth"],
+        },
     }
     if wire == "qq+plugin":
         folder = str(write_plugins(workdir / "plugins"))
@@ -239,9 +263,9 @@ def _added(figures: list[Figure]) -> list[Figure]:
             continue
         plain = p99.get(name.replace(f"wire.{wire}.", f"wire.{_platform(wire)}.", 1))
         if plain is not None:
-            target = RELOAD_ADDED_P99_TARGET_MS if wire.endswith("+reload") else ADDED_P99_TARGET_MS
+            target = None if wire.endswith("+reload") else at_most(ADDED_P99_TARGET_MS)
             added.append(
-                Figure(f"wire.{wire}.{load}.added_p99", value - plain, "ms", target=at_most(target))
+                Figure(f"wire.{wire}.{load}.added_p99", value - plain, "ms", target=target)
             )
     return added
 

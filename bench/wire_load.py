@@ -1,13 +1,14 @@
 """The far side of the wire benchmark, in a process of its own: chatters, Telegram, the LLM.
 
-It serves the fake Bot API and the fake OpenAI-compatible server, dials the bot's reverse
-WebSocket as a OneBot implementation, and plays bursts on either wire when told, noting
+It serves the fake Bot API, the QQ Open Platform of the official bot and the fake
+OpenAI-compatible server, dials the bot's reverse WebSocket as a OneBot implementation,
+and plays bursts on any of the three wires when told, noting
 when each message became available to the bot (``time.monotonic``, which every process
 on the machine shares). The bot's process (:mod:`bench.wire`) sends orders over a pipe:
 
 - ``{"do": "connect_qq", "url": ...}`` → ``"connected"``
 - ``{"do": "disconnect_qq"}`` → ``"disconnected"``
-- ``{"do": "bursts", "wire": "telegram" | "qq", "chats": [...], "starts": [...],
+- ``{"do": "bursts", "wire": "telegram" | "qq" | "qqbot", "chats": [...], "starts": [...],
   "size": 5, "gap_s": 0.1}`` → ``{chat id: [push times]}``
 - ``{"do": "stop"}``
 """
@@ -24,6 +25,7 @@ from bench.dataset import CHAT_LINES
 from fakes.bot_api import FakeBotAPI
 from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
+from fakes.qq_open_platform import FakeQQOpenPlatform
 
 BOT_QQ_ID = 10001
 
@@ -35,8 +37,18 @@ def main(conn: Connection) -> None:
 
 async def _serve(conn: Connection) -> None:
     onebot: FakeOneBot | None = None
-    async with FakeBotAPI() as api, FakeLLMServer() as llm:
-        conn.send({"bot_api": api.base_url, "token": api.token, "llm": llm.base_url})
+    async with FakeBotAPI() as api, FakeLLMServer() as llm, FakeQQOpenPlatform() as qqbot:
+        conn.send(
+            {
+                "bot_api": api.base_url,
+                "token": api.token,
+                "llm": llm.base_url,
+                "qqbot_api": qqbot.api_base,
+                "qqbot_auth": qqbot.auth_url,
+                "qqbot_app": qqbot.app_id,
+                "qqbot_secret": qqbot.secret,
+            }
+        )
         try:
             while True:
                 order: dict[str, Any] = await asyncio.to_thread(conn.recv)
@@ -50,7 +62,7 @@ async def _serve(conn: Connection) -> None:
                         onebot = None
                     conn.send("disconnected")
                 elif order["do"] == "bursts":
-                    conn.send(await _bursts(api, onebot, order))
+                    conn.send(await _bursts(api, onebot, qqbot, order))
                 else:
                     return
         finally:
@@ -59,7 +71,10 @@ async def _serve(conn: Connection) -> None:
 
 
 async def _bursts(
-    api: FakeBotAPI, onebot: FakeOneBot | None, order: dict[str, Any]
+    api: FakeBotAPI,
+    onebot: FakeOneBot | None,
+    qqbot: FakeQQOpenPlatform,
+    order: dict[str, Any],
 ) -> dict[int, list[float]]:
     """Send every chat's burst on time; return when each message became available."""
     loop = asyncio.get_running_loop()
@@ -76,6 +91,8 @@ async def _bursts(
         text = CHAT_LINES[(chat + n) % len(CHAT_LINES)]
         if order["wire"] == "telegram":
             api.push_message(chat, text, user_id=chat, first_name=f"user{chat}")
+        elif order["wire"] == "qqbot":  # the chat's number is its user_openid
+            await qqbot.c2c_message(str(chat), text, username=f"user{chat}")
         else:
             assert onebot is not None, "connect_qq first"
             await onebot.send_private_message(chat, text, nickname=f"user{chat}")

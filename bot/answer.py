@@ -7,14 +7,18 @@ in one :class:`_Turn`:
   leaves a trace with its reasons;
 - **look**: with ``llm.vision``, the batch's newest pictures go into the call;
 - **ask**: the one LLM call, on the request the prompter builds (``bot/context.py``);
-- **tools**: with ``llm.memory_tool`` on, the call offers ``search_memory``
-  (``bot/memory/tool.py``); if the model calls it, the batch is asked once more with the
-  results, tools off;
+- **tools**: the tool loop (``bot/tools/``): with ``[tools]`` on, a batch that addresses
+  the bot is offered its tools (MCP servers, web search, ``search_memory``) for up to
+  ``max_rounds`` extra calls; with it off, ``llm.memory_tool`` offers ``search_memory``
+  (``bot/memory/tool.py``) for one, as it always did;
 - **read**: the reply contract's fallback chain (``bot/reading.py``); an empty answer where
   one is due is nudged once, unless a tool round was spent (never a third call);
-- **guard**: the guards (``bot/replies/guards.py``) drop a repeat of the bot's last words
-  and, on QQ with ``qq.strip_urls``, replace links;
-- **plan**: the later items are kept as promises, the replies planned in time.
+- **guard**: the guards (``bot/replies/guards.py``) drop a repeat of the bot's last words,
+  after tool results a text repeating the system prompt, and, on QQ with
+  ``qq.strip_urls``, replace links;
+- **plan**: the later items are kept as promises (none after tool results: a result
+  cannot schedule anything), the replies planned in time (and, on a platform whose
+  replies name the message they answer, within its window: ``bot/replies/window.py``).
 
 Every call is metered (``bot/calls.py``): its tokens are kept and the trace notes it.
 """
@@ -33,27 +37,38 @@ from bot.calls import Calls
 from bot.config.settings import Settings
 from bot.context import Prompter, Request
 from bot.conversation import NO_WAIT, Wait
-from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable, StorageError
+from bot.errors import BadLLMReply, ImagesRefused, LLMUnavailable
 from bot.gate import CallGate, Decision, Verdict, decide
-from bot.initiative.occasion import Occasion
+from bot.initiative.occasion import Occasion, OccasionKind
 from bot.initiative.promises import Promise, asker_of, keep_promises
 from bot.memory.stack import Memory
-from bot.memory.tool import SEARCH_MEMORY, follow_up, tool_results
-from bot.models import Batch, BatchOutcome, ChatKey, ChatMessage, Completion, ImageInput
+from bot.models import (
+    Batch,
+    BatchOutcome,
+    ChatKey,
+    ChatMessage,
+    Completion,
+    ImageInput,
+    StoredMessage,
+)
 from bot.ports import LLM, PictureSource
 from bot.reading import Reader, note_dropped
-from bot.replies.guards import without_links, without_repeats
-from bot.replies.items import Later, PlannedReply, Reply, Text
-from bot.replies.parse import parse_image_notes
+from bot.replies.guards import prompt_lines, without_links, without_prompt, without_repeats
+from bot.replies.items import DroppedItem, Later, PlannedReply, Reply, Text
 from bot.replies.plan import plan_replies
+from bot.replies.window import Fitted, ReplyWindow, anchor_of, fit_window, open_anchor
 from bot.stickers import Stickers
+from bot.tools.loop import ToolLoop
+from bot.tools.offer import NO_TOOLS, Offer, ToolOffers
+from bot.tools.ports import Toolbox
 from bot.trace import Trace, TraceNotes
-from bot.vision import look_at
+from bot.vision import Eyes, ImageNotes
 from bot.voice.hearing import Hearing
 
 if TYPE_CHECKING:
     from loguru import Logger
 
+LATER_AFTER_TOOLS = "a later item is not kept from an answer that read tool results"
 _NUDGE = (
     "You returned no replies, but this message needs an answer. "
     "Answer now, in the same JSON format, with at least one reply."
@@ -71,19 +86,16 @@ class Answer:
     promises: tuple[Promise, ...] = ()  # later items to keep
 
 
-class AnswerStore(Protocol):
+class AnswerStore(ImageNotes, Protocol):
     """What answering reads and writes besides the prompt: what the model saw in the
     pictures, and how many promises the chat has pending."""
 
-    async def add_image_notes(self, chat: ChatKey, notes: Mapping[str, str]) -> int:
-        """Keep what the model saw in these messages' pictures; return how many were kept.
-
-        Only chatters' messages that carry pictures take a note; other ids are ignored.
-        """
-        ...
-
     async def pending_later_count(self, chat: ChatKey) -> int:
         """Count the chat's later items not yet run (pending or being run)."""
+        ...
+
+    async def newest_message_from(self, chat: ChatKey, sender_id: str) -> StoredMessage | None:
+        """Return the newest message ``sender_id`` wrote in ``chat``, if any."""
         ...
 
 
@@ -99,7 +111,9 @@ class _Turn:
     request: Request | None = None  # what the prompter built (the ask step)
     messages: list[ChatMessage] = field(default_factory=list)  # the exchange with the model
     completion: Completion | None = None  # the model's latest answer
+    tools: Offer = NO_TOOLS  # what the reply call offers
     rounds: int = 0  # extra calls spent on tool results
+    outside: bool = False  # a tool outside the core was called: its results were read
 
     @property
     def log(self) -> Logger:
@@ -131,9 +145,8 @@ class Answerer:
     """Turn a batch into planned replies with one LLM call (plus fallbacks if needed).
 
     With ``llm.vision`` on, the batch's newest pictures (from ``pictures``, one source per
-    platform) go into that same call; a provider that refuses them (HTTP 400) gets the
-    batch once more without them, and a warning (once per process, not per batch: it is
-    a setting to change, not an event) says to turn ``llm.vision`` off.
+    platform) go into that same call (:class:`~bot.vision.Eyes`); a provider that refuses
+    them (HTTP 400) gets the batch once more without them.
     """
 
     def __init__(
@@ -151,21 +164,29 @@ class Answerer:
         pictures: Mapping[str, PictureSource] | None = None,
         stickers: Stickers | None = None,
         hearing: Hearing | None = None,
+        toolbox: Toolbox | None = None,
     ) -> None:
         self._config = config
         self._hearing = hearing
         self._gate = gate
         self._spending = spending
-        self._warned_vision_refused = False  # one Answerer per run: once per process
-        self._pictures = pictures or {}
+        self._eyes = Eyes(config, store, pictures or {}, stickers)
         self._store = store
         self._llm = llm
         self._memory = memory
         self._prompter = prompter
         self._now = now
-        self._stickers = stickers
         self._calls = Calls(spending, json_mode=config.llm.json_mode)
         self._reader = Reader(config, self._calls, splitter=splitter, spending=spending)
+        self._offers = ToolOffers(config, spending, toolbox)
+        self._loop = ToolLoop(
+            self._calls,
+            llm,
+            memory,
+            spending=spending,
+            toolbox=toolbox,
+            model=lambda: config.llm.model,
+        )
 
     async def answer(
         self,
@@ -174,13 +195,15 @@ class Answerer:
         text_limit: int,
         chat_title: str | None,
         wait: Wait = NO_WAIT,
+        window: ReplyWindow | None = None,
     ) -> Answer:
         """Answer ``batch``; never raises for LLM trouble, it becomes a failed outcome.
 
-        The steps: admit (the gate), look (the pictures), ask (one call), tools (the memory
-        tool's round), read (the fallback chain, a nudge), guard, plan. ``wait`` says how
+        The steps: admit (the gate), look (the pictures), ask (one call), tools (the tool
+        loop's rounds), read (the fallback chain, a nudge), guard, plan. ``wait`` says how
         its quiet wait went (which messages re-armed it, why it ended), for the trace. Its
         voice notes still being heard are waited for first, ``llm.timeout_s`` at most.
+        ``window`` is the platform's reply window, if its replies name what they answer.
         """
         if self._hearing is not None:
             batch = await self._hearing.heard(batch, timeout_s=self._config.llm.timeout_s)
@@ -208,14 +231,19 @@ class Answerer:
         replies = self._guarded(turn, replies)
         if not replies:
             return turn.ended(BatchOutcome.SILENT)
-        promises = await self._promised(batch, replies, notes)
+        promises = await self._promised(batch, replies, notes, after_tools=turn.outside)
         planned = plan_replies(
             replies,
             start=self._now(),
             text_limit=text_limit,
             batch_ids=frozenset(m.message_id for m in batch.messages),
         )
-        answered = BatchOutcome.ANSWERED
+        if window is not None:
+            fitted = fit_window(
+                planned, window, anchor_of(batch.messages), now=self._now(), limit=text_limit
+            )
+            planned = noted(fitted, notes)
+        answered = BatchOutcome.ANSWERED if planned else BatchOutcome.SILENT
         return Answer(answered, planned, trace=notes.freeze(answered), promises=promises)
 
     # -- the steps ----------------------------------------------------------------------
@@ -231,50 +259,55 @@ class Answerer:
 
     async def _look(self, turn: _Turn) -> None:
         """With ``llm.vision``, fetch the batch's newest pictures for the call."""
-        if self._config.llm.vision:
-            max_images = self._config.llm.max_images
-            turn.images = await look_at(turn.batch, self._pictures, max_images=max_images)
+        turn.images = await self._eyes.look(turn.batch)
 
     async def _ask(self, turn: _Turn) -> None:
-        """Build the request and make the one call; a provider that refuses the pictures
-        is asked again without them."""
+        """Build the request and make the one call, the batch's tools offered; a provider
+        that refuses the pictures is asked again without them."""
+        turn.tools = await self._offers.offer(turn.batch)
+        if turn.tools.withheld:
+            turn.notes.guards.append(turn.tools.withheld)
+        told = bool(turn.tools.tools) and not turn.tools.legacy
         turn.request = await self._prompter.request(
-            turn.batch, chat_title=turn.chat_title, images=turn.images, notes=turn.notes
+            turn.batch,
+            chat_title=turn.chat_title,
+            images=turn.images,
+            notes=turn.notes,
+            tools=told,
         )
         try:
             turn.completion = await self._reply_call(turn, kind="reply")
         except ImagesRefused as exc:
-            self._warn_vision_refused(exc)
+            self._eyes.refused(exc)
             turn.images = ()
             turn.request = await self._prompter.request(
                 turn.batch,
                 chat_title=turn.chat_title,
                 notes=turn.notes,
                 recalled=turn.request.recalled,
+                tools=told,
             )
             turn.completion = await self._reply_call(turn, kind="reply")
         turn.messages = list(turn.request.messages)
 
     async def _use_tools(self, turn: _Turn) -> None:
-        """If the model searched memory, answer its calls and ask once more, tools off."""
-        calls = turn.answer.tool_calls
-        if not calls:
-            return
-        turn.log.info("the model searched memory {} time(s)", len(calls))
-        results = await tool_results(
-            self._memory, turn.batch.chat, calls, may_embed=not turn.offer.recalled.embedded
+        """Spend the batch's tool rounds: answer the model's calls, ask again."""
+        looped = await self._loop.run(
+            turn.messages,
+            turn.answer,
+            turn.tools,
+            chat=turn.batch.chat,
+            notes=turn.notes,
+            may_embed=not turn.offer.recalled.embedded,
         )
-        for call, result in zip(calls, results, strict=True):
-            turn.notes.tool(call, result.content)
-        turn.messages = follow_up(turn.messages, turn.answer, results)
-        turn.rounds += 1
-        turn.completion = await self._reply_call(turn, kind="reply+memory", tool_choice="none")
+        turn.messages, turn.completion = looped.messages, looped.completion
+        turn.rounds, turn.outside = looped.rounds, looped.outside
 
     async def _read(self, turn: _Turn) -> list[Reply]:
         """Keep the image notes, read the replies; when an answer is due and none came
         (and no tool round was spent), nudge once."""
         if turn.images:
-            await self._keep_image_notes(turn.batch, turn.answer, turn.images, turn.log)
+            await self._eyes.keep_notes(turn.batch, turn.answer, turn.images, turn.log)
         replies = await self._reader.read(turn.answer, turn.notes, turn.offer)
         if replies or turn.rounds or turn.decision is not Decision.ANSWER:
             return replies
@@ -287,28 +320,35 @@ class Answerer:
         )
         return await self._reader.read(turn.answer, turn.notes, turn.offer)
 
-    async def _reply_call(self, turn: _Turn, *, kind: str, tool_choice: str = "auto") -> Completion:
-        """Make a reply call on what the turn holds so far, the memory tool offered."""
-        tools = (SEARCH_MEMORY,) if self._config.llm.memory_tool else ()
+    async def _reply_call(self, turn: _Turn, *, kind: str) -> Completion:
+        """Make a reply call on what the turn holds so far, the batch's tools offered."""
         return await self._calls.ask(
             self._llm,
             turn.messages or turn.offer.messages,
             kind=kind,
             model=self._config.llm.model,
             notes=turn.notes,
-            tools=tools,
-            tool_choice=tool_choice,
+            tools=turn.tools.tools,
         )
 
     async def answer_occasion(
-        self, batch: Batch, occasion: Occasion, *, text_limit: int, chat_title: str | None
+        self,
+        batch: Batch,
+        occasion: Occasion,
+        *,
+        text_limit: int,
+        chat_title: str | None,
+        window: ReplyWindow | None = None,
     ) -> Answer:
-        """Answer an initiative batch with one LLM call: no tool, splitter or nudge.
+        """Answer an initiative batch with one LLM call (and the tool loop's rounds, with
+        ``[tools] in_initiative``): no splitter or nudge.
 
         Silence is a good answer to a follow-up or an opener. A reminder is always
         delivered: when the model says nothing, or fails, or a budget cap allows no call,
         its note is sent as written. A soft cap stops follow-ups and openers (optional
-        calls), a hard cap every call.
+        calls), a hard cap every call. On a platform with reply windows a reminder answers
+        its asker's newest message while that message's window is open; otherwise what
+        the batch says goes as one message that answers nothing.
         """
         log = logger.bind(chat=str(batch.chat), batch=batch.id)
         notes = TraceNotes(
@@ -325,15 +365,33 @@ class Answerer:
             log.info("the {} makes no LLM call: {}", occasion.kind, capped)
             notes.guards.append(f"no LLM call: {capped}")
         else:
+            tools = await self._offers.offer(batch, initiative=True)
             prompt = await self._prompter.request(
-                batch, chat_title=chat_title, notes=notes, occasion=occasion
+                batch,
+                chat_title=chat_title,
+                notes=notes,
+                occasion=occasion,
+                tools=bool(tools.tools),
             )
             try:
                 model = self._config.llm.model
                 completion = await self._calls.ask(
-                    self._llm, prompt.messages, kind="initiative", model=model, notes=notes
+                    self._llm,
+                    prompt.messages,
+                    kind="initiative",
+                    model=model,
+                    notes=notes,
+                    tools=tools.tools,
                 )
-                replies = await self._reader.read(completion, notes, prompt, splitter=False)
+                looped = await self._loop.run(
+                    prompt.messages,
+                    completion,
+                    tools,
+                    chat=batch.chat,
+                    notes=notes,
+                    may_embed=False,
+                )
+                replies = await self._reader.read(looped.completion, notes, prompt, splitter=False)
                 replies = self._linkless(batch.chat, replies, notes)  # no repeat guard: a
                 # reminder may say what it said yesterday
             except (LLMUnavailable, BadLLMReply) as exc:
@@ -349,14 +407,31 @@ class Answerer:
         planned = plan_replies(
             replies, start=self._now(), text_limit=text_limit, batch_ids=frozenset()
         )
+        if window is not None:
+            asked = open_anchor(await self._asker_anchor(occasion), window, now=self._now())
+            fitted = fit_window(planned, window, asked, now=self._now(), limit=text_limit)
+            planned = noted(fitted, notes)
         return Answer(outcome, planned, error=error, trace=notes.freeze(outcome, error=error))
 
+    async def _asker_anchor(self, occasion: Occasion) -> StoredMessage | None:
+        """Return a reminder's asker's newest message in its chat, if it has one."""
+        if occasion.kind is not OccasionKind.REMIND or occasion.asker_id is None:
+            return None
+        return await self._store.newest_message_from(occasion.chat, occasion.asker_id)
+
     async def _promised(
-        self, batch: Batch, replies: list[Reply], notes: TraceNotes
+        self, batch: Batch, replies: list[Reply], notes: TraceNotes, *, after_tools: bool
     ) -> tuple[Promise, ...]:
-        """Keep the plan's later items that can be kept; trace those refused, and why."""
+        """Keep the plan's later items that can be kept; trace those refused, and why.
+
+        An answer that read tool results keeps none: what a tool returned must not be
+        able to schedule anything.
+        """
         laters = [reply.item for reply in replies if isinstance(reply.item, Later)]
         if not laters:
+            return ()
+        if after_tools:
+            note_dropped(notes, [DroppedItem(later.kind, LATER_AFTER_TOOLS) for later in laters])
             return ()
         kept, refused = keep_promises(
             laters,
@@ -374,9 +449,14 @@ class Answerer:
         return tuple(kept)
 
     def _guarded(self, turn: _Turn, replies: list[Reply]) -> list[Reply]:
-        """Drop a repeat of the bot's last words; on QQ with ``strip_urls``, replace links."""
+        """Drop a repeat of the bot's last words and, after tool results, a text that
+        repeats the system prompt; on QQ with ``strip_urls``, replace links."""
         replies, repeats = without_repeats(replies, turn.offer.bot_said)
         note_dropped(turn.notes, repeats)
+        if turn.outside:
+            system = turn.offer.messages[0].content if turn.offer.messages else ""
+            replies, leaked = without_prompt(replies, prompt_lines(system))
+            note_dropped(turn.notes, leaked)
         return self._linkless(turn.batch.chat, replies, turn.notes)
 
     def _linkless(self, chat: ChatKey, replies: list[Reply], notes: TraceNotes) -> list[Reply]:
@@ -391,35 +471,9 @@ class Answerer:
             notes.guards.append(f"{replaced} link(s) replaced with [link]")
         return replies
 
-    def _warn_vision_refused(self, exc: ImagesRefused) -> None:
-        """Say once per run that the model refuses pictures; every batch re-asks."""
-        if self._warned_vision_refused:
-            logger.info("pictures refused again; re-asking without them")
-            return
-        self._warned_vision_refused = True
-        logger.warning(
-            "the LLM refused a request with pictures ({}); re-asking without them. If this "
-            "model cannot see images, set llm.vision = false",
-            exc,
-        )
 
-    async def _keep_image_notes(
-        self,
-        batch: Batch,
-        completion: Completion,
-        images: tuple[ImageInput, ...],
-        log: Logger,
-    ) -> None:
-        """Store what the model wrote about the pictures it saw, for later prompts."""
-        shown = frozenset(image.message_id for image in images)
-        seen = parse_image_notes(completion.text, message_ids=shown)
-        if not seen:
-            return
-        try:
-            kept = await self._store.add_image_notes(batch.chat, seen)
-            if self._stickers is not None:  # a sticker's note becomes its caption
-                await self._stickers.caption_from_notes(batch.chat, seen)
-        except StorageError as exc:  # the answer matters more than the note
-            log.warning("image notes not kept: {}", exc)
-            return
-        log.debug("{} image note(s) kept", kept)
+def noted(fitted: Fitted, notes: TraceNotes) -> tuple[PlannedReply, ...]:
+    """Note in the trace what fitting a plan into its window dropped and changed."""
+    notes.dropped += fitted.dropped
+    notes.guards += fitted.changes
+    return fitted.replies

@@ -127,6 +127,7 @@ class Prompter:
         kinds: frozenset[ItemKind],
         images: bool = False,
         recalled: str = "",
+        tools: bool = False,
     ) -> PromptInput:
         return PromptInput(
             persona=persona,
@@ -135,6 +136,7 @@ class Prompter:
                 kinds,
                 images=images,
                 later_days=self._config.for_chat(chat).initiative.max_days_ahead,
+                tools=tools,
             ),
             bot_name=self._config.bot.name,
             chat=chat,
@@ -161,8 +163,10 @@ class Prompter:
         notes: TraceNotes | None = None,
         recalled: Recalled | None = None,
         occasion: Occasion | None = None,
+        tools: bool = False,
     ) -> Request:
-        """Build the request for ``batch`` (noting what it holds in ``notes``).
+        """Build the request for ``batch`` (noting what it holds in ``notes``); with
+        ``tools``, its contract says how to read what a tool returns.
 
         ``recalled`` given, recall is not run again (nor embedded). An initiative batch
         (``occasion``) holds no messages: its reason stands in their place, its note is
@@ -194,6 +198,7 @@ class Prompter:
                 kinds=kinds,
                 images=bool(images),
                 recalled=recalled.render(),
+                tools=tools,
             ),
             batch=batch.messages,
             history=history,

@@ -8,6 +8,7 @@ PacebotError
 │   │   └── ImagesRefused  the provider answered 400 to a request that held pictures
 │   ├── BadLLMReply        the LLM answered, but nothing usable could be read from it
 │   └── OverBudget         the hard cap of [budget] is reached: no call until the next day
+├── ToolFailed             a tool call failed: its server is down, refused it, or broke
 └── PlatformError
     ├── SendFailed         a send did not go through (``maybe_delivered`` says if unsure)
     ├── MessageRefused     the platform refused this message for good: drop it, go on
@@ -57,6 +58,10 @@ class BadLLMReply(LLMError):
 
 class OverBudget(LLMError):
     """The hard cap of ``[budget]`` is reached: no LLM call until the next chat day."""
+
+
+class ToolFailed(PacebotError):
+    """A tool call did not give a result; the model is told so and answers anyway."""
 
 
 class PlatformError(PacebotError):

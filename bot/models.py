@@ -247,6 +247,17 @@ class StoredMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class GatewaySession:
+    """Where a platform's event stream stood, to resume it after a restart: the session,
+    the sequence of the last event stored, and the bot's identity it was opened as."""
+
+    session_id: str
+    seq: int
+    bot_id: str
+    bot_name: str
+
+
+@dataclass(frozen=True, slots=True)
 class ChatActivity:
     """How much a chat has said and when it last did: a line of the dashboard's chat list."""
 

@@ -34,7 +34,8 @@ from bot.gate import Decision, decide
 from bot.initiative.schedule import Initiative
 from bot.keeping import Keeper
 from bot.models import Batch, BatchOutcome, ChatKey, IncomingMessage
-from bot.ports import Platform
+from bot.ports import Platform, RepliesWithin
+from bot.replies.window import ReplyWindow
 from bot.sender import Sender
 from bot.stickers import Stickers
 from bot.tasks import start_task
@@ -42,6 +43,12 @@ from bot.trace import TraceLog
 from bot.voice.hearing import Hearing
 
 REARM_SLICE = 500  # chats re-armed per event-loop turn at start-up
+
+
+def reply_window(platform: Platform, chat: ChatKey) -> ReplyWindow | None:
+    """Return how a message of ``chat`` may be answered, if its platform's replies name
+    the message they answer."""
+    return platform.reply_window(chat) if isinstance(platform, RepliesWithin) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +288,11 @@ class Pipeline:
             answered_senders(batch.messages), owed=owed or not chat.is_group
         )
         answering = self._answerer.answer(
-            batch, text_limit=platform.text_limit, chat_title=conversation.title, wait=wait
+            batch,
+            text_limit=platform.text_limit,
+            chat_title=conversation.title,
+            wait=wait,
+            window=reply_window(platform, chat),
         )
         answer = await self._answered(batch, answering, platform, typing=owed)
         await self._close(batch, answer, conversation)
@@ -306,7 +317,11 @@ class Pipeline:
         log.info("{} batch (later item {})", occasion.kind, occasion.later_id)
         conversation.answer_started(frozenset(), owed=not chat.is_group)
         answering = self._answerer.answer_occasion(
-            batch, occasion, text_limit=platform.text_limit, chat_title=conversation.title
+            batch,
+            occasion,
+            text_limit=platform.text_limit,
+            chat_title=conversation.title,
+            window=reply_window(platform, chat),
         )
         await self._close(batch, await self._answered(batch, answering, platform), conversation)
 
@@ -326,6 +341,9 @@ class Pipeline:
             with logger.contextualize(chat=str(batch.chat), batch=batch.id):
                 async with self._sender.typing(batch.chat, platform, enabled=typing):
                     return await answering
+        except StorageError as exc:  # the database, not a bug: say so without a traceback
+            logger.bind(chat=str(batch.chat), batch=batch.id).warning("answering failed: {}", exc)
+            return Answer(BatchOutcome.FAILED, error=str(exc))
         except Exception as exc:
             log = logger.bind(chat=str(batch.chat), batch=batch.id)
             log.opt(exception=exc).error("answering failed")

@@ -1,7 +1,8 @@
 """The interfaces between the core and the world outside it: platforms and models.
 
 Adapters implement :class:`Platform` (deliver an item, show typing), :class:`History`
-(fetch a chat's newest messages back), :class:`PictureSource` (fetch a picture),
+(fetch a chat's newest messages back), :class:`RepliesWithin` (a platform whose replies
+each name the message they answer, within a window), :class:`PictureSource` (fetch a picture),
 :class:`LLM` (complete) and :class:`Embedder`, and hand what they receive to a
 :class:`MessageSink`, which the inbox implements. Only value types are imported here.
 
@@ -27,6 +28,7 @@ from bot.models import (
     ToolSpec,
 )
 from bot.replies.items import ItemKind, Outgoing
+from bot.replies.window import ReplyWindow
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +67,15 @@ class Platform(Protocol):
         """The kinds of item the platform can deliver in ``chat`` (a text always)."""
         ...
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         """Deliver one item; return the platform id of the message it made, if it made one.
 
-        A :class:`~bot.replies.items.Text` is posted, quoting its ``reply_to`` if given.
+        ``answers`` is the message the item answers, for a platform whose replies must
+        name one (:class:`RepliesWithin`; others need not look at it); ``None``: the item
+        answers nothing (a reminder, an opener). A :class:`~bot.replies.items.Text` is
+        posted, quoting its ``reply_to`` if given.
         A kind the platform cannot deliver raises ``MessageRefused``; otherwise raises
         ``SendFailed``, ``RateLimited`` or ``ChatUnavailable``.
         """
@@ -77,6 +84,21 @@ class Platform(Protocol):
     async def show_typing(self, chat: ChatKey, *, kind: ItemKind = ItemKind.CONTENT) -> None:
         """Show once that an item of ``kind`` is being made ready: typing, or recording
         for a voice note where the platform shows that. Failures are swallowed."""
+        ...
+
+
+@runtime_checkable
+class RepliesWithin(Protocol):
+    """A platform whose every reply names the message it answers, within that message's
+    :class:`ReplyWindow` (the official QQ bot's passive replies).
+
+    A reply plan for such a platform is planned to fit the window of the message it
+    answers; what answers no message goes out as one message, since the platform counts
+    each of those against a small quota.
+    """
+
+    def reply_window(self, chat: ChatKey) -> ReplyWindow:
+        """Return how a message of ``chat`` may be answered."""
         ...
 
 

@@ -7,6 +7,7 @@ key and the variable, and every secret read is scrubbed from the logs.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config.errors import toml_value
@@ -38,6 +39,13 @@ class Secrets:
     web_token: str | None = None
     embeddings_api_key: str | None = None  # only when [memory.embeddings] is on
     voice_api_key: str | None = None  # only when [voice] transcribes or speaks
+    qq_official_secret: str | None = None  # the official QQ bot's AppSecret
+    tool_values: tuple[tuple[str, str], ...] = ()  # [tools]: each variable it names, by name
+
+    @property
+    def tools_env(self) -> dict[str, str]:
+        """The values of the variables ``[tools]`` names (keys, headers), by name."""
+        return dict(self.tool_values)
 
     @property
     def every(self) -> tuple[str, ...]:
@@ -50,6 +58,8 @@ class Secrets:
             self.web_token,
             self.embeddings_api_key,
             self.voice_api_key,
+            self.qq_official_secret,
+            *(value for _, value in self.tool_values),
         )
         return tuple(s for s in values if s)
 
@@ -102,6 +112,9 @@ def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
                 f"[qq] access_token_env: environment variable {token_env} is not set, and it is "
                 f"required because qq.host = {toml_value(config.qq.host)} is not a loopback address"
             )
+    qq_official_secret = None
+    if config.qq_official.enabled and not console:
+        qq_official_secret = need(config.qq_official.secret_env, "[qq_official] secret_env")
     web_token = None
     if config.web.enabled and not console:
         web_token = need(config.web.token_env, "[web] token_env") or None
@@ -111,6 +124,7 @@ def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
                 f" characters; use at least {WEB_TOKEN_CHARS_MIN}, e.g. the output of"
                 " python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
             )
+    tool_values = _tool_values(config, need)
     if problems:
         raise ConfigError("\n".join(problems))
     return Secrets(
@@ -121,4 +135,24 @@ def read_secrets(config: Config, *, console: bool, llm: bool = True) -> Secrets:
         web_token=web_token,
         embeddings_api_key=embeddings_key,
         voice_api_key=voice_key,
+        qq_official_secret=qq_official_secret or None,
+        tool_values=tool_values,
     )
+
+
+def _tool_values(config: Config, need: Callable[[str, str], str]) -> tuple[tuple[str, str], ...]:
+    """Read each variable ``[tools]`` names: Tavily's key, the servers' ``pass_env`` and
+    ``headers_env`` (only with ``[tools] enabled``)."""
+    tools = config.tools
+    if not tools.enabled:
+        return ()
+    wanted: dict[str, str] = {}
+    if tools.web_search.provider == "tavily":
+        wanted[tools.web_search.key_env] = "[tools.web_search] api_key_env"
+    for server in tools.mcp:
+        where = f"[[tools.mcp]] name {toml_value(server.name)}"
+        for name in server.pass_env:
+            wanted.setdefault(name, f"{where}: pass_env")
+        for header, name in server.headers_env.items():
+            wanted.setdefault(name, f"{where}: headers_env.{header}")
+    return tuple((name, need(name, purpose)) for name, purpose in wanted.items())

@@ -1,6 +1,9 @@
-"""Deliver queued items in order, each at its due time, with typing shown while waiting.
+"""Deliver queued items in order, each at its due time, with typing shown while waiting
+(:mod:`bot.indicator`).
 
-One task per chat runs only while that chat has scheduled replies. Before a send the
+One task per chat runs only while that chat has scheduled replies. A reply that went out
+late (a slow moment, a rate limit) moves the ones after it later by as much, so the pause
+a reader sees between two replies is never shorter than the one planned. Before a send the
 row moves ``scheduled → sending`` with a conditional update, so a cancel and a send never
 both win; a row left in ``sending`` by a crash is never sent again. A reply that
 certainly did not go out is tried again after a back-off (``stamina``), which the
@@ -13,7 +16,7 @@ import asyncio
 import contextlib
 import enum
 import functools
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Protocol
 
@@ -23,8 +26,9 @@ from loguru import logger
 from bot.config.model import PacingConfig
 from bot.conversation import ChatEvents, Unheard
 from bot.errors import ChatUnavailable, MessageRefused, RateLimited, SendFailed
+from bot.indicator import Indicator, wait_set
 from bot.models import ChatKey
-from bot.pacing import Budget, Pacer
+from bot.pacing import Pacer
 from bot.ports import Platform
 from bot.replies.hooks import AsTheyAre, ItemHooks
 from bot.replies.items import ItemKind, OutboxItem, Outgoing, said
@@ -90,6 +94,26 @@ class _Outcome(enum.Enum):
     CHAT_GONE = enum.auto()  # the bot can no longer post in this chat
 
 
+class _Pause:
+    """The pause planned before each reply, kept from the last one actually sent."""
+
+    def __init__(self) -> None:
+        self._last: tuple[datetime, datetime] | None = None  # (its due time, send began)
+
+    def due(self, item: OutboxItem) -> datetime:
+        """When ``item`` may go: its due time, or later by as much as the last reply sent
+        (in this task) went out late."""
+        if self._last is None:
+            return item.due_at
+        last_due, sent_at = self._last
+        planned = item.due_at - last_due
+        return max(item.due_at, sent_at + planned) if planned.total_seconds() >= 0 else item.due_at
+
+    def sent(self, item: OutboxItem, at: datetime) -> None:
+        """Note that ``item``'s send began ``at`` and went out."""
+        self._last = (item.due_at, at)
+
+
 class Sender:
     """Deliver the outbox, chat by chat."""
 
@@ -113,7 +137,7 @@ class Sender:
         self._bot_name = bot_name
         self._now = now
         self._pacers: dict[str, Pacer] = {}
-        self._typing_budgets: dict[str, Budget] = {}
+        self._indicator = Indicator()
         self._tasks: dict[ChatKey, asyncio.Task[None]] = {}
         self._wakes: dict[ChatKey, asyncio.Event] = {}
         self._backing_off: set[ChatKey] = set()  # their task sleeps in a back-off
@@ -206,15 +230,6 @@ class Sender:
             self._pacers[platform.name] = pacer
         return pacer
 
-    def _typing_budget(self, platform: Platform) -> Budget:
-        """Return the platform's typing budget: as many a second as it allows sends."""
-        budget = self._typing_budgets.get(platform.name)
-        if budget is None:
-            loop = asyncio.get_running_loop()
-            budget = Budget(per_s=platform.limits.overall_per_s, clock=loop.time)
-            self._typing_budgets[platform.name] = budget
-        return budget
-
     async def _deliver(self, chat: ChatKey) -> None:
         platform = self._platforms.get(chat.platform)
         if platform is None:
@@ -224,6 +239,7 @@ class Sender:
             return
         wake = self._wakes.setdefault(chat, asyncio.Event())
         retries = self._retries
+        pause = _Pause()
         while not self._stopping:
             # A fresh back-off for each reply: only failures in a row make it grow.
             async for attempt in stamina.retry_context(
@@ -235,19 +251,19 @@ class Sender:
             ):
                 with attempt:
                     self._backing_off.discard(chat)
-                    outcome = await self._deliver_next(chat, platform, wake)
+                    outcome = await self._deliver_next(chat, platform, wake, pause)
             if outcome in {_Outcome.DONE, _Outcome.CHAT_GONE}:
                 return
 
     async def _deliver_next(
-        self, chat: ChatKey, platform: Platform, wake: asyncio.Event
+        self, chat: ChatKey, platform: Platform, wake: asyncio.Event, pause: _Pause
     ) -> _Outcome:
         """Send the chat's next reply when it is due; raise ``_NotDelivered`` to back off."""
         wake.clear()
         item = await self._store.next_scheduled(chat)
         if item is None:
             return _Outcome.DONE
-        due_in_s = (item.due_at - self._now()).total_seconds()
+        due_in_s = (pause.due(item) - self._now()).total_seconds()
         kind = self._hooks.kind_sent(chat, item.item)
         if await self._pause(chat, platform, wake, seconds=due_in_s, kind=kind):
             return _Outcome.WOKEN
@@ -264,7 +280,10 @@ class Sender:
         if await self._pause(chat, platform, wake, seconds=slot_in_s, kind=kind):
             pacer.give_back(chat, slot)  # woken before using it: look again
             return _Outcome.WOKEN
+        started = self._now()  # pauses run start to start: each send's own time is alike
         outcome = await self._send(item, platform)
+        if outcome is _Outcome.SENT:
+            pause.sent(item, started)
         if outcome in {_Outcome.NOT_CLAIMED, _Outcome.REFUSED, _Outcome.RETRY_LATER}:
             pacer.give_back(chat, slot)  # nothing reached the chat
         if outcome is _Outcome.RETRY_LATER:
@@ -288,7 +307,7 @@ class Sender:
         if not await self._store.claim_for_sending(item.id, now=self._now()):
             return _Outcome.NOT_CLAIMED
         try:
-            message_id, ready = await self._post(item.id, chat, ready, platform)
+            message_id, ready = await self._post(item, ready, platform)
         except RateLimited as exc:
             loop = asyncio.get_running_loop()
             retry_at = loop.time() + exc.retry_after_s  # counted from the platform's answer
@@ -337,12 +356,13 @@ class Sender:
             return await self._hooks.prepare(item.chat, item.item)
 
     async def _post(
-        self, item_id: int, chat: ChatKey, ready: Outgoing, platform: Platform
+        self, item: OutboxItem, ready: Outgoing, platform: Platform
     ) -> tuple[str | None, Outgoing]:
-        """Send ``ready``, or once what replaces it if the platform refuses it (a voice
-        note's words as text); return the message id and what was sent."""
+        """Send ``ready`` (``item`` made ready), or once what replaces it if the platform
+        refuses it (a voice note's words as text); return the message id and what was sent."""
+        chat, answers = item.chat, item.answers
         try:
-            return await platform.send(chat, ready), ready
+            return await platform.send(chat, ready, answers=answers), ready
         except MessageRefused as exc:
             instead = self._hooks.instead(ready)
             if instead is None:
@@ -350,12 +370,12 @@ class Sender:
             refusal = str(exc)
         logger.bind(chat=str(chat)).warning(
             "reply {} refused as {} ({}); sending it as {} instead",
-            item_id,
+            item.id,
             ready.kind,
             refusal,
             instead.kind,
         )
-        return await platform.send(chat, instead), instead
+        return await platform.send(chat, instead, answers=answers), instead
 
     async def _pause(
         self,
@@ -375,79 +395,21 @@ class Sender:
         refresh_s = platform.typing_refresh_s
         while (remaining := deadline - loop.time()) > 0:
             if refresh_s is not None:
-                await self._show_typing(chat, platform, timeout_s=remaining, kind=kind)
+                await self._indicator.show(chat, platform, timeout_s=remaining, kind=kind)
                 remaining = deadline - loop.time()
             step = remaining if refresh_s is None else min(remaining, refresh_s)
-            if await _wait_set(wake, seconds=step):
+            if await wait_set(wake, seconds=step):
                 return True
         return False
 
-    @contextlib.asynccontextmanager
-    async def typing(
+    def typing(
         self,
         chat: ChatKey,
         platform: Platform,
         *,
         enabled: bool = True,
         kind: ItemKind = ItemKind.CONTENT,
-    ) -> AsyncIterator[None]:
+    ) -> contextlib.AbstractAsyncContextManager[None]:
         """Show the typing indicator in ``chat`` (refreshed) for as long as the block runs;
         for a voice note, that it is being recorded."""
-        refresh_s = platform.typing_refresh_s
-        if not enabled or refresh_s is None:
-            yield
-            return
-
-        done = asyncio.Event()
-
-        async def keep_typing() -> None:
-            loop = asyncio.get_running_loop()
-            while not done.is_set():
-                next_at = loop.time() + refresh_s
-                await self._show_typing(chat, platform, timeout_s=refresh_s, kind=kind)
-                await _wait_set(done, seconds=next_at - loop.time())
-
-        task = asyncio.create_task(keep_typing(), name=f"typing:{chat}")
-        try:
-            yield
-        finally:
-            # The event ends the loop even if a library swallows the cancel; waiting with
-            # ``asyncio.wait`` never absorbs a cancel aimed at us.
-            done.set()
-            task.cancel()
-            await asyncio.wait({task})
-
-    async def _show_typing(
-        self,
-        chat: ChatKey,
-        platform: Platform,
-        *,
-        timeout_s: float,
-        kind: ItemKind = ItemKind.CONTENT,
-    ) -> None:
-        """Show typing in ``chat`` if the platform's typing budget has room; never wait for it.
-
-        Under load thousands of chats may wait for a send slot at once, each refreshing its
-        indicator: unbounded, those requests would crowd out the sends and the polling.
-        """
-        if not self._typing_budget(platform).take():
-            return
-        try:
-            async with asyncio.timeout(timeout_s):
-                await platform.show_typing(chat, kind=kind)
-        except TimeoutError:
-            logger.bind(chat=str(chat)).debug("typing indicator timed out")
-
-
-async def _wait_set(event: asyncio.Event, *, seconds: float) -> bool:
-    """Wait up to ``seconds`` for ``event``; return whether it is set.
-
-    ``asyncio.timeout`` rather than ``asyncio.wait_for``: on Python 3.11 ``wait_for`` loses
-    a cancel that lands in the tick its inner wait finishes (cpython#86296).
-    """
-    try:
-        async with asyncio.timeout(max(seconds, 0)):
-            await event.wait()
-    except TimeoutError:
-        return False
-    return True
+        return self._indicator.shown(chat, platform, enabled=enabled, kind=kind)

@@ -42,6 +42,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "help_later": "the reminders and follow-ups pending here; cancel one by its id",
         "help_quiet": "no openers or follow-ups here for N hours (default 24); /quiet off",
         "help_bot": "stop serving this chat (nothing stored or answered), or start again",
+        "help_tools": "the tools this chat is offered, and each tool server's state",
+        "help_whoami": "your id here, as bot.admins names an admin",
         # /status
         "status": "chat: {chat}\n"
         "debounce: {debounce_min_s:g}–{debounce_max_s:g} s, max wait {max_wait_s:g} s, "
@@ -147,7 +149,8 @@ EN: Mapping[str, str] = MappingProxyType(
         "trace_recall": "recall ({how}): dates asked {asked}; date hits {date_hits}; "
         "keyword hits {keyword_hits}; vector hits {vector_hits}; already in the prompt {in_prompt}",
         "trace_fact_hits": "; fact hits {ids}",
-        "trace_tool": "- tool {name} {arguments} → {result}",
+        "trace_tool": "- tool {name} {arguments} → {result} · {outcome}, {duration_ms:.0f} ms,"
+        " {chars} chars",
         "trace_nothing": "none",
         "trace_calls": "LLM calls:",
         "trace_no_calls": "LLM calls: none",
@@ -203,11 +206,18 @@ EN: Mapping[str, str] = MappingProxyType(
         "quiet_off_done": "Quiet ended: the bot may speak first here again.",
         "quiet_off_none": "This chat is not quiet.",
         "bot_usage": "usage: /bot off | /bot on",
+        "tools_off": "No tools here: {why}.",
+        "tools_none": "No tool is offered here now.",
+        "tools_offered": "Offered to messages that address the bot, for at most {rounds} extra"
+        " call(s): {tools}",
+        "tools_admins_only": "admins only",
+        "tools_source": "- {name} ({kind}): {state}; offers {tools}{detail}",
         "bot_on_now": "The bot serves this chat (/bot off stops it).",
         "bot_off_done": "Switched off in {chat}: its messages are neither stored nor answered "
         "until an admin says /bot on.",
         "bot_on_done": "Switched on in {chat}: its messages are stored and answered again.",
         "bot_refused": "The bot does not serve this chat: {why}.",
+        "whoami": 'You are {who} (to make you an admin: admins = ["{who}"] under [bot]).',
         # the console's own lines
         "console_banner": "pacebot console: you ({chat}, an admin) are chatting with {bot}; /help "
         "lists the commands. Ctrl-D: answer what is waiting and leave; Ctrl-C: leave now.",
@@ -246,6 +256,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "help_later": "这里待办的提醒和回访；按编号取消一个",
         "help_quiet": "N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束",
         "help_bot": "在这个聊天停用机器人（不存也不回），或重新启用",
+        "help_tools": "这个聊天可用的工具，以及各个工具服务的状态",
+        "help_whoami": "你在这里的 id，即 bot.admins 里写管理员的方式",
         "status": "会话：{chat}\n"
         "防抖：{debounce_min_s:g}–{debounce_max_s:g} 秒，最长等待 {max_wait_s:g} 秒，"
         "每批最多 {max_batch} 条\n"
@@ -337,7 +349,8 @@ ZH: Mapping[str, str] = MappingProxyType(
         "trace_recall": "回忆（{how}）：问到的日期 {asked}；按日期找到 {date_hits}；"
         "按关键词找到 {keyword_hits}；按语义找到 {vector_hits}；已在提示词里 {in_prompt}",
         "trace_fact_hits": "；找到的事实 {ids}",
-        "trace_tool": "- 工具 {name} {arguments} → {result}",
+        "trace_tool": "- 工具 {name} {arguments} → {result} · {outcome}，{duration_ms:.0f} 毫秒，"
+        "{chars} 字符",
         "trace_nothing": "无",
         "trace_calls": "LLM 调用：",
         "trace_no_calls": "LLM 调用：无",
@@ -386,10 +399,16 @@ ZH: Mapping[str, str] = MappingProxyType(
         "quiet_off_done": "安静已结束：机器人可以在这里主动开口了。",
         "quiet_off_none": "这个聊天没有在安静中。",
         "bot_usage": "用法：/bot off | /bot on",
+        "tools_off": "这里没有工具：{why}。",
+        "tools_none": "这里现在没有可用的工具。",
+        "tools_offered": "对找机器人说话的消息提供，最多多花 {rounds} 次调用：{tools}",
+        "tools_admins_only": "仅管理员",
+        "tools_source": "- {name}（{kind}）：{state}；提供 {tools}{detail}",
         "bot_on_now": "机器人在这个聊天里工作中（/bot off 停用）。",
         "bot_off_done": "已在 {chat} 停用：这里的消息不再保存、不再回复，直到管理员说 /bot on。",
         "bot_on_done": "已在 {chat} 重新启用：这里的消息会保存并回复。",
         "bot_refused": "机器人不为这个聊天服务：{why}。",
+        "whoami": '你是 {who}（设为管理员：在 [bot] 下写 admins = ["{who}"]）。',
         "console_banner": "pacebot 控制台：你（{chat}，管理员）正在和 {bot} 聊天；/help "
         "列出命令。Ctrl-D：回复完等待中的消息后退出；Ctrl-C：立即退出。",
         "console_waiting": "……（{bot} 在等你说完）",

@@ -58,7 +58,8 @@ WHY = {
 class LLMCall:
     """One call to a model while answering a batch."""
 
-    kind: str  # "reply", "reply+memory" (after a tool call), "nudge" or "splitter"
+    kind: str  # "reply", "reply+memory" (after a memory search), "tool" (after tool
+    # results), "nudge" or "splitter"
     model: str
     latency_ms: float
     finish_reason: str | None = None
@@ -73,9 +74,12 @@ class ToolStep:
     """A function the model called while answering, and what pacebot answered it."""
 
     name: str
-    arguments: str  # the model's JSON, trimmed to TOOL_CHARS_MAX
+    arguments: str  # the model's JSON, secrets redacted, trimmed to TOOL_CHARS_MAX
     result: str  # trimmed to TOOL_CHARS_MAX
     after_call: int  # the position in ``llm_calls`` of the call that asked for it
+    duration_ms: float = 0.0
+    result_chars: int = 0  # of the whole result, as the model read it
+    outcome: str = "ok"  # "ok", "error", "timeout" or "refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,14 +249,26 @@ class TraceNotes:
             text = completion.text
             self.raw_output = clip(text, RAW_CHARS_MAX)
 
-    def tool(self, call: ToolCall, result: str) -> None:
-        """Note a function the last LLM call asked for, and its result."""
+    def tool(
+        self,
+        call: ToolCall,
+        result: str,
+        *,
+        arguments: str | None = None,
+        duration_s: float = 0.0,
+        outcome: str = "ok",
+    ) -> None:
+        """Note a function the last LLM call asked for (``arguments``: as they may be
+        shown, secrets redacted), its result, how long it took and how it ended."""
         self.tool_steps.append(
             ToolStep(
                 call.name,
-                clip(call.arguments, TOOL_CHARS_MAX),
+                clip(call.arguments if arguments is None else arguments, TOOL_CHARS_MAX),
                 clip(result, TOOL_CHARS_MAX),
                 after_call=len(self.calls) - 1,
+                duration_ms=round(duration_s * 1000, 1),
+                result_chars=len(result),
+                outcome=outcome,
             )
         )
 

@@ -106,7 +106,15 @@ def trace_lines(shown: ShownTrace, *, zone: ZoneInfo, say: Texts) -> list[TraceL
         lines.extend(
             TraceLine(
                 "tool",
-                say("trace_tool", name=step.name, arguments=step.arguments, result=step.result),
+                say(
+                    "trace_tool",
+                    name=step.name,
+                    arguments=step.arguments,
+                    result=step.result,
+                    outcome=step.outcome,
+                    duration_ms=step.duration_ms,
+                    chars=step.result_chars,
+                ),
             )
             for step in trace.tool_steps
             if step.after_call == position

@@ -3,8 +3,6 @@
 :func:`running_web` runs the real core (SQLite, the ``openai`` SDK against the fake LLM)
 with a recording platform, and the dashboard on its own uvicorn server exactly as
 ``pacebot run`` wires it; :class:`Web` holds it with an httpx client pointed at it.
-:func:`running_web_from_file` starts the same from a ``config.toml`` the dashboard's
-settings and personas pages change (:class:`FileWeb`).
 """
 
 from __future__ import annotations
@@ -18,10 +16,9 @@ from typing import Any
 
 import httpx
 
-from adapters.app import opened_parts, running_core, serving_dashboard, utc_now
-from adapters.config_file import ConfigFile, RunningConfig
-from adapters.reload import Reloader
-from bot.config.model import Config, load_config
+from adapters.app import opened_parts, running_core, serving_dashboard
+from adapters.config_file import RunningConfig
+from bot.config.model import Config
 from bot.ports import Platform
 from bot.replies.items import ItemKind
 from bot.secrets import Secrets
@@ -44,16 +41,17 @@ class Web:
 
     async def login(self) -> str:
         """Log the client in through the form; return the page's CSRF token."""
-        return await log_in(self.client)
+        return await log_in(self.client, TOKEN, page="/chats/test:private:42")
 
 
-async def log_in(client: httpx.AsyncClient) -> str:
-    """Log ``client`` in through the form; return the CSRF token its pages carry."""
-    response = await client.post("/login", data={"token": TOKEN})
+async def log_in(client: httpx.AsyncClient, token: str, *, page: str) -> str:
+    """Log ``client`` in through the form with ``token``; return the CSRF token ``page``
+    holds for its session."""
+    response = await client.post("/login", data={"token": token})
     assert response.status_code == 303
-    page = await client.get("/")
-    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert found is not None, page.text
+    shown = await client.get(page)
+    found = re.search(r'name="csrf" value="([^"]+)"', shown.text)
+    assert found is not None, shown.text
     return found.group(1)
 
 
@@ -83,6 +81,7 @@ async def running_web(
         groups=sections.get("groups", {}),
         voice=sections.get("voice", {}),
         profiles=sections.get("profiles", []),
+        access=sections.get("access", {}),
     )
     name = sections.get("platform", "test")
     voice_key = TEST_KEY if config.voice.enabled else None
@@ -105,39 +104,3 @@ async def running_web(
         assert url is not None
         async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
             yield Web(Harness(config, core, platform, llm), parts.store, client, config)
-
-
-@dataclass
-class FileWeb:
-    """The running bot started from a config file, and a client of its dashboard."""
-
-    bot: Harness
-    client: httpx.AsyncClient
-    path: Path
-
-    async def login(self) -> str:
-        """Log the client in through the form; return the page's CSRF token."""
-        return await log_in(self.client)
-
-
-@contextlib.asynccontextmanager
-async def running_web_from_file(
-    tmp_path: Path, llm: FakeLLMServer, text: str
-) -> AsyncIterator[FileWeb]:
-    """Write ``text`` as ``tmp_path/config.toml`` and run the core from it with the
-    dashboard, which changes that file and reloads it as ``pacebot run`` does."""
-    path = tmp_path / "config.toml"
-    path.write_text(text, encoding="utf-8")
-    config = load_config(path)
-    secrets = Secrets(TEST_KEY, TEST_KEY, web_token=TOKEN)
-    platform = RecordingPlatform()
-    platforms: dict[str, Platform] = {platform.name: platform}
-    async with (
-        opened_parts(config, secrets) as parts,
-        running_core(config, secrets, platforms, nightly=False, parts=parts) as core,
-    ):
-        edited = ConfigFile(path, parts.settings, Reloader(path, parts.settings), now=utc_now)
-        async with serving_dashboard(config, secrets, core.ops, config_file=edited) as url:
-            assert url is not None
-            async with httpx.AsyncClient(base_url=url, timeout=5.0) as client:
-                yield FileWeb(Harness(config, core, platform, llm), client, path)

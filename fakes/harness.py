@@ -81,7 +81,9 @@ class RecordingPlatform:
     def kinds(self, chat: ChatKey) -> frozenset[ItemKind]:
         return self.delivers
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         if self.send_delay_s:
             await asyncio.sleep(self.send_delay_s)
         if self.failures:
@@ -223,11 +225,13 @@ async def harness(
     retries: Retries = DEFAULT_RETRIES,
     now: Callable[[], datetime] = utc_now,
     draw: Callable[[], float] = random.random,
+    tool_env: Mapping[str, str] | None = None,
     **sections: dict[str, Any],
 ) -> AsyncIterator[Harness]:
     """Run the real core (SQLite, openai SDK, pipeline) with a recording platform, on the
     clock ``now`` (e.g. :meth:`fakes.clock.Clock.now`), with the random draw ``draw`` (the
-    gate's against ``talk_value``, the openers' moments; e.g. :class:`Draws`)."""
+    gate's against ``talk_value``, the openers' moments; e.g. :class:`Draws`); ``tool_env``
+    holds the values of the variables ``[tools]`` names."""
     config = config or make_config(tmp_path, llm_server.base_url, **sections)
     platform = platform or RecordingPlatform()
     platforms: dict[str, Platform] = {platform.name: platform}
@@ -237,6 +241,7 @@ async def harness(
         splitter_api_key=TEST_KEY,
         embeddings_api_key=embeddings_key,
         voice_api_key=TEST_KEY if config.voice.enabled else None,
+        tool_values=tuple((tool_env or {}).items()),
     )
     async with running_core(
         config,

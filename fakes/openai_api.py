@@ -15,8 +15,9 @@ the script is empty it is answered with ``default``. Every request body is recor
 ``requests`` (headers in ``request_headers``), whatever the answer. With ``api_key`` set,
 a request carrying another key gets 401, as OpenAI answers (on both endpoints); with
 ``refuse_json_mode``, a request with ``response_format`` gets 400, as providers without
-JSON mode answer. A step may be a call of a tool (``call_tool``) or a content made of
-parts (``reply_parts``); ``refuse_tools`` makes every request that offers tools a 400.
+JSON mode answer. A step may be a call of a tool (``call_tool``), several at once
+(``call_tools``), or a content made of parts (``reply_parts``); ``refuse_tools`` makes
+every request that offers tools a 400.
 ``before_answer``, if set, is awaited with each chat request's body before it is
 answered: a test can hold one request until another arrives, or answer them out of order.
 
@@ -24,7 +25,7 @@ answered: a test can hold one request until another arrives, or answer them out 
 bytes and fields) in ``transcriptions`` and answers ``transcript`` (as text, or as
 ``{"text": ...}`` for ``response_format = json``), refusing as OpenAI does a file whose
 name or bytes are not audio of a format it takes; ``POST /v1/audio/speech`` records each
-body in ``speech_requests`` and answers real audio of the asked format (Ogg/Opus or MP3
+body in ``speech_requests`` and answers real audio of the asked format (Ogg/Opus, WAV or MP3
 silence from :mod:`fakes.audio`, a fifth of a second per character). Each has a script
 of its own (``transcription_fail``/``_hang``/``_respond``, ``speech_fail``/``_respond``);
 ``audio_endpoints = False`` answers both 404, as a provider without audio endpoints.
@@ -210,15 +211,23 @@ class FakeLLMServer:
 
     def call_tool(self, name: str, arguments: Any, *, content: str | None = None) -> None:
         """Answer the next request with one call of ``name`` (``arguments`` as JSON)."""
-        call = {
-            "id": f"call_{len(self._script)}_{name}",
-            "type": "function",
-            "function": {
-                "name": name,
-                "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-            },
-        }
-        self._script.append(_Step(content=content, finish_reason="tool_calls", tool_calls=(call,)))
+        self.call_tools((name, arguments), content=content)
+
+    def call_tools(self, *calls: tuple[str, Any], content: str | None = None) -> None:
+        """Answer the next request with several calls at once, each ``(name, arguments)``."""
+        step = len(self._script)
+        made = tuple(
+            {
+                "id": f"call_{step}_{name}" if not position else f"call_{step}_{position}_{name}",
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+                },
+            }
+            for position, (name, arguments) in enumerate(calls)
+        )
+        self._script.append(_Step(content=content, finish_reason="tool_calls", tool_calls=made))
 
     def refuse_tools(self) -> None:
         """Answer 400 to every chat request that offers ``tools`` from now on."""
@@ -463,6 +472,8 @@ class FakeLLMServer:
         seconds = max(0.2, len(str(body.get("input", ""))) / 5)
         if body.get("response_format") == "opus":
             return web.Response(body=audio.ogg_opus(seconds), content_type="audio/ogg")
+        if body.get("response_format") == "wav":
+            return web.Response(body=audio.wav(seconds), content_type="audio/wav")
         return web.Response(body=audio.mp3(seconds), content_type="audio/mpeg")
 
     async def _audio_arrived(

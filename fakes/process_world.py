@@ -1,8 +1,9 @@
 """A real ``pacebot run`` process in a world of fakes, to kill and start again at will.
 
-The world holds the fakes of every wire (the Bot API, a OneBot client, an LLM server
-scripted by markers in the chatters' words, all in the test's event loop), a config for
-them, a seeded random source, and the chats of Telegram and QQ chatters; it starts the
+The world holds the fakes of every wire (the Bot API, a OneBot client, the QQ Open
+Platform of the official bot, an LLM server scripted by markers in the chatters' words,
+all in the test's event loop), a config for them, a seeded random source, and the chats
+of Telegram, QQ and official QQ bot chatters; it starts the
 process, SIGKILLs or SIGTERMs it, says things as chatters, and reads the SQLite file back
 as another process would. ``test_kill.py`` runs its kill suite in it.
 """
@@ -34,11 +35,13 @@ from fakes.bot_api import FakeBotAPI
 from fakes.harness import free_port
 from fakes.onebot import FakeOneBot, at, text
 from fakes.openai_api import FakeLLMServer
+from fakes.qq_open_platform import FakeQQOpenPlatform, openid
 
 SEED = 20260515
 LLM_KEY = "sk-kill-suite-llm-key-5f2a9c71e3"
 BOT_TOKEN = "987654:KILL-suite-telegram-token-xyz"
 ONEBOT_TOKEN = "kill-suite-onebot-token-77aa"
+QQBOT_SECRET = "kill-suite-qqbot-secret-3c9d"
 QQ_SELF_ID = 10001
 ADMIN = 9001
 ZONE = ZoneInfo("Asia/Shanghai")
@@ -73,10 +76,16 @@ class ScriptedLLMServer(FakeLLMServer):
         self._hung_tags: set[str] = set()
         self._numbers = itertools.count(1)
 
-    async def wait_for_hang(self, count: int, *, within_s: float = 10.0) -> None:
-        """Wait until ``count`` requests have hung in all."""
+    async def wait_for_hang(
+        self, count: int, *, kind: str | None = None, within_s: float = 10.0
+    ) -> None:
+        """Wait until ``count`` requests (of ``kind``, if given) have hung in all."""
+
+        def hung() -> int:
+            return len(self.hung) if kind is None else self.hung.count(kind)
+
         async with asyncio.timeout(within_s), self._arrived:
-            await self._arrived.wait_for(lambda: len(self.hung) >= count)
+            await self._arrived.wait_for(lambda: hung() >= count)
 
     async def _chat_completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -137,10 +146,10 @@ class ScriptedLLMServer(FakeLLMServer):
 
 @dataclass(frozen=True)
 class Chat:
-    platform: str  # "telegram" or "qq"
+    platform: str  # "telegram", "qq" or "qqbot"
     group: bool
-    chat_id: int
-    members: tuple[int, ...]
+    chat_id: int | str  # an openid on the official QQ bot
+    members: tuple[int | str, ...]
 
     @property
     def key(self) -> str:
@@ -155,6 +164,11 @@ def make_chats() -> list[Chat]:
     ]
     chats += [Chat("qq", False, 4001 + n, (4001 + n,)) for n in range(4)]
     chats += [Chat("qq", True, 5001 + n, (6001 + 3 * n, 6002 + 3 * n)) for n in range(4)]
+    chats += [Chat("qqbot", False, openid(f"c2c-{n}"), (openid(f"c2c-{n}"),)) for n in range(3)]
+    chats += [
+        Chat("qqbot", True, openid(f"group-{n}"), (openid(f"m{n}-a"), openid(f"m{n}-b")))
+        for n in range(3)
+    ]
     return chats
 
 
@@ -205,6 +219,7 @@ class World:
     api: FakeBotAPI
     llm: ScriptedLLMServer
     onebot: FakeOneBot
+    qqbot: FakeQQOpenPlatform
     rng: random.Random
     chats: list[Chat]
     pushed: list[Pushed] = field(default_factory=list)
@@ -229,6 +244,7 @@ class World:
             "PACEBOT_LLM_API_KEY": LLM_KEY,
             "TELEGRAM_BOT_TOKEN": BOT_TOKEN,
             "ONEBOT_ACCESS_TOKEN": ONEBOT_TOKEN,
+            "QQ_BOT_SECRET": QQBOT_SECRET,
         }
         with self.stderr.open("ab") as err:
             self.process = await asyncio.create_subprocess_exec(
@@ -247,11 +263,17 @@ class World:
             )
         self.starts += 1
         self.hung_at_start = len(self.llm.hung)
+        sessions = self.qqbot_sessions()
         if ready:
             await self.api.wait_for(
                 lambda: len(self.api.calls_to("getUpdates")) > polls, timeout=30
             )
             await self.connect_onebot()
+            await self.qqbot.wait_until(lambda: self.qqbot_sessions() > sessions, within_s=30)
+
+    def qqbot_sessions(self) -> int:
+        """Count the gateway sessions the official bot opened or resumed so far."""
+        return len(self.qqbot.identifies) + sum(r.accepted for r in self.qqbot.resumes)
 
     async def connect_onebot(self) -> None:
         async with asyncio.timeout(30):
@@ -354,7 +376,9 @@ class World:
         addressed = (rng.random() < 0.3) if addressed is None else addressed
         when = self.yesterday_ts() if yesterday else None
         loop = asyncio.get_running_loop()
-        if chat.platform == "telegram":
+        if chat.platform == "qqbot":
+            pushed = await self._say_qqbot(chat, body, str(sender), addressed=addressed)
+        elif chat.platform == "telegram":
             if chat.group and addressed:
                 body = rng.choice([f"@{self.api.bot_username} {body}", f"小满 {body}"])
             message_id = self.api.push_message(
@@ -375,6 +399,18 @@ class World:
         if yesterday:
             self.yesterday_chats.add(chat.key)
         return pushed
+
+    async def _say_qqbot(self, chat: Chat, body: str, sender: str, *, addressed: bool) -> Pushed:
+        """Say as an official QQ bot chatter: delivered now, or kept for a Resume."""
+        loop = asyncio.get_running_loop()
+        target = str(chat.chat_id)
+        if not chat.group:
+            said = await self.qqbot.c2c_message(target, body, username=f"b{sender[:4]}")
+        elif addressed:
+            said = await self.qqbot.group_at(target, sender, body, username=f"b{sender[:4]}")
+        else:
+            said = await self.qqbot.group_message(target, sender, body, username=f"b{sender[:4]}")
+        return Pushed("", chat, said.message_id, loop.time(), delivered=said.delivery != "withheld")
 
     async def _say_qq(
         self, chat: Chat, body: str, sender: int, *, addressed: bool, when: float | None
@@ -433,7 +469,9 @@ class World:
         return pushed
 
 
-def write_config(tmp: Path, llm: ScriptedLLMServer, api: FakeBotAPI, port: int) -> Path:
+def write_config(
+    tmp: Path, llm: ScriptedLLMServer, api: FakeBotAPI, qqbot: FakeQQOpenPlatform, port: int
+) -> Path:
     path = tmp / "config.toml"
     path.write_text(
         f"""
@@ -468,6 +506,12 @@ enabled = true
 host = "127.0.0.1"
 port = {port}
 backfill_count = 150  # a 100-event burst is more than the default 30
+
+[qq_official]
+enabled = true
+app_id = "{qqbot.app_id}"
+api_base = "{qqbot.api_base}"
+auth_base = "{qqbot.auth_url}"
 """,
         encoding="utf-8",
     )
@@ -486,11 +530,15 @@ async def world(
     """The fakes and a config for ``pacebot run``: the scripted ``model``, the kill
     suite's chats (or ``chats``), and ``extra_config`` added to the config file."""
     port = free_port()
-    async with model() as llm, FakeBotAPI(token=BOT_TOKEN) as api:
+    async with (
+        model() as llm,
+        FakeBotAPI(token=BOT_TOKEN) as api,
+        FakeQQOpenPlatform(secret=QQBOT_SECRET) as qqbot,
+    ):
         onebot = FakeOneBot(
             f"ws://127.0.0.1:{port}/onebot/v11/ws", self_id=QQ_SELF_ID, access_token=ONEBOT_TOKEN
         )
-        config = write_config(tmp_path, llm, api, port)
+        config = write_config(tmp_path, llm, api, qqbot, port)
         config.write_text(config.read_text("utf-8") + extra_config, encoding="utf-8")
         here = World(
             tmp=tmp_path,
@@ -500,9 +548,13 @@ async def world(
             api=api,
             llm=llm,
             onebot=onebot,
+            qqbot=qqbot,
             rng=random.Random(seed),
             chats=make_chats() if chats is None else chats,
         )
+        for chat in here.chats:
+            if chat.platform == "qqbot" and chat.group:  # the owners grant every message
+                qqbot.grant_all_messages(str(chat.chat_id))
         try:
             yield here
         finally:
@@ -520,4 +572,5 @@ def sent_texts(w: World) -> list[str]:
             texts += [
                 str(seg["data"]["text"]) for seg in call.params["message"] if seg["type"] == "text"
             ]
+    texts += [str(sent.content) for sent in w.qqbot.sends if sent.code is None and sent.content]
     return texts

@@ -117,7 +117,7 @@ class SqliteBatches(Database):
             await keep_promises(db, chat_key, batch_id, promises, now_s=finished_at)
             if not replies:
                 return []
-            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, 'scheduled', ?)"] * len(replies))
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, 'scheduled', ?, ?)"] * len(replies))
             params: list[Any] = []
             for seq, (reply, due_at) in enumerate(zip(replies, due, strict=True)):
                 kind, content, reply_to = to_row(reply.item)
@@ -130,11 +130,12 @@ class SqliteBatches(Database):
                     reply_to,
                     due_at,
                     finished_at,
+                    reply.answers,
                 ]
             rows = list(
                 await db.execute_fetchall(
                     "INSERT INTO outbox (chat_key, batch_id, seq, kind, content, reply_to,"
-                    " due_at, state, updated_at)"
+                    " due_at, state, updated_at, answers)"
                     f" VALUES {values} RETURNING {OUTBOX_COLUMNS}",
                     params,
                 )

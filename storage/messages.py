@@ -273,6 +273,19 @@ class SqliteMessageLog(Database):
             )
         return bool(rows)
 
+    async def newest_message_from(self, chat: ChatKey, sender_id: str) -> StoredMessage | None:
+        """Return the newest message ``sender_id`` wrote in ``chat``, if any."""
+        async with self._connection() as db:
+            rows = list(
+                await db.execute_fetchall(
+                    f"SELECT {MESSAGE_COLUMNS} FROM messages"
+                    " WHERE chat_key = ? AND sender_id = ? AND from_bot = 0"
+                    " ORDER BY sent_at DESC, id DESC LIMIT 1",
+                    (str(chat), sender_id),
+                )
+            )
+        return stored_message(rows[0], chat) if rows else None
+
     async def waiting_counts(self, chat: ChatKey | None = None) -> dict[ChatKey, int]:
         """Count, per chat (or for ``chat`` only), the messages no batch has taken yet."""
         only = "" if chat is None else " AND chat_key = ?"

@@ -21,7 +21,7 @@ from storage.values import BOT_SENDER_ID, aware, clean, unix
 
 SPOKEN = VoiceNote(ref="", placeholder="[voice]")
 """What a voice note the bot sent keeps of itself: only that it was one."""
-OUTBOX_COLUMNS = "id, chat_key, batch_id, seq, kind, content, reply_to, due_at, state"
+OUTBOX_COLUMNS = "id, chat_key, batch_id, seq, kind, content, reply_to, due_at, state, answers"
 """The ``outbox`` columns :func:`outbox_item` reads."""
 
 
@@ -35,6 +35,7 @@ def outbox_item(row: sqlite3.Row) -> OutboxItem:
         item=from_row(row["kind"], row["content"], row["reply_to"]),
         due_at=aware(row["due_at"]),
         state=OutboxState(row["state"]),
+        answers=row["answers"],
     )
 
 

@@ -11,8 +11,9 @@ of each port lives beside it, one mixin per concept over the shared connection
 ``search.py``), ``people.py`` (facts about people, per chat), ``traces.py`` and
 ``vectors.py`` (the vectors of semantic recall), ``initiative.py`` (later items, quiet
 periods, what the opener guards read), ``usage.py`` (what the LLM calls cost) and
-``rooms.py`` (what the group gate reads of a room) and ``access.py`` (the chats
-switched off).
+``rooms.py`` (what the group gate reads of a room), ``access.py`` (the chats
+switched off) and ``ledger.py`` (the official QQ bot's reply numbers, proactive quota
+and gateway session).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from bot.errors import StorageError
 from storage.access import SqliteAccess
 from storage.batches import SqliteBatches
 from storage.initiative import SqliteInitiative
+from storage.ledger import SqliteLedger
 from storage.messages import SqliteMessageLog
 from storage.migrate import load_migrations, migrate
 from storage.outbox import SqliteOutbox
@@ -57,6 +59,7 @@ class SqliteStore(
     SqliteUsage,
     SqliteRooms,
     SqliteAccess,
+    SqliteLedger,
 ):
     """The :class:`bot.ports.Store`, ``MemoryStore``, ``TraceLog``, ``VectorStore``,
     ``UsageLog`` and ``RoomLog`` on one SQLite file."""

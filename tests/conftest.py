@@ -6,18 +6,13 @@ import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from fakes.bot_api import FakeBotAPI
-from fakes.browser import Running, chromium, running_pacebot
 from fakes.dashboard import Web, running_web
 from fakes.openai_api import FakeLLMServer
 from storage.sqlite import SqliteStore
-
-if TYPE_CHECKING:
-    from playwright.async_api import Browser
 
 # PTB 22 warns that RetryAfter.retry_after as an int is deprecated; opt in to the
 # timedelta form so ``filterwarnings = error`` does not turn that warning into failures.
@@ -56,24 +51,6 @@ async def web(
     sections."""
     async with running_web(tmp_path, llm, getattr(request, "param", {})) as running:
         yield running
-
-
-@pytest.fixture
-async def running(
-    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, request: pytest.FixtureRequest
-) -> AsyncIterator[Running]:
-    """A ``pacebot run`` process with the dashboard on (``fakes.browser``), in the
-    language an indirect parameter names, English by default."""
-    language = getattr(request, "param", "en")
-    async with running_pacebot(tmp_path, llm, api, language=language) as started:
-        yield started
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    """Debian's headless Chromium under Playwright (``fakes.browser``)."""
-    async with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture

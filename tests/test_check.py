@@ -32,7 +32,7 @@ def test_the_shipped_config_is_ready_for_the_console(
     assert (captured.err, captured.out.splitlines()[-1]) == (
         "",
         "✓ ready for `pacebot console`; `pacebot run` needs a platform: "
-        "set enabled = true under [telegram] or [qq]",
+        "set enabled = true under [telegram], [qq] or [qq_official]",
     )
 
 

@@ -66,7 +66,8 @@ def test_empty_file_gives_defaults(tmp_path: Path) -> None:
         (
             "[bot]\nadmins = ['alice']\n",
             'bot.admins = ["alice"]: "alice" is not an admin id; use platform:numeric-id, e.g.'
-            ' "telegram:123456789" or "qq:10001"',
+            ' "telegram:123456789" or "qq:10001", or qqbot:openid (what /whoami answers on the'
+            " official QQ bot)",
         ),
         (
             "[bot]\nadmins = 'telegram:123'\n",

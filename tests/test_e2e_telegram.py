@@ -191,4 +191,6 @@ async def test_command_menu_is_published_to_admins_only(
         "later",
         "quiet",
         "bot",
+        "tools",
+        "whoami",
     ]

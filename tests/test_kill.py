@@ -1,8 +1,9 @@
 """`pacebot run` killed again and again: nothing lost, nothing sent twice, the database sound.
 
-One seeded scenario drives a real ``pacebot run`` process with Telegram and QQ enabled
-against the local fakes (Bot API, OneBot client, LLM server, all in the test's event
-loop) through a scripted conversation of 1,000+ messages in 22 chats, SIGKILLs it 34
+One seeded scenario drives a real ``pacebot run`` process with Telegram, QQ (OneBot) and
+the official QQ bot enabled against the local fakes (Bot API, OneBot client, the QQ Open
+Platform, LLM server, all in the test's event loop) through a scripted conversation of
+1,000+ messages in 28 chats, SIGKILLs it 34
 times at 30 chosen points (in a debounce wait, during the LLM call, between paced
 replies, with a send on the wire, during nightly and admin-run summaries, during
 start-up, after bursts, at random, while QQ chatters go on writing) and restarts it on
@@ -15,8 +16,9 @@ its batch is ``answered`` or ``silent`` (the LLM saw it as new), or its batch is
 or it is still waiting (no batch yet). Lost messages are counted, never hidden: a lost
 message is one the platform handed over (a Telegram update whose offset was confirmed)
 or one a QQ chatter sent (written to the socket, to a dead one, or while the bot was
-down: it is in the OneBot history the bot fetches back on each connect) that is not in
-the database.
+down: it is in the OneBot history the bot fetches back on each connect), or one the QQ
+Open Platform dispatched to the official bot's session (live, or kept for the Resume of
+the next start), that is not in the database.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from fakes.process_world import (
     BOUNDARY,
     LLM_KEY,
     ONEBOT_TOKEN,
+    QQBOT_SECRET,
     TAG_RE,
     ZONE,
     Chat,
@@ -63,7 +66,7 @@ KILL_PLAN = (
     + ["summary_command"]
     + ["startup"] * 2
     + ["random"] * 3
-    + ["burst_telegram", "burst_qq", "burst_qq_late"]
+    + ["burst_telegram", "burst_qq", "burst_qq_late", "burst_qqbot"]
     + ["qq_while_down"] * 2
 )
 QQ_LATE_KILL_S = 0.05  # how long after a QQ burst ``burst_qq_late`` kills
@@ -84,9 +87,9 @@ async def kill_in_debounce(w: World) -> None:
 async def kill_during_llm_call(w: World) -> None:
     """Kill while the LLM call of a batch hangs."""
     chat = w.rng.choice([c for c in w.chats if not c.group])
-    hung = len(w.llm.hung)
+    hung = w.llm.hung.count("reply")  # not a summary of the catch-up hanging meanwhile
     await w.say(chat, marker=" [hang]", question=True)
-    await w.llm.wait_for_hang(hung + 1)
+    await w.llm.wait_for_hang(hung + 1, kind="reply")
     await asyncio.sleep(w.rng.uniform(0, 0.05))
     await w.kill("llm")
 
@@ -178,6 +181,15 @@ async def kill_after_qq_burst(w: World, *, after_s: float = 0.0, kind: str = "bu
     await w.kill(kind)
 
 
+async def kill_after_qqbot_burst(w: World) -> None:
+    """Kill just after the QQ Open Platform dispatched 100 events to the official bot:
+    those not yet stored come back with the next start's Resume."""
+    chat = w.rng.choice([c for c in w.chats if c.platform == "qqbot"])
+    for _ in range(100):
+        await w.say(chat, question=False)
+    await w.kill("burst_qqbot")
+
+
 async def kill_late_after_qq_burst(w: World) -> None:
     """Kill a little after a burst: storing event by event lost a third of it here."""
     await kill_after_qq_burst(w, after_s=QQ_LATE_KILL_S, kind="burst_qq_late")
@@ -186,7 +198,7 @@ async def kill_late_after_qq_burst(w: World) -> None:
 async def kill_while_qq_goes_on(w: World) -> None:
     """Kill, then let QQ chatters ask the bot while it is down: only OneBot has them."""
     await w.kill("qq_while_down")
-    qq_chats = [c for c in w.chats if c.platform == "qq"]
+    qq_chats = [c for c in w.chats if c.platform in ("qq", "qqbot")]
     for _ in range(QQ_WHILE_DOWN):
         chat = w.rng.choice(qq_chats)
         w.sent_while_down.append(await w.say(chat, addressed=True, question=True))
@@ -196,6 +208,7 @@ KILLERS: dict[str, Callable[[World], Any]] = {
     "burst_telegram": kill_after_telegram_burst,
     "burst_qq": kill_after_qq_burst,
     "burst_qq_late": kill_late_after_qq_burst,
+    "burst_qqbot": kill_after_qqbot_burst,
     "qq_while_down": kill_while_qq_goes_on,
     "debounce": kill_in_debounce,
     "llm": kill_during_llm_call,
@@ -235,6 +248,8 @@ class Figures:
     states_at_kill: Counter[str] = field(default_factory=Counter)
     lost_telegram: int = 0
     lost_qq: int = 0
+    lost_qqbot: int = 0  # official QQ bot events dispatched (live or for a Resume), not stored
+    qqbot_resumes: int = 0  # starts (and reconnects) that resumed the stored session
     lost_qq_by_kill: Counter[str] = field(default_factory=Counter)  # by the kill that followed
     qq_undelivered: int = 0  # QQ messages written while the bot was down or to a dead socket
     qq_sent_while_down: int = 0  # of which at ``qq_while_down``, all answered after the restart
@@ -278,6 +293,9 @@ def check(w: World) -> Figures:
         if p.chat.platform == "qq" and not p.delivered:
             figures.qq_undelivered += 1  # only OneBot's history had it
         if (p.chat.key, p.message_id) in stored:
+            continue
+        if p.chat.platform == "qqbot":
+            figures.lost_qqbot += 1
             continue
         if p.chat.platform == "telegram":
             assert p.update_id is not None
@@ -365,12 +383,13 @@ def check(w: World) -> Figures:
     logs = w.stderr.read_text("utf-8", "replace")
     for path in (w.tmp / "data" / "logs").glob("*.log*"):
         logs += path.read_text("utf-8", "replace")
-    secrets = [LLM_KEY, BOT_TOKEN, ONEBOT_TOKEN]
+    secrets = [LLM_KEY, BOT_TOKEN, ONEBOT_TOKEN, QQBOT_SECRET]
     figures.secrets_found = sum(logs.count(s) + logs.count(quote(s, safe="")) for s in secrets)
     assert figures.secrets_found == 0
     assert "Traceback" not in logs
     fetched_back = FETCHED_BACK_RE.findall(w.stderr.read_text("utf-8", "replace"))
     figures.qq_fetched_back = sum(int(count) for count in fetched_back)
+    figures.qqbot_resumes = sum(r.accepted for r in w.qqbot.resumes)
     return figures
 
 
@@ -406,8 +425,10 @@ async def test_kill_suite(tmp_path: Path) -> None:
     async with world(tmp_path) as w:
         w.llm.hang_summaries = True
         await w.start()
-        for chat in w.chats:  # yesterday's talk, to be summarised by the catch-up at start-up
-            await w.say(chat, question=False, yesterday=True)
+        # Yesterday's talk, to be summarised by the catch-up at start-up (the QQ Open
+        # Platform dates its events itself: its chats talk today only).
+        for chat in w.chats:
+            await w.say(chat, question=False, yesterday=chat.platform != "qqbot")
         plan = list(KILL_PLAN)
         w.rng.shuffle(plan)
         last_summary = max(i for i, kind in enumerate(plan) if kind.startswith("summary"))
@@ -435,13 +456,20 @@ async def test_kill_suite(tmp_path: Path) -> None:
         assert await w.terminate() == 0
 
         figures = check(w)
+        identified = len(w.qqbot.identifies)
     print(f"\nkill suite figures: {figures}")
     assert (figures.messages >= 1000, figures.chats >= 20, figures.kills >= 20) == (
         True,
         True,
         True,
     )
-    assert (figures.lost_telegram, figures.lost_qq, figures.duplicates) == (0, 0, 0)
+    assert (figures.lost_telegram, figures.lost_qq, figures.lost_qqbot, figures.duplicates) == (
+        0,
+        0,
+        0,
+        0,
+    )
+    assert identified == 1  # every later start resumed the stored session
     assert figures.qq_sent_while_down == 2 * QQ_WHILE_DOWN
 
 

@@ -447,6 +447,21 @@ async def test_rate_limit_is_honoured(tmp_path: Path, llm: FakeLLMServer) -> Non
     assert bot.platform.sent[0].at - asked >= 0.1
 
 
+async def test_a_reply_sent_late_keeps_the_pause_before_the_next(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """The first reply is held back 0.5 s by a rate limit; the second, planned 0.3 s after
+    it, still comes 0.3 s after it went out, not at once on its heels."""
+    llm.reply_json(replies_json("第一句", "第二句", delay=0.3))
+    platform = RecordingPlatform(failures=[RateLimited("slow down", retry_after_s=0.5)])
+    async with harness(tmp_path, llm, platform=platform) as bot:
+        await bot.say("hi")
+        await bot.platform.wait_for_sends(2)
+    first, second = bot.platform.sent
+    assert (first.text, second.text) == ("第一句", "第二句")
+    assert second.at - first.at >= 0.29
+
+
 async def test_chat_unavailable_drops_its_queue(tmp_path: Path, llm: FakeLLMServer) -> None:
     """When the bot was removed from a chat, its queued replies are dropped and nothing crashes."""
     llm.reply_json(replies_json("一", "二"))
@@ -794,7 +809,9 @@ class BackAtOnce(RecordingPlatform):
 
     pipeline: Pipeline | None = None
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         if self.failures and self.pipeline is not None:
             asyncio.get_running_loop().call_soon(self.pipeline.platform_ready, self.name)
         return await super().send(chat, item)
@@ -813,3 +830,30 @@ async def test_a_platform_back_while_a_failed_send_is_recorded_is_not_missed(
         await bot.say("在吗")
         await platform.wait_for_sends(1, within_s=2.0)
     assert platform.texts() == ["在的"]
+
+
+async def test_a_store_failing_while_answering_fails_the_batch_without_a_traceback(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A database error while the prompt is built (a table gone) is the store's trouble,
+    not a bug: the batch fails with the store's words in one warning, no traceback, no
+    call, and the chat answers again once the store is whole."""
+    with captured_logs() as logs:
+        async with harness(tmp_path, llm) as bot:
+            path = bot.config.database_path
+            with contextlib.closing(sqlite3.connect(path)) as db:
+                db.execute("ALTER TABLE person_facts RENAME TO person_facts_away")
+                db.commit()
+            await bot.say("在吗")
+            await bot.settle()
+            failed_calls = len(llm.requests)
+            with contextlib.closing(sqlite3.connect(path)) as db:
+                db.execute("ALTER TABLE person_facts_away RENAME TO person_facts")
+                db.commit()
+            await bot.say("还在吗")
+            await bot.platform.wait_for_sends(1)
+    failures = logs.about("answering failed")
+    assert (failed_calls, len(llm.requests), len(failures)) == (0, 1, 1)
+    assert failures[0].startswith("WARNING answering failed: ")
+    assert "person_facts" in failures[0]
+    assert logs.tracebacks() == []

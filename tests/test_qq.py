@@ -657,7 +657,7 @@ def test_stray_environment_variables_and_dotenv_files_change_nothing(tmp_path: P
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
-        "driver": "fastapi",
+        "driver": "fastapi+httpx+websockets",
         "host": "127.0.0.1",
         "port": 8080,
         "superusers": [],

@@ -55,6 +55,7 @@ def test_the_admin_menu_holds_every_command_and_the_open_menu_only_open_ones() -
         ("forgetme", "忘掉这个聊天里关于你的所有事实"),
         ("later", "这里待办的提醒和回访；按编号取消一个"),
         ("quiet", "N 小时内（默认 24）这里不主动开口、不回访；/quiet off 结束"),
+        ("whoami", "你在这里的 id，即 bot.admins 里写管理员的方式"),
     )
 
 
@@ -63,6 +64,8 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
     async with harness(tmp_path, llm, bot={"admins": ["test:7"]}) as bot:
         admin = await bot.command("/help")
         member = await bot.command("/help", chat=GROUP, sender_id="8")
+        who = await bot.command("/whoami", chat=GROUP, sender_id="8")
+    assert who == 'You are test:8 (to make you an admin: admins = ["test:8"] under [bot]).'
     assert admin.splitlines() == [
         "Commands you can use here:",
         "/help — the commands you can use",
@@ -82,12 +85,15 @@ async def test_help_lists_what_the_sender_may_use(tmp_path: Path, llm: FakeLLMSe
         "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
         "/quiet [hours | off] — no openers or follow-ups here for N hours (default 24); /quiet off",
         "/bot [off | on] — stop serving this chat (nothing stored or answered), or start again",
+        "/tools — the tools this chat is offered, and each tool server's state",
+        "/whoami — your id here, as bot.admins names an admin",
     ]
     assert member.splitlines() == [
         "Commands you can use here:",
         "/help — the commands you can use",
         "/forgetme — forget every fact about you in this chat",
         "/later [cancel <id>] — the reminders and follow-ups pending here; cancel one by its id",
+        "/whoami — your id here, as bot.admins names an admin",
     ]
     assert llm.requests == []
 
@@ -105,6 +111,7 @@ async def test_answers_and_refusals_follow_bot_language(tmp_path: Path, llm: Fak
         "/help — 列出你可以用的命令",
         "/forgetme — 忘掉这个聊天里关于你的所有事实",
         "/later [cancel <id>] — 这里待办的提醒和回访；按编号取消一个",
+        "/whoami — 你在这里的 id，即 bot.admins 里写管理员的方式",
     ]
 
 

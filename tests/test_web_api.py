@@ -604,7 +604,8 @@ async def test_a_failed_batch_shows_its_error_in_the_api_and_the_page(web: Web) 
 
 @pytest.mark.parametrize("web", [{"llm": {"memory_tool": True}}], indirect=True)
 async def test_a_memory_search_shows_in_the_trace_json_and_page(web: Web) -> None:
-    """The memory tool's search is a step of the trace after the call that asked for it."""
+    """The memory tool's search is a step of the trace after the call that asked for it,
+    with its outcome, duration and result size."""
     await push_day_summary(web.store, ALICE, date(2026, 3, 5), "大家去了海底捞火锅店。")
     web.bot.llm.call_tool("search_memory", {"query": "火锅店"})
     web.bot.llm.reply_json(replies_json("记得，是海底捞"))
@@ -619,6 +620,8 @@ async def test_a_memory_search_shows_in_the_trace_json_and_page(web: Web) -> Non
     [step] = trace["tool_steps"]
     assert (step["name"], step["after_call"]) == ("search_memory", 0)
     assert "海底捞" in step["result"]
+    assert (step["outcome"], step["result_chars"]) == ("ok", len(step["result"]))
+    assert f"ms, {step['result_chars']} chars</li>" in page
     first_call, tool, second_call = (
         page.index('<li class="call">- reply · gpt-4o-mini'),
         page.index('<li class="tool">- tool search_memory'),

@@ -3,42 +3,13 @@ comments, apply it live, and refuse a bad change naming the key with nothing cha
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from fakes.dashboard import BEARER, TOKEN, FileWeb, running_web_from_file
-from fakes.harness import GROUP, PRIVATE, TEST_KEY, free_port, replies_json, user_prompt
+from fakes.config_dashboard import BEARER, TOKEN, dashboard
+from fakes.harness import GROUP, PRIVATE, TEST_KEY, replies_json, user_prompt
 from fakes.openai_api import FakeLLMServer
-
-
-def config_text(tmp_path: Path, llm: FakeLLMServer) -> str:
-    return f"""# pacebot for the hiking group: the operator's own notes stay
-[bot]
-name = "小满"
-data_dir = "data"
-persona = "CANARY-OLD 你是小满。"   # who it is
-
-[pacing]
-debounce_min_s = 0.05  # quick, for the test
-debounce_max_s = 0.05
-
-[llm]
-base_url = "{llm.base_url}"
-max_retries = 0
-
-[web]
-enabled = true
-port = {free_port()}
-"""
-
-
-@contextlib.asynccontextmanager
-async def dashboard(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[FileWeb]:
-    async with running_web_from_file(tmp_path, llm, config_text(tmp_path, llm)) as web:
-        yield web
 
 
 async def test_the_config_is_read_with_every_key_and_no_secret(

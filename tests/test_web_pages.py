@@ -8,8 +8,10 @@ server, as ``pacebot run`` wires them (:func:`fakes.dashboard.running_web`).
 
 from __future__ import annotations
 
+import contextlib
 import html
 import re
+import sqlite3
 from typing import Any
 
 import httpx
@@ -126,6 +128,87 @@ async def test_the_chat_page_leads_with_how_the_chat_is_answered(web: Web) -> No
         "The bot here": "on",
     }
     assert glance(switched_off)["The bot here"] == "off: the chat is switched off (/bot off)"
+
+
+def group_messages(web: Web) -> list[str]:
+    """Return the texts stored in the test group, oldest first."""
+    with contextlib.closing(sqlite3.connect(web.config.database_path)) as db:
+        rows = db.execute(
+            "SELECT text FROM messages WHERE chat_key = ? ORDER BY id", (str(GROUP),)
+        ).fetchall()
+    return [text for (text,) in rows]
+
+
+async def test_the_chat_page_switches_the_bot_off_and_on_here(web: Web) -> None:
+    """The chat page's switch turns the bot off in a group, audited as the dashboard: the
+    page says so and offers to switch it on, and the group's next @ is neither stored nor
+    answered; switched on again, the next one is stored and answered."""
+    page = "/chats/test:group:-100"
+    web.bot.llm.reply_json(replies_json("在的"))
+    await web.bot.say("你好")  # the login opens Alice's page
+    await web.bot.say("我家的猫", chat=GROUP, sender_id="1", addresses_bot=False)
+    await web.bot.settle()
+    csrf = await web.login()
+    calls = len(web.bot.llm.requests)
+    offered = re.findall(
+        r'<button type="submit" class="quiet">([^<]*)</button>', (await web.client.get(page)).text
+    )
+
+    switched = await web.client.post(f"{page}/access", data={"csrf": csrf, "on": "false"})
+    off_page = (await web.client.get(page)).text
+    await web.bot.say("小满 在吗", chat=GROUP, sender_id="2", addresses_bot=True)
+    await web.bot.settle()
+    while_off = (group_messages(web), len(web.bot.llm.requests) - calls)
+    await web.client.post(f"{page}/access", data={"csrf": csrf, "on": "true"})
+    await web.bot.say("小满 回来了吗", chat=GROUP, sender_id="2", addresses_bot=True)
+    await web.bot.settle()
+
+    notice = re.search(r'<p class="notice" role="status">([^<]*)</p>', off_page)
+    assert "Switch off here" in offered
+    assert (switched.status_code, switched.headers["location"]) == (303, page)
+    assert notice is not None
+    assert html.unescape(notice[1]) == (
+        "Switched off here (audited as web): messages here are neither stored nor answered."
+    )
+    assert glance(off_page)["The bot here"] == "off: the chat is switched off (/bot off)"
+    assert "Switch on here" in off_page
+    assert while_off == (["我家的猫"], 0)
+    assert (group_messages(web), len(web.bot.llm.requests) - calls) == (
+        ["我家的猫", "小满 回来了吗", "好的"],  # the @ and the bot's answer
+        1,
+    )
+
+
+@pytest.mark.parametrize("web", [{"access": {"deny": ["test:group:-100"]}}], indirect=True)
+async def test_a_chat_refused_by_access_rules_says_the_switch_cannot_override_them(
+    web: Web,
+) -> None:
+    """A group that ``[access] deny`` names (it spoke before the rule was written): its page
+    says the rule refuses it and that the switch cannot override it; switching it on leaves
+    it refused, and the notice says why."""
+    page = "/chats/test:group:-100"
+    await web.bot.say("你好")  # the login opens Alice's page
+    earlier = web.bot.message("我家的猫", chat=GROUP, sender_id="1", addresses_bot=False)
+    await web.store.add_message(earlier, received_at=web.bot.now())
+    csrf = await web.login()
+
+    shown = (await web.client.get(page)).text
+    await web.client.post(f"{page}/access", data={"csrf": csrf, "on": "true"})
+    after = (await web.client.get(page)).text
+
+    rule = re.search(r'<p class="meta" id="access-rule">([^<]*)</p>', shown)
+    notice = re.search(r'<p class="notice" role="status">([^<]*)</p>', after)
+    assert rule is not None
+    assert html.unescape(rule[1]) == (
+        "config.toml's [access] refuses this chat (the chat is denied (access.deny)); the "
+        "switch cannot override it: edit [access] instead."
+    )
+    assert notice is not None
+    assert html.unescape(notice[1]) == (
+        "Switched on here (audited as web). [access] still refuses it: the chat is denied "
+        "(access.deny)."
+    )
+    assert glance(after)["The bot here"] == "off: the chat is denied (access.deny)"
 
 
 @pytest.mark.parametrize("web", [{"voice": {"speak": True}, "platform": "telegram"}], indirect=True)

@@ -1,10 +1,9 @@
-"""The dashboard's personas page and a chat's access switch over HTTP: a persona saved
-there starts the next answer, the preview shows the prompt a chosen chat would get, a
-persona read from a file is shown and left to the file, and the switch turns a chat off
-and on, saying when ``[access]`` refuses it whatever the switch says.
+"""The dashboard's personas page over HTTP with profiles: a profile's persona saved in
+its own ``[[profiles]]`` table, a backup per save, and a persona read from a file shown
+and left to that file.
 
 They run the real core from a ``config.toml`` with the dashboard on its own uvicorn
-server, as ``pacebot run`` wires them (:func:`fakes.dashboard.running_web_from_file`).
+server, as ``pacebot run`` wires them (:func:`fakes.config_dashboard.dashboard`).
 """
 
 from __future__ import annotations
@@ -15,50 +14,27 @@ import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from bot.prompt import estimate_tokens
-from fakes.dashboard import BEARER, FileWeb, running_web_from_file
-from fakes.harness import GROUP, PRIVATE, free_port, replies_json
+from fakes.config_dashboard import BEARER, Web, dashboard, log_in
+from fakes.harness import GROUP, replies_json
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
 
 OTHER_GROUP = "test:group:-200"
-
-
-def config_text(llm: FakeLLMServer) -> str:
-    return f"""[bot]
-name = "小满"
-data_dir = "data"
-persona = "CANARY-BASE 你是小满。"
-
-[pacing]
-debounce_min_s = 0.05
-debounce_max_s = 0.05
-
-[llm]
-base_url = "{llm.base_url}"
-max_retries = 0
-
-[web]
-enabled = true
-port = {free_port()}
-
-# the hiking group has its own voice
-[[profiles]]
-name = "hikers"
-chats = ["{GROUP}"]
-persona = "CANARY-HIKER 你爱爬山。"  # kept short
-
-[[profiles]]
-name = "readers"
-chats = ["{OTHER_GROUP}"]
-persona_file = "readers.txt"
-"""
+PROFILES = [
+    {"name": "hikers", "chats": [str(GROUP)], "persona": "CANARY-HIKER 你爱爬山。"},
+    {"name": "readers", "chats": [OTHER_GROUP], "persona_file": "readers.txt"},
+]
 
 
 @contextlib.asynccontextmanager
-async def dashboard(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[FileWeb]:
+async def with_profiles(tmp_path: Path, llm: FakeLLMServer) -> AsyncIterator[Web]:
+    """The config dashboard, with a profile whose persona is written in config.toml and
+    one whose persona is read from a file."""
     (tmp_path / "readers.txt").write_text("CANARY-READER 你爱读书。", encoding="utf-8")
-    async with running_web_from_file(tmp_path, llm, config_text(llm)) as web:
+    async with dashboard(tmp_path, llm) as web:
+        change = {"set": {"profiles": PROFILES}}
+        answer = await web.client.patch("/api/config", json=change, headers=BEARER)
+        assert answer.status_code == 200, answer.text
         yield web
 
 
@@ -86,60 +62,62 @@ def cards(page: str) -> dict[str, str]:
     return {html.unescape(profile): card for profile, card in found}
 
 
+def errors_in(card: str) -> list[str]:
+    """Return the errors shown in a persona's card."""
+    return [html.unescape(e) for e in re.findall(r'class="field-error"[^>]*>([^<]*)<', card)]
+
+
 def system_prompt(llm: FakeLLMServer, request: int) -> str:
     return str(llm.requests[request]["messages"][0]["content"])
 
 
-async def test_a_persona_saved_on_the_page_starts_the_next_answer(
+async def test_a_profiles_persona_is_saved_in_its_own_table_with_a_backup_per_save(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """Saving the base persona and the hikers' persona writes config.toml (its comments
-    kept, a backup per save) and says so; the next answer in a private chat starts with the new base
-    persona, the next in the hikers' group with theirs."""
+    """Saving the hikers' persona, then the base one, writes each in its place (the file's
+    comments kept) with a backup per save, even two in one second, and logs who changed
+    which; the next answer in the hikers' group starts with their new persona."""
     llm.reply_json(replies_json("好的"))
-    async with dashboard(tmp_path, llm) as web:
-        csrf = await web.login()
-        original = web.path.read_text(encoding="utf-8")
+    async with with_profiles(tmp_path, llm) as web:
+        csrf = await log_in(web)
+        before = web.path.read_text(encoding="utf-8")
         with captured_logs() as logs:
-            base = await web.client.post(
-                "/personas", data={"csrf": csrf, "profile": "", "persona": "CANARY-BASE2 阿福"}
-            )
             hikers = await web.client.post(
                 "/personas",
                 data={"csrf": csrf, "profile": "hikers", "persona": "CANARY-HIKER2\r\n爱看山。"},
             )
-        page = (await web.client.get(hikers.headers["location"])).text
-        await web.bot.say("在吗", chat=PRIVATE)
-        await web.bot.settle()
+            base = await web.client.post(
+                "/personas", data={"csrf": csrf, "profile": "", "persona": "CANARY-BASE2 阿福"}
+            )
+        page = (await web.client.get(base.headers["location"])).text
         await web.bot.say("小满 在吗", chat=GROUP, sender_id="8", addresses_bot=True)
         await web.bot.settle()
         written = web.path.read_text(encoding="utf-8")
     kept = (tmp_path / "data" / "config-backups").iterdir()
     backups = [backup.read_text(encoding="utf-8") for backup in kept]
-    assert (base.status_code, hikers.status_code) == (303, 303)
-    assert (len(backups), original in backups) == (2, True)  # one per save, the same second too
+    assert (hikers.status_code, base.status_code) == (303, 303)
     assert notice_of(page) == (
-        "Saved the persona of hikers (audited as web); the next answer starts with it."
+        "Saved the persona of The base persona (audited as web); it applies from the next batch."
     )
     assert logs.about("config.toml changed by web") == [
-        "INFO config.toml changed by web: bot.persona",
         "INFO config.toml changed by web: profiles (hikers).persona",
+        "INFO config.toml changed by web: bot.persona",
     ]
-    assert 'persona = "CANARY-BASE2 阿福"\n' in written
-    assert 'persona = """CANARY-HIKER2\n爱看山。"""  # kept short\n' in written
-    assert "# the hiking group has its own voice\n[[profiles]]" in written
-    assert system_prompt(llm, 0).startswith("CANARY-BASE2 阿福")
-    assert system_prompt(llm, 1).startswith("CANARY-HIKER2\n爱看山。")
+    assert written.startswith("# pacebot for the hiking group: the operator's own notes stay\n")
+    assert 'persona = "CANARY-BASE2 阿福"   # who it is\n' in written
+    assert '"""CANARY-HIKER2\n爱看山。"""' in written
+    assert (len(backups), before in backups) == (3, True)  # the PATCH's, then one per save
+    assert system_prompt(llm, 0).startswith("CANARY-HIKER2\n爱看山。")
 
 
 async def test_a_persona_read_from_a_file_is_shown_and_left_to_the_file(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
     """The readers' persona shows its file's path and text with no text area; a Save
-    posted for it anyway is refused beside it and the config file stays as it was; an
-    empty base persona is refused the same way."""
-    async with dashboard(tmp_path, llm) as web:
-        csrf = await web.login()
+    posted for it anyway is refused beside it, and so is an empty base persona; the
+    config file stays byte for byte as it was."""
+    async with with_profiles(tmp_path, llm) as web:
+        csrf = await log_in(web)
         page = (await web.client.get("/personas")).text
         before = web.path.read_bytes()
         refused = await web.client.post(
@@ -151,108 +129,12 @@ async def test_a_persona_read_from_a_file_is_shown_and_left_to_the_file(
         after = web.path.read_bytes()
     readers = cards(page)["readers"]
     assert list(cards(page)) == ["", "hikers", "readers"]
-    assert f"Read from {tmp_path / 'readers.txt'}" in html.unescape(readers)
+    assert str(tmp_path / "readers.txt") in html.unescape(readers)
     assert ("CANARY-READER 你爱读书。" in readers, "<textarea" in readers) == (True, False)
     assert refused.status_code == 400
-    assert re.findall(r'class="field-error"[^>]*>([^<]*)<', cards(refused.text)["readers"]) == [
-        f"This persona is read from {tmp_path / 'readers.txt'}: edit it in that file."
+    assert errors_in(cards(refused.text)["readers"]) == [
+        f"{tmp_path / 'readers.txt'} holds this persona: edit that file."
     ]
     assert blank.status_code == 400
-    assert re.findall(r'class="field-error"[^>]*>([^<]*)<', cards(blank.text)[""]) == [
-        "The base persona cannot be empty."
-    ]
+    assert errors_in(cards(blank.text)[""]) == ["A persona cannot be blank."]
     assert after == before
-
-
-async def test_the_preview_shows_the_chosen_chats_prompt_and_its_size(
-    tmp_path: Path, llm: FakeLLMServer
-) -> None:
-    """Picking the hikers' group shows the prompt it would get now, their persona first,
-    with its profile and token count, as GET /api/chats/{chat}/prompt gives them; a typed
-    key of a chat never seen works too, and a key that is none is refused beside it."""
-    async with dashboard(tmp_path, llm) as web:
-        await web.bot.say("周六爬山吗", chat=GROUP, sender_id="8")
-        await web.bot.say("你好", chat=PRIVATE)
-        await web.login()
-        picked = (await web.client.get("/personas", params={"chat": str(GROUP)})).text
-        api = (await web.client.get(f"/api/chats/{GROUP}/prompt", headers=BEARER)).json()
-        typed = (await web.client.get("/personas", params={"typed": OTHER_GROUP})).text
-        wrong = await web.client.get("/personas", params={"typed": "nonsense"})
-    prompt = text_of(picked, "preview-prompt")
-    listed = re.findall(r'<option value="([^"]+)"', picked)
-    assert sorted(listed) == sorted([str(GROUP), str(PRIVATE)])
-    assert (text_of(picked, "preview-key"), text_of(picked, "preview-profile")) == (
-        str(GROUP),
-        "hikers",
-    )
-    assert prompt.startswith("CANARY-HIKER 你爱爬山。")
-    assert text_of(picked, "preview-tokens") == f"~{estimate_tokens(prompt)} tokens"
-    assert (api["prompt"], api["tokens"]) == (prompt, estimate_tokens(prompt))
-    assert text_of(typed, "preview-profile") == "readers"
-    assert text_of(typed, "preview-prompt").startswith("CANARY-READER 你爱读书。")
-    assert wrong.status_code == 200
-    assert "preview-prompt" not in wrong.text
-    assert 'class="field-error"' in wrong.text
-
-
-async def test_the_switch_turns_a_chat_off_and_on_again(tmp_path: Path, llm: FakeLLMServer) -> None:
-    """Switch off on the group's page: it says so, offers Switch on, and the next message
-    there is neither stored nor answered; Switch on serves it again; both are logged as
-    done by web."""
-    llm.reply_json(replies_json("在的"))
-    async with dashboard(tmp_path, llm) as web:
-        await web.bot.say("大家好", chat=GROUP, sender_id="8")
-        csrf = await web.login()
-        page = f"/chats/{GROUP}"
-        with captured_logs() as logs:
-            off = await web.client.post(f"{page}/access", data={"csrf": csrf, "on": "false"})
-            shown_off = (await web.client.get(page)).text
-            await web.bot.say("小满 在吗", chat=GROUP, sender_id="8", addresses_bot=True)
-            await web.bot.settle()
-            stored_off = len(await web.bot.ops.status.messages(GROUP, limit=10))
-            asked_off = len(llm.requests)
-            on = await web.client.post(f"{page}/access", data={"csrf": csrf, "on": "true"})
-            shown_on = (await web.client.get(page)).text
-            await web.bot.say("小满 在吗", chat=GROUP, sender_id="8", addresses_bot=True)
-            await web.bot.settle()
-            stored_on = len(await web.bot.ops.status.messages(GROUP, limit=10))
-    assert (off.status_code, on.status_code) == (303, 303)
-    assert notice_of(shown_off) == (
-        "Switched off here (audited as web): messages here are neither stored nor answered."
-    )
-    assert text_of(shown_off, "access") == "off: the chat is switched off (/bot off)"
-    assert ">Switch on here<" in shown_off
-    assert (stored_off, asked_off) == (1, 0)
-    assert notice_of(shown_on) == "Switched on here (audited as web)."
-    assert (text_of(shown_on, "access"), ">Switch off here<" in shown_on) == ("on", True)
-    assert (stored_on, len(llm.requests)) == (3, 1)  # the message, and the bot's answer
-    assert logs.about("switched") == [
-        "INFO switched off by web",
-        "INFO messages here are neither stored nor answered: the chat is switched off (/bot off)",
-        "INFO switched on by web",
-    ]
-
-
-async def test_a_chat_refused_by_the_config_says_the_switch_cannot_serve_it(
-    tmp_path: Path, llm: FakeLLMServer
-) -> None:
-    """Once [access] denies the group (changed live), its page says why and that the
-    switch cannot override the rule, and switching it on still says it is refused."""
-    async with dashboard(tmp_path, llm) as web:
-        await web.bot.say("大家好", chat=GROUP, sender_id="8")
-        csrf = await web.login()
-        await web.client.patch(
-            "/api/config", json={"set": {"access.deny": [str(GROUP)]}}, headers=BEARER
-        )
-        page = (await web.client.get(f"/chats/{GROUP}")).text
-        await web.client.post(f"/chats/{GROUP}/access", data={"csrf": csrf, "on": "true"})
-        after = (await web.client.get(f"/chats/{GROUP}")).text
-    assert text_of(page, "access") == "off: the chat is denied (access.deny)"
-    assert text_of(page, "access-rule") == (
-        "Refused by config.toml: the chat is denied (access.deny). The switch cannot "
-        "override the [access] rules."
-    )
-    assert notice_of(after) == (
-        "Switched on here (audited as web). Still refused: the chat is denied "
-        "(access.deny). No switch overrides the [access] rules of config.toml."
-    )

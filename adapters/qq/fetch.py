@@ -50,12 +50,15 @@ class SafeFetch:
         allow_private_hosts: bool = False,
         timeout_s: float = TIMEOUT_S,
         address_allowed: Callable[[IPAddress], bool] | None = None,
+        allowed_by: str | None = "qq.allow_private_image_hosts = true",
     ) -> None:
         """Refuse non-public addresses unless ``allow_private_hosts``.
 
         ``address_allowed`` replaces that rule (tests use it to tell two loopback
-        addresses apart).
+        addresses apart); ``allowed_by`` names the setting that allows them in a refusal
+        (``None``: none does).
         """
+        self._allowed_by = allowed_by
         if address_allowed is None:
             address_allowed = (lambda _: True) if allow_private_hosts else is_public
         self._allowed = address_allowed
@@ -114,9 +117,10 @@ class SafeFetch:
         addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
         refused = [a for a in addresses if not self._allowed(a)]
         if refused or not addresses:
+            hint = f" (set {self._allowed_by} to allow)" if self._allowed_by else ""
             msg = (
                 f"host {target.host!r} is at {refused[0] if refused else 'nothing'}, "
-                "a private or local address (set qq.allow_private_image_hosts = true to allow)"
+                f"a private or local address{hint}"
             )
             raise fetch.failed(msg)
         return addresses[0]

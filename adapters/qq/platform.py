@@ -24,7 +24,6 @@ a time; it may be started and stopped again in the same process (tests do).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -38,8 +37,7 @@ from nonebot.adapters.onebot.v11 import (
     NetworkError,
 )
 
-from adapters import asgi
-from adapters.handover import hand_over
+from adapters import asgi, handover
 from adapters.inflight import InFlight
 from adapters.plugins.host import Arrival, PluginHost
 from adapters.qq import errors, history, wire
@@ -57,8 +55,6 @@ from bot.tasks import start_task
 
 if TYPE_CHECKING:
     from bot.ports import History, Platform
-
-_HANDOVER_MAX: Final = 500  # events stored in one transaction at most
 
 
 class QQPlatform:
@@ -200,7 +196,9 @@ class QQPlatform:
         self._adapter.attach(self, access_token=self._token)
         self._server = wire.server(self._host, self._port)
         self._delivery_task = start_task(
-            self._deliver_all(), name="qq:deliver", failure="QQ: task crashed"
+            handover.deliver_together(self._inbox, self._deliver),
+            name="qq:deliver",
+            failure="QQ: task crashed",
         )
         self._server_task = start_task(
             asgi.serve(
@@ -230,7 +228,9 @@ class QQPlatform:
             # and each waits at most ``api_timeout_s``.
             await self._sends.settle(timeout_s=self._api_timeout_s + 1.0)
             await self._stop_server()
-            await self._drain()
+            await handover.drain(
+                self._inbox, self._delivery_task, timeout_s=self._drain_timeout_s, wire="QQ"
+            )
         finally:
             self._release()
         logger.info("QQ stopped")
@@ -240,23 +240,6 @@ class QQPlatform:
         if server is None or task is None:
             return
         await asgi.stop(server, task, name="QQ: the OneBot server")
-
-    async def _drain(self) -> None:
-        """Hand the messages already received to the sink, then end the delivery task."""
-        task = self._delivery_task
-        if task is None:
-            return
-        if not task.done():
-            try:
-                async with asyncio.timeout(self._drain_timeout_s):
-                    await self._inbox.join()
-            except TimeoutError:
-                logger.error(
-                    "QQ: {} received messages were not stored in time", self._inbox.qsize()
-                )
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
     def _release(self) -> None:
         """Leave nonebot as a later platform expects to find it."""
@@ -315,31 +298,17 @@ class QQPlatform:
         if task is not None and not task.done():
             self._inbox.put_nowait(event)
 
-    async def _deliver_all(self) -> None:
-        """Hand the events over in arrival order, those that came in together at once.
-
-        Nothing waits to fill a hand-over: while one is being stored, the frames that
-        arrive queue up, and the next hand-over takes them all (up to
-        :data:`_HANDOVER_MAX`). One commit per hand-over keeps up with a busy wire, and
-        the window in which a received event is not yet stored stays one commit long.
-        """
-        while True:
-            events = [await self._inbox.get()]
-            while len(events) < _HANDOVER_MAX and not self._inbox.empty():
-                events.append(self._inbox.get_nowait())
-            try:
-                if self._sink is not None:
-                    await self._hand_over(self._sink, events)
-            finally:
-                for _ in events:
-                    self._inbox.task_done()
+    async def _deliver(self, events: list[MessageEvent]) -> None:
+        """Hand over the events that came in together (see :func:`handover.deliver_together`)."""
+        if self._sink is not None:
+            await self._hand_over(self._sink, events)
 
     async def _hand_over(self, sink: MessageSink, events: list[MessageEvent]) -> None:
         """Give the messages among ``events`` to ``sink``, through the plugins if hosted."""
         messages = [self._normalised(event) for event in events]
         if self._plugins is None:
             taken = [message for message in messages if message is not None]
-            await hand_over(sink, taken, wire="QQ")
+            await handover.hand_over(sink, taken, wire="QQ")
             return
         bots = self._adapter.bots
         arrivals = [
@@ -375,7 +344,9 @@ class QQPlatform:
         implementation takes them."""
         return self._outbound.kinds(chat)
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         """Deliver ``item`` to ``chat`` (see :meth:`Outbound.send`)."""
         if self._stopped:
             msg = f"QQ is stopping; nothing was sent to {chat}"

@@ -1,10 +1,9 @@
 """Set up nonebot2 with the OneBot v11 adapter, and serve its reverse WebSocket.
 
-nonebot is a process-wide singleton. :func:`onebot_adapter` initialises it the first time
-a :class:`~adapters.qq.platform.QQPlatform` is built, never at import: explicitly
-configured (no environment variable or ``.env`` file decides anything), with the OneBot
-v11 adapter registered and its HTTP routes removed, since nonebot checks no access token
-on them. Later calls return the same adapter.
+nonebot is a process-wide singleton, set up once by :mod:`adapters.nonebot_host`.
+:func:`onebot_adapter` registers the OneBot v11 adapter the first time a
+:class:`~adapters.qq.platform.QQPlatform` is built, never at import, and removes its HTTP
+routes, since nonebot checks no access token on them. Later calls return the same adapter.
 
 The app is served by an in-process ``uvicorn.Server`` on a socket bound here, so a taken
 port fails at once and SIGINT/SIGTERM stay pacebot's (the server installs no handlers).
@@ -12,11 +11,9 @@ port fails at once and SIGINT/SIGTERM stay pacebot's (the server installs no han
 Logging: importing nonebot (which importing any module of this package does) calls
 ``loguru.logger.remove()`` and adds nonebot's own stdout sink, so the composition root
 imports the QQ package *before* ``bot.log.setup_logging()`` runs. ``nonebot.init()``
-replaces loguru's patcher and extra; :func:`onebot_adapter` puts back whatever was
-configured before it, keeps nonebot's start-up lines out of the log, and drops nonebot's
-stdout sink if it is still there. The access token is never given to nonebot's config
-(which nonebot logs at DEBUG), and the loggers that would print request headers are kept
-at INFO by :func:`quiet_header_loggers`.
+replaces loguru's patcher and extra, which :mod:`adapters.nonebot_host` puts back. The
+access token is never given to nonebot's config (which nonebot logs at DEBUG), and the
+loggers that would print request headers are kept at INFO by :func:`quiet_header_loggers`.
 """
 
 from __future__ import annotations
@@ -24,12 +21,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
-from collections.abc import Iterator
 from typing import Any, ClassVar, Final, Protocol
 
 import nonebot
-import nonebot.log
 import uvicorn
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
@@ -37,10 +31,9 @@ from loguru import logger
 from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, MessageEvent, MetaEvent
 from nonebot.adapters.onebot.v11.config import Config as OneBotConfig
 from nonebot.compat import type_validate_python
-from nonebot.config import Config as NonebotConfig
 from nonebot.drivers import ASGIMixin, Driver
 
-from adapters import asgi
+from adapters import asgi, nonebot_host
 from adapters.qq.normalise import one_line
 from bot.errors import ConfigError
 
@@ -49,9 +42,6 @@ WS_PATH: Final = "/onebot/v11/ws"
 # uvicorn hands its logger to the websockets protocol, which prints every request
 # header (the Authorization one too) and every frame at DEBUG.
 _HEADER_LOGGERS: Final = ("uvicorn", "uvicorn.error", "websockets")
-# A truthy value naming no regular file: nonebot.init() replaces a falsy ``_env_file``
-# with ``.env`` and ``.env.{environment}`` from the working directory.
-_NO_DOTENV_FILES: Final = (os.devnull,)
 
 
 class Listener(Protocol):
@@ -158,60 +148,13 @@ def onebot_config(access_token: str | None) -> OneBotConfig:
     return OneBotConfig.model_validate({"onebot_access_token": access_token})
 
 
-def _nonebot_settings() -> dict[str, Any]:
-    """Return a value for every nonebot setting, so no environment variable decides one.
-
-    nonebot reads variables named like its settings (``HOST``, ``PORT``, ``DRIVER``,
-    ``SUPERUSERS``...); arguments to ``nonebot.init()`` take precedence over them.
-    Host and port are unused: ``QQPlatform`` serves the app itself.
-    """
-    settings = {
-        name: field.get_default(call_default_factory=True)
-        for name, field in NonebotConfig.model_fields.items()
-    }
-    settings.update(
-        driver="~fastapi",
-        log_level="INFO",
-        api_timeout=60.0,  # a backstop: each call is bounded by QQPlatform's own timeout
-        superusers=set(),
-        nickname=set(),  # pacebot finds its name in the text itself
-    )
-    return settings
-
-
-@contextlib.contextmanager
-def _loguru_left_alone() -> Iterator[None]:
-    """Undo what ``nonebot.init()`` does to loguru, and keep its start-up lines out.
-
-    It replaces loguru's patcher (pacebot's redacts secrets) and its default extra (which
-    pacebot's log format reads). loguru offers no getter for either, hence ``_core``.
-    """
-    core = logger._core  # type: ignore[attr-defined]  # no public getter for patcher/extra
-    patcher, extra = core.patcher, dict(core.extra)
-    logger.disable("nonebot")
-    try:
-        yield
-    finally:
-        logger.enable("nonebot")
-        with core.lock:
-            core.patcher = patcher
-            core.extra.clear()
-            core.extra.update(extra)
-
-
 @functools.cache
 def onebot_adapter() -> OneBotAdapter:
-    """Initialise nonebot once per process, explicitly, and return its OneBot adapter.
+    """Register the OneBot adapter on nonebot (set up once per process) and return it.
 
     Raise ``ConfigError`` if nonebot was initialised elsewhere in a way QQ cannot use.
     """
-    # nonebot's import added its own stdout sink; drop it so nonebot's chatter stays out
-    # of stdout (pacebot's set-up has usually removed it already).
-    with contextlib.suppress(ValueError):
-        logger.remove(nonebot.log.logger_id)
-    with _loguru_left_alone():
-        nonebot.init(_env_file=_NO_DOTENV_FILES, **_nonebot_settings())
-        driver = nonebot.get_driver()
+    with nonebot_host.registering() as driver:
         if not isinstance(driver, ASGIMixin):
             msg = (
                 f"nonebot was initialised elsewhere with the {driver.type} driver; "

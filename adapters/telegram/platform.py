@@ -292,7 +292,9 @@ class TelegramPlatform:
         """Texts, reactions, stickers and voice notes, in every chat."""
         return _KINDS
 
-    async def send(self, chat: ChatKey, item: Outgoing) -> str | None:
+    async def send(
+        self, chat: ChatKey, item: Outgoing, *, answers: str | None = None
+    ) -> str | None:
         """Deliver ``item`` to ``chat``; return the id of the message it made, if any.
 
         A text is posted (quoting its ``reply_to``); a reaction is set on its message with

@@ -108,8 +108,9 @@ def tables(
     typed: Mapping[str, str] | None = None,
     errors: Mapping[str, str] | None = None,
 ) -> list[Table]:
-    """Return every table with its rows, in the order the model declares its keys; an
-    input holds what was ``typed`` where the form was refused, with its error beside it."""
+    """Return every table with its rows, in the order the model declares its keys (the
+    keys outside every table, ``[[profiles]]``, last, as in ``config.toml``); an input
+    holds what was ``typed`` where the form was refused, with its error beside it."""
     typed, errors = typed or {}, errors or {}
     rows: dict[str, list[Row]] = {}
     for key in config_keys():

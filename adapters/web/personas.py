@@ -6,7 +6,7 @@ A persona written in ``config.toml`` is saved through the config file's change p
 its name; comments and order kept, the old file backed up, reloaded live, logged with
 ``web`` as who): the next answer starts with it. A persona read from a file
 (``persona_file``) is shown with the file's path and edited there. A profile's text area
-left empty takes the base persona. The preview is :meth:`bot.ops.status.StatusOps.system_prompt`,
+left empty takes the base persona. The preview is :meth:`bot.ops.status.StatusOps.prompt_view`,
 the prompt ``/prompt`` and ``GET /api/chats/{chat}/prompt`` show (persona, the chat's
 summaries, its people), with its token count and its profile; the page's script redraws
 it when another chat is picked, and the form does the same without script.

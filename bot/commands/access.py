@@ -1,4 +1,5 @@
-"""``/bot off`` and ``/bot on`` (admins): stop or start serving this chat."""
+"""``/bot off`` and ``/bot on`` (admins): stop or start serving this chat; ``/whoami``
+(anyone): the id ``bot.admins`` names the sender by."""
 
 from __future__ import annotations
 
@@ -23,3 +24,9 @@ async def bot(call: Call) -> str:
         if state.served
         else say("bot_refused", why=state.refusal)
     )
+
+
+async def whoami(call: Call) -> str:
+    """Tell the sender their id as ``bot.admins`` names people (an openid on the official
+    QQ bot, which no one can see in the QQ client)."""
+    return call.say("whoami", who=call.who)

@@ -8,7 +8,17 @@ with ``admins_in_groups``, on the whole chat: anyone in a private chat, admins i
 
 from __future__ import annotations
 
-from bot.commands import access, initiative, people, recall, status, stickers, summary, trace
+from bot.commands import (
+    access,
+    initiative,
+    people,
+    recall,
+    status,
+    stickers,
+    summary,
+    tools,
+    trace,
+)
 from bot.commands.call import Call, Command
 from bot.texts import Texts
 
@@ -40,6 +50,8 @@ MENU: tuple[Command, ...] = (
     Command("later", initiative.later, "[cancel <id>]", anyone=True),
     Command("quiet", initiative.quiet, "[hours | off]", anyone=True, admins_in_groups=True),
     Command("bot", access.bot, "[off | on]"),
+    Command("tools", tools.tools),
+    Command("whoami", access.whoami, anyone=True),
 )
 _BY_NAME = {command.name: command for command in MENU}
 

@@ -33,8 +33,7 @@ class CommandRunner:
 
     def is_admin(self, message: IncomingMessage) -> bool:
         """Admins are named by numeric platform id; the console user always is one."""
-        platform = message.chat.platform
-        return platform == "console" or f"{platform}:{message.sender_id}" in self._config.bot.admins
+        return self._config.is_admin(message.chat, message.sender_id)
 
     async def run(self, message: IncomingMessage, command: Command, args: Sequence[str]) -> str:
         """Run ``command`` for ``message``'s sender and return the answer text."""

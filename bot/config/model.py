@@ -6,7 +6,6 @@ Every error names the key, the bad value and the form that was expected.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Callable, Mapping
 from datetime import datetime, time
@@ -14,11 +13,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 from zoneinfo import ZoneInfo
 
-from pydantic import AfterValidator, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from bot.config.errors import describe, toml_error, toml_value
 from bot.config.groups import BudgetConfig, GroupsConfig, describe_override
+from bot.config.plugins import PluginsConfig
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, describe_profile
+from bot.config.qq_official import QQOfficialConfig
+from bot.config.tools import ToolsConfig, describe_server
 from bot.config.values import (
     AdminIds,
     ClockTime,
@@ -53,7 +55,7 @@ class BotConfig(Section):
     persona_file: Path | None = None
     """Read the initial persona from this file instead (relative to the config file)."""
     admins: AdminIds = ()
-    """Admins by numeric platform id: ``telegram:123``, ``qq:10001``."""
+    """Admins by numeric platform id: ``telegram:123``, ``qq:10001``; ``qqbot:<openid>``."""
     log_level: LogLevel = "INFO"
     """Log level: TRACE, DEBUG, INFO, SUCCESS, WARNING or ERROR (``--log-level`` and
     ``PACEBOT_LOG_LEVEL`` override it)."""
@@ -286,60 +288,6 @@ class InitiativeConfig(Section):
         return self
 
 
-_MODULE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_SETTING_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# nonebot's own settings that pacebot sets from its config (its driver, its server, its
-# log, the OneBot and QQ adapters' tokens and addresses): a plugin setting never changes them.
-_PACEBOTS_NONEBOT_SETTINGS = frozenset(
-    {"driver", "host", "port", "log_level", "api_timeout", "environment", "fastapi_reload"}
-)
-_PACEBOTS_SETTING_PREFIXES = (
-    "onebot_",
-    "qq_bots",
-    "qq_is_sandbox",
-    "qq_api_base",
-    "qq_sandbox_api_base",
-    "qq_auth_base",
-    "qq_custom_gateway_url",
-)
-
-
-def _plugin_modules(modules: tuple[str, ...]) -> tuple[str, ...]:
-    for module in modules:
-        if not _MODULE_RE.match(module):
-            msg = (
-                f"{toml_value(module)} is not a Python module name: name the module, "
-                'e.g. "nonebot_plugin_status", not the package "nonebot-plugin-status"'
-            )
-            raise ValueError(msg)
-    if len(set(modules)) < len(modules):
-        msg = "names a module twice"
-        raise ValueError(msg)
-    return modules
-
-
-def _plugin_settings(settings: dict[str, Any]) -> dict[str, Any]:
-    for key in settings:
-        name = key.lower()
-        if not _SETTING_RE.match(key):
-            msg = f"plugins.config.{key}: not a setting name (letters, digits and _ only)"
-            raise ValueError(msg)
-        if name in _PACEBOTS_NONEBOT_SETTINGS or name.startswith(_PACEBOTS_SETTING_PREFIXES):
-            msg = f"plugins.config.{key}: pacebot sets this itself (from [bot] and [qq])"
-            raise ValueError(msg)
-    return settings
-
-
-class PluginsConfig(Section):
-    nonebot: Annotated[tuple[str, ...], AfterValidator(_plugin_modules)] = ()
-    """nonebot2 plugins to load beside pacebot when QQ is on, by module name."""
-    config: Annotated[dict[str, Any], AfterValidator(_plugin_settings)] = Field(
-        default_factory=dict
-    )
-    """Settings handed to nonebot's config for the plugins, as a plain nonebot bot's
-    ``.env`` would (e.g. ``server_status_only_superusers = false``)."""
-
-
 WEB_TOKEN_CHARS_MIN = 16
 """The shortest dashboard token accepted: it guards a page that can change memory."""
 
@@ -382,6 +330,8 @@ class Config(Section):
     """The Telegram bot."""
     qq: QQConfig = QQConfig()
     """QQ, through a OneBot v11 implementation connecting to a reverse WebSocket."""
+    qq_official: QQOfficialConfig = QQOfficialConfig()
+    """QQ as an official bot of the QQ Open Platform (AppID and AppSecret)."""
     web: WebConfig = WebConfig()
     """The dashboard, served by ``pacebot run``."""
     reactions: ReactionsConfig = ReactionsConfig()
@@ -394,6 +344,8 @@ class Config(Section):
     """What the bot does on its own: reminders, follow-ups and openers."""
     budget: BudgetConfig = BudgetConfig()
     """What the LLM calls may spend, and what they cost."""
+    tools: ToolsConfig = ToolsConfig()
+    """The tools the model may call while it answers: MCP servers and web search."""
     plugins: PluginsConfig = PluginsConfig()
     """nonebot2 plugins hosted beside pacebot on QQ."""
     access: AccessConfig = AccessConfig()
@@ -460,6 +412,7 @@ def _described(error: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     return (
         describe_override(error, data)
         or describe_profile(error, data)
+        or describe_server(error, data)
         or describe(error, model=Config)
     )
 
@@ -490,5 +443,9 @@ def load_config(path: Path) -> Config:
 
 def enabled_platforms(config: Config) -> list[str]:
     """Name the platforms ``pacebot run`` would start."""
-    switches = (("telegram", config.telegram.enabled), ("qq", config.qq.enabled))
+    switches = (
+        ("telegram", config.telegram.enabled),
+        ("qq", config.qq.enabled),
+        ("qqbot", config.qq_official.enabled),
+    )
     return [name for name, on in switches if on]

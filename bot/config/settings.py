@@ -37,6 +37,7 @@ from bot.config.model import (
     WebConfig,
 )
 from bot.config.profiles import PROFILES_KEY, AccessConfig, Profile, matches
+from bot.config.tools import ToolsConfig
 from bot.days import ChatDays
 from bot.errors import ConfigError
 from bot.models import ChatKey
@@ -66,6 +67,7 @@ RESTART_ONLY: tuple[str, ...] = (
     "qq.access_token_env",
     "qq.allow_private_image_hosts",
     "qq.backfill",
+    "qq_official",
     "web",
     "stickers.enabled",
     "voice.enabled",
@@ -74,6 +76,9 @@ RESTART_ONLY: tuple[str, ...] = (
     "voice.api_key_env",
     "voice.stt_model",
     "voice.tts_model",
+    "tools.enabled",
+    "tools.mcp",
+    "tools.web_search",
     "plugins",
 )
 """Keys read once when a part is built: a reload keeps their running values. A table's
@@ -257,6 +262,12 @@ class Settings:
             tools=profile.tools,
         )
 
+    def is_admin(self, chat: ChatKey, sender_id: str) -> bool:
+        """Tell whether ``sender_id`` writing in ``chat`` is one of ``bot.admins`` (named by
+        numeric platform id); the console user always is one."""
+        platform = chat.platform
+        return platform == "console" or f"{platform}:{sender_id}" in self._config.bot.admins
+
     def initiatives(self) -> tuple[InitiativeConfig, ...]:
         """Return the base ``[initiative]`` and each profile's, in the order tried."""
         return (self._config.initiative, *(p.initiative for p in self._profiles))
@@ -347,6 +358,10 @@ class Settings:
     @property
     def access(self) -> AccessConfig:
         return self._config.access
+
+    @property
+    def tools(self) -> ToolsConfig:
+        return self._config.tools
 
     @property
     def database_path(self) -> Path:

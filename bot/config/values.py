@@ -22,6 +22,7 @@ from bot.hours import window_minutes
 from bot.models import ChatKey
 
 _ADMIN_RE = re.compile(r"^[a-z][a-z0-9_]*:\d+$")
+_OPENID_ADMIN_RE = re.compile(r"^qqbot:[A-Za-z0-9_]{1,64}$")  # the official QQ bot's openids
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -48,14 +49,29 @@ def _env_name_or_empty(value: str) -> str:
 
 def http_url(example: str) -> AfterValidator:
     """Accept an http(s) URL or "", naming ``example`` as the expected form."""
+    return _url(("http://", "https://"), "an http(s) URL", example)
 
+
+def ws_url(example: str) -> AfterValidator:
+    """Accept a ws(s) URL or "", naming ``example`` as the expected form."""
+    return _url(("ws://", "wss://"), "a ws(s) URL", example)
+
+
+def _url(schemes: tuple[str, ...], form: str, example: str) -> AfterValidator:
     def check(value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            msg = f"must be an http(s) URL such as {example}, or empty"
+        if value and not value.startswith(schemes):
+            msg = f"must be {form} such as {example}, or empty"
             raise ValueError(msg)
         return value
 
     return AfterValidator(check)
+
+
+def _app_id(value: str) -> str:
+    if value and not (value.isascii() and value.isdigit() and len(value) <= 20):
+        msg = 'must be the bot\'s AppID, digits such as "102000001", or ""'
+        raise ValueError(msg)
+    return value
 
 
 def _iana_zone(value: str) -> str:
@@ -69,10 +85,11 @@ def _iana_zone(value: str) -> str:
 
 def _admin_ids(value: tuple[str, ...]) -> tuple[str, ...]:
     for admin in value:
-        if not _ADMIN_RE.match(admin):
+        if not _ADMIN_RE.match(admin) and not _OPENID_ADMIN_RE.match(admin):
             msg = (
                 f"{toml_value(admin)} is not an admin id; use platform:numeric-id, "
-                'e.g. "telegram:123456789" or "qq:10001"'
+                'e.g. "telegram:123456789" or "qq:10001", or qqbot:openid '
+                "(what /whoami answers on the official QQ bot)"
             )
             raise ValueError(msg)
     return value
@@ -163,6 +180,8 @@ EnvName = Annotated[str, AfterValidator(_env_name)]
 EnvNameOrEmpty = Annotated[str, AfterValidator(_env_name_or_empty)]
 """As :data:`EnvName`, or "" to fall back to another setting."""
 IanaZone = Annotated[str, AfterValidator(_iana_zone)]
+AppId = Annotated[str, AfterValidator(_app_id)]
+"""An app's id on the QQ Open Platform (its AppID): digits, or "" while unset."""
 AdminIds = Annotated[tuple[str, ...], AfterValidator(_admin_ids)]
 ClockTime = Annotated[str, AfterValidator(_clock_time)]
 """A time of day, ``HH:MM``."""

@@ -36,6 +36,7 @@ class Occasion:
     due_at: datetime | None = None  # when the later item fell due
     promised_at: datetime | None = None  # when the later item was made
     asker_name: str | None = None  # whom it was promised to
+    asker_id: str | None = None
     quiet_since: datetime | None = None  # an opener: the chat's last message
 
     @property

@@ -64,6 +64,7 @@ def occasion_of(item: LaterItem) -> Occasion:
         due_at=item.due_at,
         promised_at=item.created_at,
         asker_name=item.asker_name,
+        asker_id=item.asker_id,
     )
 
 

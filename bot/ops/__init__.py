@@ -7,8 +7,8 @@ bot is doing (what waits, what is queued, what failed, each chat's phase, the pr
 :class:`MemoryOps` reads and changes what it remembers (the prompt stack, recall, people
 and their facts), :class:`TraceOps` reads how batches were answered,
 :class:`StickerOps` the chats' sticker collections, :class:`InitiativeOps` their later
-items, openers and quiet periods, :class:`CostOps` what the LLM calls cost, and
-:class:`AccessOps` which chats are served.
+items, openers and quiet periods, :class:`CostOps` what the LLM calls cost,
+:class:`AccessOps` which chats are served, and :class:`ToolOps` the tools a chat is offered.
 :class:`Ops` holds them for a running bot.
 """
 
@@ -22,6 +22,7 @@ from bot.ops.initiative import InitiativeOps
 from bot.ops.memory import MemoryOps
 from bot.ops.status import StatusOps
 from bot.ops.stickers import StickerOps
+from bot.ops.tools import ToolOps
 from bot.ops.traces import TraceOps
 
 
@@ -36,3 +37,4 @@ class Ops:
     initiative: InitiativeOps
     cost: CostOps
     access: AccessOps
+    tools: ToolOps

@@ -109,10 +109,12 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class PlannedReply:
-    """An item ready for the outbox and when it is due (wall clock)."""
+    """An item ready for the outbox, when it is due (wall clock) and, where the platform
+    wants replies to name it (:class:`~bot.ports.RepliesWithin`), the message it answers."""
 
     item: Outgoing
     due_at: datetime
+    answers: str | None = None
 
 
 class OutboxState(enum.StrEnum):
@@ -136,6 +138,7 @@ class OutboxItem:
     item: Outgoing
     due_at: datetime
     state: OutboxState
+    answers: str | None = None  # the message it answers, on a platform that wants it named
 
 
 def to_row(item: Outgoing) -> tuple[ItemKind, str, str | None]:

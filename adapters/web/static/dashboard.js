@@ -1,8 +1,7 @@
 // Keep the overview live: poll /api/status and redraw the counters, platforms and chats.
 // Ask before a form that pops or forgets is sent (its data-confirm says what it does).
-// On the settings page send only the keys whose value changed; on the personas page redraw
-// the preview of the chat picked from /api/chats/{chat}/prompt (without script, the form
-// asks the server for the page again).
+// On the settings page send only the keys changed; on the personas page redraw the
+// preview of the chat picked, from /api/chats/{chat}/prompt.
 // No framework and no inline script (the CSP forbids it); text goes in as textContent,
 // in the words the page hands over (data-words on <body>, in bot.language).
 "use strict";
@@ -118,24 +117,20 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
-// Pop, forget and forget-this-person say what they will do and wait for a yes; so does a
-// button that sends a form of its own (a setting's reset).
-for (const form of document.querySelectorAll("form[data-confirm]")) {
+// Pop, forget, forget-this-person, the switch and a reset say what they will do and wait
+// for a yes: a form by its own data-confirm, or the button that sent it by its.
+for (const form of document.querySelectorAll("form")) {
   form.addEventListener("submit", (event) => {
-    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
-  });
-}
-for (const button of document.querySelectorAll("button[data-confirm]")) {
-  button.addEventListener("click", (event) => {
-    if (!window.confirm(button.dataset.confirm)) event.preventDefault();
+    const asked = event.submitter?.dataset.confirm ?? form.dataset.confirm;
+    if (asked && !window.confirm(asked)) event.preventDefault();
   });
 }
 
 // A key's inputs hold what the file gives it (data-initial): those left as they were are
-// not sent (a switch is a hidden "false" and a checkbox "true" under one name).
+// not sent, so a Save posts only what changed (a switch is a hidden "false" and a checkbox
+// "true" under one name; the server compares again, for a browser without script).
 function sendOnlyChanged(form) {
-  const fields = form.querySelectorAll("[data-initial]:not([type=hidden])");
-  for (const field of fields) {
+  for (const field of form.querySelectorAll("[data-initial]:not([type=hidden])")) {
     const value = field.type === "checkbox" ? String(field.checked) : field.value;
     if (value !== field.dataset.initial) continue;
     for (const named of form.querySelectorAll(`[name="${CSS.escape(field.name)}"]`)) {
@@ -144,20 +139,23 @@ function sendOnlyChanged(form) {
   }
 }
 
-function enableAll(form) {
-  for (const field of form.querySelectorAll("[data-initial]")) field.disabled = false;
-}
-
 const settingsForm = document.getElementById("settings-form");
 if (settingsForm) {
-  settingsForm.addEventListener("submit", () => sendOnlyChanged(settingsForm));
-  window.addEventListener("pageshow", () => enableAll(settingsForm)); // back to a kept page
+  settingsForm.addEventListener("submit", (event) => {
+    if (!event.defaultPrevented) sendOnlyChanged(settingsForm);
+  });
+  window.addEventListener("pageshow", () => {  // back to a page the browser kept
+    for (const field of settingsForm.querySelectorAll("[data-initial]")) field.disabled = false;
+  });
 }
 
+// The personas page redraws the preview of the chat picked from the API, without a
+// reload; without script (or when the API fails) the form asks the server for the page.
 async function drawPreview(chat) {
-  const response = await fetch("/api" + chatUrl(chat) + "/prompt", { credentials: "same-origin", cache: "no-store" });
   const key = document.getElementById("preview-key");
-  if (!response.ok || key === null) return false;
+  if (key === null) return false;
+  const response = await fetch("/api" + chatUrl(chat) + "/prompt", { credentials: "same-origin", cache: "no-store" });
+  if (!response.ok) return false;
   const shown = await response.json();
   key.textContent = shown.chat;
   document.getElementById("preview-profile").textContent = shown.profile || say("profile_base");
