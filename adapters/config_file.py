@@ -20,6 +20,7 @@ named like secrets.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -232,7 +233,12 @@ class ConfigFile(RunningConfig):
         stamp = f"{self._now().astimezone(self._settings.bot.zone):%Y%m%d-%H%M%S}"
         try:
             backups.mkdir(parents=True, exist_ok=True)
-            (backups / f"config-{stamp}.toml").write_text(old, encoding="utf-8")
+            kept = backups / f"config-{stamp}.toml"
+            for again in itertools.count(2):  # two saves in one second keep both files
+                if not kept.exists():
+                    break
+                kept = backups / f"config-{stamp}-{again}.toml"
+            kept.write_text(old, encoding="utf-8")
         except OSError as exc:
             msg = f"cannot keep a backup in {backups}: {exc.strerror}; nothing changed"
             raise ConfigRefused(msg) from None

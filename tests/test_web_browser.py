@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
 
 from bot.models import PersonNote
+from bot.prompt import estimate_tokens
 from fakes.bot_api import DEFAULT_USER_ID, FakeBotAPI, sticker
 from fakes.harness import (
     dashboard_up,
@@ -621,8 +623,9 @@ async def test_a_setting_is_saved_in_the_browser_and_a_refusal_shown_beside_it(
     running: Running, browser: Browser, width: int
 ) -> None:
     """On a desktop and at 390 px: a negative debounce typed on the settings page comes
-    back with the reason beside that key and the value as typed; a good one is saved and
-    the page says what applied; neither page is wider than the screen."""
+    back with the reason beside that key and the value as typed; a good one is saved, the
+    form sending that key alone, and the page says what applied; neither page is wider
+    than the screen."""
     context = await browser.new_context(viewport={"width": width, "height": 900})
     page = await context.new_page()
     await log_in(page, running.url)
@@ -636,7 +639,9 @@ async def test_a_setting_is_saved_in_the_browser_and_a_refusal_shown_beside_it(
     beside = await page.locator('.setting.refused[data-key="pacing.debounce_min_s"]').count()
     fits = {"refused": await fits_the_screen(page)}
     await field.fill("0.2")
-    await page.click(".save-bar button")
+    async with page.expect_request(f"{running.url}/settings") as posted:
+        await page.click(".save-bar button")
+    sent = [name for name, _ in parse_qsl((await posted.value).post_data or "")]
     await page.locator(".notice").wait_for()
     notice = await page.inner_text(".notice")
     fits["saved"] = await fits_the_screen(page)
@@ -656,7 +661,51 @@ async def test_a_setting_is_saved_in_the_browser_and_a_refusal_shown_beside_it(
         "pacing.debounce_min_s."
     )
     assert "debounce_min_s = 0.2\n" in written
+    assert sent == ["csrf", "pacing.debounce_min_s"]  # the keys left as they were stay home
     assert fits == {"refused": True, "saved": True, "personas": True}
+
+
+async def test_a_persona_saved_in_the_browser_answers_and_the_preview_follows_the_pick(
+    running: Running, browser: Browser
+) -> None:
+    """A profile's persona edited and saved on the personas page starts the next answer to
+    Alice; picking her chat in the preview redraws its prompt, profile and size from the
+    API without leaving the page, and the address names the chat picked."""
+    profile = {"name": "friends", "chats": ["telegram:private:*"], "persona": "CANARY-FRIEND"}
+    bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
+    running.llm.reply_json(replies_json("你好呀！"))
+    running.api.push_message(ALICE, "你好")
+    running.api.push_message(CLUB, "大家好", chat_type="supergroup", title="周末爬山群")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
+    await chat_stored(running.url, CLUB_KEY)
+    async with httpx.AsyncClient(base_url=running.url, headers=bearer) as client:
+        await client.patch("/api/config", json={"set": {"profiles": [profile]}})
+    page = await browser.new_page(viewport={"width": 1100, "height": 900})
+    await log_in(page, running.url)
+    await page.goto(f"{running.url}/personas?chat={CLUB_KEY}")
+    shown_first = await page.inner_text("#preview-profile")
+    await page.fill('[data-profile="friends"] textarea', "CANARY-FRIEND2 你是老朋友。")
+    await page.click('[data-profile="friends"] button[type=submit]')
+    await page.locator(".notice").wait_for()
+    await page.evaluate("window.stayed = true")
+    await page.select_option("#preview-chat", ALICE_KEY)
+    await page.locator("#preview-profile:text-is('friends')").wait_for()
+    stayed = await page.evaluate("window.stayed === true")
+    prompt = await page.inner_text("#preview-prompt")
+    tokens = await page.inner_text("#preview-tokens")
+    address = page.url
+    asked = len(running.llm.requests)
+    running.llm.reply_json(replies_json("在的"))
+    running.api.push_message(ALICE, "在吗")
+    await wait_until(lambda: len(running.llm.requests) > asked, within_s=10)
+    system = str(running.llm.requests[-1]["messages"][0]["content"])
+
+    assert shown_first == "the base configuration"
+    assert stayed
+    assert prompt.startswith("CANARY-FRIEND2 你是老朋友。")
+    assert tokens == f"{estimate_tokens(prompt)} tokens"
+    assert address == f"{running.url}/personas?chat=telegram%3Aprivate%3A{ALICE}"
+    assert system.startswith("CANARY-FRIEND2 你是老朋友。")
 
 
 async def fits_the_screen(page: Page) -> bool:

@@ -41,7 +41,15 @@ async def test_every_key_is_shown_with_its_description_and_no_secret(
     debounce = page.split('data-key="pacing.debounce_min_s"', 1)[1].split("</div>\n  \n", 1)[0]
     api_key = page.split('data-key="llm.api_key_env"', 1)[1].split("</div>\n  \n", 1)[0]
 
-    assert sorted(rows) == sorted(key.key for key in config_keys())  # each once, by table
+    shown = re.findall(
+        r'data-key="([^"]+)">.*?<p class="description">(.*?)</p>.*?<code class="default">',
+        page,
+        flags=re.DOTALL,
+    )
+    described = {key: html.unescape(re.sub(r"<[^>]+>", "", text)) for key, text in shown}
+
+    assert rows == [key.key for key in config_keys()]  # each once, as the model orders them
+    assert described == {key.key: key.description.replace("``", "") for key in config_keys()}
     assert (
         "Shortest wait after the latest message before answering, in seconds." in debounce,
         '<code class="default">5.0</code>' in debounce,

@@ -37,7 +37,6 @@ from bot.models import ChatKey, Fact, StickerRecord, SummaryRecord
 from bot.ops.initiative import Cancelled, InitiativeView
 from bot.ops.memory import PersonFacts, StackEntry
 from bot.ops.status import ChatState, Status
-from bot.prompt import estimate_tokens
 from bot.trace import ShownTrace
 
 CHATS_LIMIT_MAX = 500
@@ -389,12 +388,12 @@ async def change_config(edited: EditedConfig, change: ConfigChange) -> Any:
 async def chat_prompt(ops: Operations, chat: AnyChat) -> dict[str, Any]:
     """The system prompt ``chat`` would get now (persona, its summaries, people), with the
     profile it runs with and the prompt's size in tokens, counted offline."""
-    prompt = await ops.status.system_prompt(chat)
+    shown = await ops.status.prompt_view(chat)
     return {
         "chat": str(chat),
-        "profile": ops.status.profile(chat),
-        "prompt": prompt,
-        "tokens": estimate_tokens(prompt),
+        "profile": shown.profile,
+        "prompt": shown.prompt,
+        "tokens": shown.tokens,
     }
 
 

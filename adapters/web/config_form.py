@@ -108,23 +108,18 @@ def tables(
     typed: Mapping[str, str] | None = None,
     errors: Mapping[str, str] | None = None,
 ) -> list[Table]:
-    """Return every table with its rows, in the model's order; an input holds what was
-    ``typed`` where the form was refused, with its error beside it."""
+    """Return every table with its rows, in the order the model declares its keys (the
+    keys outside every table, ``[[profiles]]``, last, as in ``config.toml``); an input
+    holds what was ``typed`` where the form was refused, with its error beside it."""
     typed, errors = typed or {}, errors or {}
     rows: dict[str, list[Row]] = {}
     for key in config_keys():
-        rows.setdefault(key.key.rpartition(".")[0], []).append(
-            row(key, view, typed=typed.get(key.key))
-        )
-    shown = []
-    for table in config_tables():
-        found = [
-            replace(each, error=errors[each.key]) if each.key in errors else each
-            for each in rows.get(table.table, [])
-        ]
-        if found:
-            shown.append(Table(table.table, table.description, tuple(found)))
-    return shown
+        found = row(key, view, typed=typed.get(key.key))
+        if key.key in errors:
+            found = replace(found, error=errors[key.key])
+        rows.setdefault(key.key.rpartition(".")[0], []).append(found)
+    described = {table.table: table.description for table in config_tables()}
+    return [Table(name, described.get(name, ""), tuple(found)) for name, found in rows.items()]
 
 
 def row(key: ConfigKey, view: ConfigView, *, typed: str | None = None) -> Row:

@@ -6,7 +6,7 @@ A persona written in ``config.toml`` is saved through the config file's change p
 its name; comments and order kept, the old file backed up, reloaded live, logged with
 ``web`` as who): the next answer starts with it. A persona read from a file
 (``persona_file``) is shown with the file's path and edited there. A profile's text area
-left empty takes the base persona. The preview is :meth:`bot.ops.status.StatusOps.system_prompt`,
+left empty takes the base persona. The preview is :meth:`bot.ops.status.StatusOps.prompt_view`,
 the prompt ``/prompt`` and ``GET /api/chats/{chat}/prompt`` show (persona, the chat's
 summaries, its people), with its token count and its profile; the page's script redraws
 it when another chat is picked, and the form does the same without script.
@@ -15,7 +15,6 @@ it when another chat is picked, and the form does the same without script.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
 
@@ -30,7 +29,6 @@ from adapters.web.pages import back_to, render, words_of
 from bot.errors import ConfigError
 from bot.models import ChatKey
 from bot.ops import Ops
-from bot.prompt import estimate_tokens
 
 RECENT_CHATS = 50  # the chats the preview offers to pick from, the most recently active first
 CHAT_KEY_CHARS_MAX = 200
@@ -38,25 +36,9 @@ CHAT_KEY_CHARS_MAX = 200
 router = APIRouter(dependencies=[Depends(access)])
 
 
-@dataclass(frozen=True, slots=True)
-class Preview:
-    """The system prompt a chat would get now."""
-
-    chat: ChatKey
-    profile: str  # "" for the base configuration
-    prompt: str
-    tokens: int  # counted offline, as the budget counts them
-
-
 def personas_url(chat: str) -> str:
     """Return the personas page's path, previewing ``chat`` (if one is named)."""
     return "/personas" + (f"?{urlencode({'chat': chat})}" if chat else "")
-
-
-async def preview_of(ops: Ops, chat: ChatKey) -> Preview:
-    """Return the system prompt ``chat`` would get now, with its profile and size."""
-    prompt = await ops.status.system_prompt(chat)
-    return Preview(chat, ops.status.profile(chat), prompt, estimate_tokens(prompt))
 
 
 async def show(
@@ -77,7 +59,7 @@ async def show(
     preview, preview_error = None, None
     if chosen:
         try:
-            preview = await preview_of(ops, ChatKey.from_text(chosen))
+            preview = await ops.status.prompt_view(ChatKey.from_text(chosen))
         except ConfigError as exc:
             preview_error = str(exc)
     return render(

@@ -27,6 +27,7 @@ from bot.gate import CallGate
 from bot.models import ChatActivity, ChatKey, StoredMessage
 from bot.ops.cost import CostOps, Today
 from bot.ports import Platform
+from bot.prompt import estimate_tokens
 
 OVERVIEW_CHATS = 20  # the most recently active chats the overview shows
 ERROR_WINDOW = timedelta(hours=1)  # "LLM errors in the last hour"
@@ -156,6 +157,17 @@ class Status:
     sent_today: Mapping[str, int]  # items sent this chat day, by kind, in every chat
     chats: tuple[ChatState, ...]
     today: Today  # what the LLM calls cost today
+
+
+@dataclass(frozen=True, slots=True)
+class PromptView:
+    """The system prompt a chat's next batch would get, the profile it runs with, and the
+    prompt's size."""
+
+    chat: ChatKey
+    profile: str  # "" = none
+    prompt: str
+    tokens: int  # estimated offline, as the budget counts a prompt before the call
 
 
 class StatusOps:
@@ -295,3 +307,8 @@ class StatusOps:
         """
         title = title or self._chats.title(chat)
         return await self._prompts.system_prompt_for(chat, chat_title=title)
+
+    async def prompt_view(self, chat: ChatKey) -> PromptView:
+        """Return the system prompt ``chat``'s next batch would get, its profile and size."""
+        prompt = await self.system_prompt(chat)
+        return PromptView(chat, self.profile(chat), prompt, estimate_tokens(prompt))

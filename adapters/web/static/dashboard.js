@@ -1,5 +1,7 @@
 // Keep the overview live: poll /api/status and redraw the counters, platforms and chats.
 // Ask before a form that pops or forgets is sent (its data-confirm says what it does).
+// On the settings page send only the keys changed; on the personas page redraw the
+// preview of the chat picked, from /api/chats/{chat}/prompt.
 // No framework and no inline script (the CSP forbids it); text goes in as textContent,
 // in the words the page hands over (data-words on <body>, in bot.language).
 "use strict";
@@ -121,6 +123,54 @@ for (const form of document.querySelectorAll("form")) {
   form.addEventListener("submit", (event) => {
     const asked = event.submitter?.dataset.confirm ?? form.dataset.confirm;
     if (asked && !window.confirm(asked)) event.preventDefault();
+  });
+}
+
+// A key's inputs hold what the file gives it (data-initial): those left as they were are
+// not sent, so a Save posts only what changed (a switch is a hidden "false" and a checkbox
+// "true" under one name; the server compares again, for a browser without script).
+function sendOnlyChanged(form) {
+  for (const field of form.querySelectorAll("[data-initial]:not([type=hidden])")) {
+    const value = field.type === "checkbox" ? String(field.checked) : field.value;
+    if (value !== field.dataset.initial) continue;
+    for (const named of form.querySelectorAll(`[name="${CSS.escape(field.name)}"]`)) {
+      named.disabled = true;
+    }
+  }
+}
+
+const settingsForm = document.getElementById("settings-form");
+if (settingsForm) {
+  settingsForm.addEventListener("submit", (event) => {
+    if (!event.defaultPrevented) sendOnlyChanged(settingsForm);
+  });
+  window.addEventListener("pageshow", () => {  // back to a page the browser kept
+    for (const field of settingsForm.querySelectorAll("[data-initial]")) field.disabled = false;
+  });
+}
+
+// The personas page redraws the preview of the chat picked from the API, without a
+// reload; without script (or when the API fails) the form asks the server for the page.
+async function drawPreview(chat) {
+  const key = document.getElementById("preview-key");
+  if (key === null) return false;
+  const response = await fetch("/api" + chatUrl(chat) + "/prompt", { credentials: "same-origin", cache: "no-store" });
+  if (!response.ok) return false;
+  const shown = await response.json();
+  key.textContent = shown.chat;
+  document.getElementById("preview-profile").textContent = shown.profile || say("profile_base");
+  document.getElementById("preview-tokens").textContent = say("preview_tokens", { tokens: shown.tokens });
+  document.getElementById("preview-prompt").textContent = shown.prompt;
+  for (const kept of document.querySelectorAll('.persona-form input[name="chat"]')) kept.value = shown.chat;
+  history.replaceState(null, "", "/personas?" + new URLSearchParams({ chat: shown.chat }));
+  return true;
+}
+
+const previewPick = document.getElementById("preview-chat");
+if (previewPick) {
+  previewPick.addEventListener("change", async () => {
+    document.getElementById("preview-typed").value = "";
+    if (!(await drawPreview(previewPick.value))) document.getElementById("preview-form").submit();
   });
 }
 

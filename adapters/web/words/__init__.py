@@ -33,6 +33,8 @@ SCRIPT_WORDS = (
     "live_at",
     "live_logged_out",
     "live_unreachable",
+    "profile_base",
+    "preview_tokens",
 )
 """The words ``static/dashboard.js`` draws itself (its pages hand them over as data)."""
 
