@@ -2,7 +2,8 @@
 
 Every voice note and every synthesised voice passes through here. The format comes from
 the file's own first bytes, never from a name or a MIME type a sender chose; the length
-from ``mutagen``, which reads headers and pages without decoding the audio. A file that
+from ``mutagen`` (imported with the first voice note), which reads headers and pages
+without decoding the audio. A file that
 is empty, cut short or not audio at all is refused here, before anything is uploaded.
 QQ's own voice bytes are SILK (``#!SILK_V3``), which no transcription endpoint takes:
 they are decoded to a WAV with ``silk-python``. AMR, QQ's older voice format, needs
@@ -11,18 +12,12 @@ ffmpeg, which pacebot does not bring: such a note keeps its placeholder.
 
 from __future__ import annotations
 
+import importlib
 import io
 import wave
 from typing import Final
 
 import pysilk
-from mutagen import MutagenError
-from mutagen.flac import FLAC
-from mutagen.mp3 import MP3
-from mutagen.mp4 import MP4
-from mutagen.oggopus import OggOpus
-from mutagen.oggvorbis import OggVorbis
-from mutagen.wave import WAVE
 
 from bot.errors import VoiceUnavailable
 from bot.voice.ports import Audio
@@ -34,13 +29,15 @@ SILK_RATE: Final = 24_000
 SILK_BIT_RATE: Final = 24_000
 """The bit rate the bot's own SILK voice is encoded at, in bits per second."""
 
+# mutagen's reader of each format, by module and class: imported with the first voice note
+# (about 1 MiB that a bot without voice never needs).
 _READERS: Final = {
-    "opus": OggOpus,
-    "vorbis": OggVorbis,
-    "mp3": MP3,
-    "wav": WAVE,
-    "flac": FLAC,
-    "m4a": MP4,
+    "opus": ("mutagen.oggopus", "OggOpus"),
+    "vorbis": ("mutagen.oggvorbis", "OggVorbis"),
+    "mp3": ("mutagen.mp3", "MP3"),
+    "wav": ("mutagen.wave", "WAVE"),
+    "flac": ("mutagen.flac", "FLAC"),
+    "m4a": ("mutagen.mp4", "MP4"),
 }
 _EXTENSIONS: Final = {"opus": "ogg", "vorbis": "ogg"}  # what a transcription endpoint knows
 
@@ -71,12 +68,15 @@ def duration_s(data: bytes, audio_format: str) -> float:
 
     Raise ``VoiceUnavailable`` when it does not read as that format (cut short, broken).
     """
-    reader = _READERS.get(audio_format)
-    if reader is None:
+    where = _READERS.get(audio_format)
+    if where is None:
         msg = f"the length of {audio_format} audio cannot be read"
         raise VoiceUnavailable(msg)
+    from mutagen import MutagenError
+
+    reader = getattr(importlib.import_module(where[0]), where[1])
     try:
-        info: object = reader(io.BytesIO(data)).info  # type: ignore[no-untyped-call]
+        info: object = reader(io.BytesIO(data)).info
     except (MutagenError, ValueError, EOFError, OSError, IndexError) as exc:
         msg = f"the {audio_format} file is broken or cut short ({type(exc).__name__})"
         raise VoiceUnavailable(msg) from None

@@ -14,9 +14,6 @@ from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from rich.console import Console
-from rich.table import Table
-
 from adapters.costs import report_json
 from bot.budget import Spending, UsageLog, format_cost
 from bot.commands.recall import in_prompt_line
@@ -32,14 +29,6 @@ from bot.trace import TraceLog
 from bot.trace_lines import format_trace
 
 SEPARATOR = "\n" + "─" * 40 + "\n"
-
-
-class _Console(Console):
-    """rich's console, leaving a reader gone early (``| head``) to the command line, which
-    ends quietly with the exit code SIGPIPE gives (rich itself exits 1)."""
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
 
 
 async def show_traces(config: Config, store: TraceLog, *, chat: ChatKey, count: int) -> int:
@@ -103,6 +92,16 @@ def _print_cost(report: CostReport, *, zone: ZoneInfo) -> None:
 
     A ``~`` marks tokens some of which were counted offline (the provider reported none).
     """
+    from rich.console import Console  # only the cost report draws tables: not at start-up
+    from rich.table import Table
+
+    class Piped(Console):
+        """rich's console, leaving a reader gone early (``| head``) to the command line,
+        which ends quietly with the exit code SIGPIPE gives (rich itself exits 1)."""
+
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
     whose = f" in {report.chat}" if report.chat else ""
     span = f"chat days {report.first} to {report.last} ({zone.key}){whose}"
     table = Table(title=f"LLM calls, {span}", title_justify="left")
@@ -115,7 +114,7 @@ def _print_cost(report: CostReport, *, zone: ZoneInfo) -> None:
         table.add_row(row.day.isoformat(), str(row.chat), row.kind, *cells)
     table.add_section()
     table.add_row("total", "", "", *_spent_cells(report.total, report.currency), style="bold")
-    console = _Console(width=max(Console().width, 120))
+    console = Piped(width=max(Console().width, 120))
     if not report.rows:
         console.print(f"No LLM call in {span}.")
     console.print(table)
