@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.mcp_server import WEATHER_CANARY
 from fakes.openai_api import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -344,6 +345,50 @@ def test_the_sdk_loads_without_its_aiohttp_transport() -> None:
         "import aiohttp\n"
     )
     assert ("openai" in loaded, "aiohttp" in loaded) == (True, True)
+
+
+def test_a_run_with_an_mcp_server_loads_only_the_sdks_client_side() -> None:
+    """The toolbox of a run with one stdio MCP server answers its tool with the ``mcp``
+    SDK's client modules alone; a later ``from mcp import ...`` gets the whole package."""
+    loaded = loaded_after(
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from adapters.tools.late import LateToolbox\n"
+        "from bot.config.model import parse_config\n"
+        "server = {'name': 'weather', 'command': sys.executable,\n"
+        "          'args': ['-m', 'fakes.mcp_server'], 'allow': ['weather']}\n"
+        "config = parse_config({'tools': {'enabled': True, 'mcp': [server]}}, base_dir=Path('.'))\n"
+        "async def ask() -> str:\n"
+        "    async with LateToolbox(config.tools, {}) as toolbox:\n"
+        "        await toolbox.started(within_s=30)\n"
+        "        return await toolbox.call('weather', {'city': 'Hangzhou'})\n"
+        "answer = asyncio.run(ask())\n"
+        "server_side = sorted(m for m in sys.modules if m.startswith('mcp.server'))\n"
+        f"expected = 'Hangzhou: sunny, 21°C, light wind ({WEATHER_CANARY})'\n"
+        "assert (answer, server_side) == (expected, []), (answer, server_side)\n"
+        "from mcp import ClientSession, stdio_server\n"
+        "assert 'mcp.server.stdio' in sys.modules\n"
+    )
+    assert ("mcp" in loaded, "mcp_types" in loaded) == (True, True)
+
+
+def test_a_run_with_web_search_alone_loads_no_mcp_sdk() -> None:
+    """A toolbox with the web search and no ``[[tools.mcp]]`` server loads no ``mcp``."""
+    loaded = loaded_after(
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from adapters.tools.late import LateToolbox\n"
+        "from bot.config.model import parse_config\n"
+        "search = {'provider': 'searxng', 'base_url': 'http://127.0.0.1:9'}\n"
+        "tools = {'enabled': True, 'web_search': search}\n"
+        "config = parse_config({'tools': tools}, base_dir=Path('.'))\n"
+        "async def offer() -> list[str]:\n"
+        "    async with LateToolbox(config.tools, {}) as toolbox:\n"
+        "        await toolbox.started(within_s=30)\n"
+        "        return [tool.name for tool in toolbox.ready()]\n"
+        "assert asyncio.run(offer()) == ['web_search']\n"
+    )
+    assert [name for name in ("mcp", "mcp_types") if name in loaded] == []
 
 
 async def test_the_embeddings_client_waits_for_its_first_request(
