@@ -391,6 +391,38 @@ def test_a_run_with_web_search_alone_loads_no_mcp_sdk() -> None:
     assert [name for name in ("mcp", "mcp_types") if name in loaded] == []
 
 
+async def test_the_sdk_answers_with_the_chat_types_alone(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A chat completion and a tool call through the run's LLM client load the ``openai``
+    SDK without the types of the endpoints it never calls (Responses, Assistants, audio)."""
+    config = {"bot": {"data_dir": str(tmp_path)}, "llm": {"base_url": llm.base_url}}
+    code = (
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from adapters.app import opened_parts\n"
+        "from bot.config.model import parse_config\n"
+        "from bot.models import ChatMessage, ToolSpec\n"
+        "from bot.secrets import Secrets\n"
+        f"config = parse_config({config!r}, base_dir=Path('.'))\n"
+        "asked = [ChatMessage('system', 'be brief'), ChatMessage('user', 'weather?')]\n"
+        "weather = ToolSpec('weather', 'the weather', '{\"type\": \"object\"}')\n"
+        "async def ask() -> tuple[str, str]:\n"
+        "    async with opened_parts(config, Secrets('k', 'k')) as parts:\n"
+        "        called = await parts.llm.complete(asked, json_mode=False, tools=[weather])\n"
+        "        said = await parts.llm.complete(asked, json_mode=True)\n"
+        "        return called.tool_calls[0].name, said.text\n"
+        "answers = asyncio.run(ask())\n"
+        "assert answers == ('weather', 'sunny'), answers\n"
+        "unused = ['openai.types.beta', 'openai.types.audio', 'openai.types.responses.response']\n"
+        "assert [name for name in unused if name in sys.modules] == []\n"
+    )
+    llm.call_tool("weather", {})
+    llm.reply("sunny")
+    loaded = await asyncio.to_thread(loaded_after, code)
+    assert ("openai" in loaded, len(llm.requests)) == (True, 2)
+
+
 async def test_the_embeddings_client_waits_for_its_first_request(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:

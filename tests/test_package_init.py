@@ -12,6 +12,7 @@ RUNNER = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from adapters.package_init import defer_package_init
+defer_package_init("lib")
 defer_package_init("lib.client")
 import lib.client.session
 ran = sys.modules["lib"].__dict__.get("RAN", [])
@@ -20,9 +21,9 @@ print("after the submodule:", lib.client.session.NAME, ran)
 """
 
 
-def run(tmp_path: Path, then: str) -> list[str]:
+def run(tmp_path: Path, then: str, *, runner: str = RUNNER) -> list[str]:
     """Build a package whose ``__init__`` files note that they ran and import a heavy
-    part; run ``RUNNER`` with ``then`` in a fresh interpreter; return what it printed."""
+    part; run ``runner`` with ``then`` in a fresh interpreter; return what it printed."""
     package = tmp_path / "lib"
     (package / "client").mkdir(parents=True)
     (package / "server.py").write_text("HEAVY = True\n", encoding="utf-8")
@@ -33,7 +34,7 @@ def run(tmp_path: Path, then: str) -> list[str]:
     (package / "client" / "__init__.py").write_text("RAN = ['lib.client']\n", encoding="utf-8")
     (package / "client" / "session.py").write_text("NAME = 'session'\n", encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-c", RUNNER.format(then=then), str(tmp_path)],
+        [sys.executable, "-c", runner.format(then=then), str(tmp_path)],
         cwd=Path(__file__).resolve().parent.parent,
         capture_output=True,
         text=True,
@@ -72,3 +73,18 @@ def test_a_name_the_package_never_defines_is_still_an_error(tmp_path: Path) -> N
     assert run(tmp_path, then)[-1] == (
         f"ImportError: cannot import name 'MISSING' from 'lib' ({tmp_path / 'lib' / '__init__.py'})"
     )
+
+
+def test_a_deferred_subpackage_stays_deferred_when_its_parent_is_imported(
+    tmp_path: Path,
+) -> None:
+    """With only ``lib.client`` deferred, importing ``lib`` runs ``lib``'s ``__init__``,
+    whose import of ``lib.client.session`` leaves ``lib.client``'s own ``__init__`` unrun."""
+    then = "print('client ran:', 'RAN' in vars(sys.modules['lib.client']))"
+    runner = RUNNER.replace('defer_package_init("lib")\n', "").replace(
+        "import lib.client.session", "import lib, lib.client.session"
+    )
+    assert run(tmp_path, then, runner=runner) == [
+        "after the submodule: session ['lib']",
+        "client ran: False",
+    ]

@@ -99,6 +99,7 @@ class LateToolbox:
 def _import_toolbox(config: ToolsConfig) -> ModuleType:
     """Import the toolbox, and the MCP client when a server is configured."""
     if config.mcp:
-        defer_package_init("mcp.client")  # and "mcp": the SDK's client modules alone
+        defer_package_init("mcp")  # the SDK's client modules alone, not its server
+        defer_package_init("mcp.client")
         importlib.import_module("adapters.tools.mcp")
     return importlib.import_module("adapters.tools.toolbox")
