@@ -477,40 +477,38 @@ def test_a_run_without_the_dashboard_loads_no_web_library() -> None:
     assert [name for name in WEB_LIBRARIES if name in loaded] == []
 
 
-def test_the_console_loads_no_platform_library(tmp_path: Path) -> None:
-    """Chatting in the console to the end of its input loads no platform library."""
+def after_the_console(tmp_path: Path, then: str = "") -> list[str]:
+    """Chat in the console to the end of its (empty) input through ``pacebot console``'s
+    road, run ``then``; return the top-level modules left loaded."""
     config = tmp_path / "config.toml"
     config.write_text(
         f'[bot]\ndata_dir = "{tmp_path / "data"}"\n[llm]\nbase_url = "http://127.0.0.1:9"\n',
         encoding="utf-8",
     )
-    loaded = loaded_after(
+    return loaded_after(
         "import os\n"
         "os.environ['PACEBOT_LLM_API_KEY'] = 'sk-architecture-test'\n"
         "from adapters.cli import main\n"
-        f"assert main(['console', '-c', {str(config)!r}]) == 0\n"
+        f"assert main(['console', '-c', {str(config)!r}]) == 0\n{then}"
     )
+
+
+def test_the_console_loads_no_platform_library(tmp_path: Path) -> None:
+    """Chatting in the console to the end of its input loads no platform library."""
+    loaded = after_the_console(tmp_path)
     assert [name for name in PLATFORM_LIBRARIES if name in loaded] == []
 
 
 def test_a_run_leaves_out_http2_and_onebot_v12(tmp_path: Path) -> None:
     """After a run's start (the console's, which takes the same road), the platforms and
     HTTP clients load neither the HTTP/2 protocol nor nonebot's OneBot v12 adapter."""
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f'[bot]\ndata_dir = "{tmp_path / "data"}"\n[llm]\nbase_url = "http://127.0.0.1:9"\n',
-        encoding="utf-8",
-    )
-    loaded = loaded_after(
-        "import os\n"
-        "os.environ['PACEBOT_LLM_API_KEY'] = 'sk-architecture-test'\n"
-        "from adapters.cli import main\n"
-        f"assert main(['console', '-c', {str(config)!r}]) == 0\n"
+    loaded = after_the_console(
+        tmp_path,
         "import httpx, httpx2\n"
         "import adapters.qq.platform, adapters.telegram.platform\n"
         "clients = [httpx.AsyncClient(), httpx2.AsyncClient()]\n"
         "v12 = [name for name in sys.modules if name.startswith('nonebot.adapters.onebot.v12')]\n"
         "http2 = [name for name in ('h2', 'hpack') if sys.modules.get(name) is not None]\n"
-        "assert (v12, http2) == ([], []), (v12, http2)\n"
+        "assert (v12, http2) == ([], []), (v12, http2)\n",
     )
     assert ("nonebot" in loaded, "httpcore2" in loaded) == (True, True)
