@@ -13,6 +13,12 @@ bot that has talked holds, and the one the memory target (docs/targets.md) means
 third chat, one with a day summary on its prompt stack, asks about it: keyword recall cuts
 the question, which loads the segmenter's dictionary (a chat without summaries is not
 searched), and RSS is read a third time, 3 s later.
+
+After the first night is a second ``pacebot run`` whose store holds a chat's talk of
+yesterday and no summary of it: the start-up catch-up runs the nightly recipe on it (a
+summary call through the fake LLM, the day pushed on the chat's stack, its people noted),
+then the chat asks about yesterday and is answered from that summary; RSS is read 3 s
+after the answer (``footprint.night.rss_after_answer``).
 ``pacebot --help`` is timed from spawn to exit, the best of a few tries.
 
 pacebot's own modules are compiled to bytecode first, as ``pip install`` does
@@ -24,15 +30,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sqlite3
 import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.report import Figure, at_most
+from bench.report import Figure, at_most, exactly
 from bench.rig import REPO, compile_bytecode
 from bench.stats import median
-from bot.models import ChatKey, ChatKind
+from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import free_port, push_day_summary, replies_json, start_run
 from fakes.onebot import FakeOneBot
@@ -48,6 +55,14 @@ _AFTER_ANSWER_S = 3.0  # quiet time after the answers before RSS is read
 _HELP_TRIES = 5
 _CHATTER = 1001
 _REMEMBERING = 1002  # a Telegram chat with a day summary to recall
+_NIGHT = 1003  # a Telegram chat whose yesterday the first night summarises
+_SUMMARY = {
+    "summary": "我们约好周六去西湖划船，晚上吃火锅。",
+    "topics": ["西湖", "火锅"],
+    "key_points": ["周六去西湖划船"],
+    "keywords": ["西湖", "划船", "火锅"],
+    "people": [{"user_id": str(_NIGHT), "name": "小林", "facts": ["喜欢划船"]}],
+}
 
 
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
@@ -58,6 +73,8 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
         ready_s, telegram_s, qq_s, memory, talked, recalled = await _run_both(
             api, llm, workdir, quick=quick
         )
+    async with FakeBotAPI() as api, FakeLLMServer() as llm:  # its own replies: none left over
+        night, remembered = await _after_first_night(api, llm, workdir, quick=quick)
     return [
         Figure(
             "footprint.help.seconds",
@@ -100,6 +117,20 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             "MiB",
             note="3 s after answering a chat with summaries: the dictionary loaded too",
         ),
+        Figure(
+            "footprint.night.rss_after_answer",
+            night["Rss"] / _MIB,
+            "MiB",
+            target=at_most(RSS_TARGET_MIB),
+            note="a second run: the first night summarised yesterday, then an answer from it",
+        ),
+        Figure(
+            "footprint.night.summary_in_prompt",
+            float(remembered),
+            "bool",
+            target=exactly(1),
+            note="the answer's system prompt held the summary the night made",
+        ),
     ]
 
 
@@ -126,6 +157,69 @@ async def _remembered(config: Path) -> None:
     async with await SqliteStore.open(database) as store:
         summary = "一起去杭州西湖划船，晚上吃了火锅。"
         await push_day_summary(store, chat, yesterday, summary, keywords=["杭州", "火锅"])
+
+
+async def _yesterday_talked(config: Path) -> None:
+    """Store a chat's talk of yesterday, answered then, with no summary of it yet."""
+    chat = ChatKey("telegram", ChatKind.PRIVATE, str(_NIGHT))
+    noon = datetime.now(UTC).replace(hour=4, minute=0, second=0) - timedelta(days=1)
+    lines = ["周六去西湖划船吧", "好呀，晚上再吃火锅", "那就这么定了"]
+    database = config.parent / "data" / "pacebot.sqlite3"
+    talk = [
+        IncomingMessage(
+            chat=chat,
+            message_id=f"night-{number}",
+            sender_id=str(_NIGHT),
+            sender_name="小林",
+            text=text,
+            sent_at=noon + timedelta(minutes=number),
+        )
+        for number, text in enumerate(lines)
+    ]
+    async with await SqliteStore.open(database) as store:  # talked over then: none waits
+        await store.add_context(talk, received_at=noon)
+
+
+async def _after_first_night(
+    api: FakeBotAPI, llm: FakeLLMServer, workdir: Path, *, quick: bool
+) -> tuple[dict[str, int], bool]:
+    """Start ``pacebot run`` on a store holding yesterday's talk; once the catch-up has
+    summarised it, ask about it; return the memory 3 s after the answer, and whether the
+    answer's prompt held the night's summary."""
+    config = _config(workdir, api, llm, free_port())
+    await _yesterday_talked(config)
+    llm.reply_json(_SUMMARY)
+    llm.reply_json(replies_json("记得，周六西湖"))
+    env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
+    process = await start_run(config, env)
+    try:
+        await llm.wait_for_requests(1, timeout=30)  # the night's summary
+        await _summary_kept(config)
+        api.push_message(_NIGHT, "昨天我们约了什么来着？")
+        await api.wait_for("sendMessage", timeout=30)
+        await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
+        remembered = str(_SUMMARY["summary"]) in str(llm.requests[-1]["messages"][0]["content"])
+        return smaps_rollup(process.pid), remembered
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.communicate(), 20)
+
+
+async def _summary_kept(config: Path) -> None:
+    """Wait until the night's summary of ``_NIGHT`` is on its stack (read from the side)."""
+    database = config.parent / "data" / "pacebot.sqlite3"
+    chat = str(ChatKey("telegram", ChatKind.PRIVATE, str(_NIGHT)))
+
+    def kept() -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+            query = "SELECT count(*) FROM prompt_history WHERE chat_key = ? AND is_deleted = 0"
+            (count,) = db.execute(query, (chat,)).fetchone()
+            return int(count)
+
+    async with asyncio.timeout(30):
+        while not await asyncio.to_thread(kept):  # noqa: ASYNC110 - another process writes it
+            await asyncio.sleep(0.05)
 
 
 def _config(workdir: Path, api: FakeBotAPI, llm: FakeLLMServer, qq_port: int) -> Path:

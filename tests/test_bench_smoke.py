@@ -53,6 +53,8 @@ def test_spec_targets_are_attached_and_limits_resolve(report: Report) -> None:
         "footprint.run.ready",
         "footprint.run.rss_idle",
         "footprint.run.rss_after_answer",
+        "footprint.night.rss_after_answer",
+        "footprint.night.summary_in_prompt",
         "gate.per_batch.mean",
         "groupweek.smart.unaddressed.busiest_hour",
         "wire.qq+plugin.300.added_p99",
