@@ -177,7 +177,7 @@ def test_a_reload_keeps_the_official_qq_bots_keys_as_they_run(tmp_path: Path) ->
             "qq_official.proactive_per_month",
         ),
     )
-    kept = running.qq_official
+    kept = running.current.qq_official
     assert (kept.enabled, kept.proactive_per_month, kept.group_all_messages) == (False, 4, True)
 
 
