@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +23,12 @@ from fakes.clock import Clock
 from fakes.harness import wait_until
 from fakes.official_qq import official_config, pacebot_on
 from fakes.openai_api import FakeLLMServer
-from fakes.plugins import write_plugins
 from fakes.qq_open_platform import FakeQQOpenPlatform, openid
 
 GROUP, ALICE = openid("group-1"), openid("alice")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def plugin_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Write the test plugins and put their folder on the import path."""
-    folder = write_plugins(tmp_path_factory.mktemp("plugins"))
-    sys.path.insert(0, str(folder))
-    yield folder
-    sys.path.remove(str(folder))
+pytestmark = pytest.mark.usefixtures("plugin_folder")
 
 
 @pytest.fixture
