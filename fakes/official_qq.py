@@ -9,7 +9,7 @@ up, after replacing the kept gateway session if a test gives one.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,15 @@ from fakes.qq_open_platform import FakeQQOpenPlatform
 
 
 def official_config(
-    tmp_path: Path, llm: FakeLLMServer, platform: FakeQQOpenPlatform, **official: Any
+    tmp_path: Path,
+    llm: FakeLLMServer,
+    platform: FakeQQOpenPlatform,
+    *,
+    tables: Mapping[str, Any] | None = None,
+    **official: Any,
 ) -> Config:
-    """A test config with ``[qq_official]`` on, pointed at ``platform`` (plus ``official``)."""
+    """A test config with ``[qq_official]`` on, pointed at ``platform`` (plus ``official``),
+    and any other ``tables`` (``{"plugins": {...}}``)."""
     table = {
         "enabled": True,
         "app_id": platform.app_id,
@@ -36,7 +42,7 @@ def official_config(
         "auth_base": platform.auth_url,
         **official,
     }
-    return make_config(tmp_path, llm.base_url, qq_official=table)
+    return make_config(tmp_path, llm.base_url, qq_official=table, **(tables or {}))
 
 
 @contextlib.asynccontextmanager

@@ -6,6 +6,7 @@
   ``/回声`` (echoes), a blocking ``/炸`` that raises, a ``to_me`` + keyword ``抽签``, a
   lower-priority keyword matcher for 天气 (which ``/天气``'s block must stop), a
   catch-all that records every text it sees in ``SEEN``, and ``/两句`` that sends twice.
+  The catch-all, ``/天气`` and ``/回声`` take any adapter's events (both QQ roads).
 - ``pacebot_test_extras``: built on ``nonebot-plugin-localstore`` (writes ``started.txt``
   in its data folder at import), ``nonebot-plugin-apscheduler`` (``/稍后`` answers, then a
   job says "时间到了" 0.1 s later) and ``nonebot-plugin-alconna`` (``/掷骰 N``).
@@ -21,6 +22,7 @@ from pathlib import Path
 
 TEST_PLUGIN = """
 from nonebot import on_command, on_keyword, on_message
+from nonebot.adapters import Event
 from nonebot.adapters.onebot.v11 import MessageEvent
 from nonebot.rule import to_me
 
@@ -31,7 +33,7 @@ everything = on_message(priority=1, block=False)
 
 
 @everything.handle()
-async def _(event: MessageEvent) -> None:
+async def _(event: Event) -> None:
     SEEN.append(event.get_plaintext())
 
 
@@ -47,7 +49,7 @@ echo = on_command("回声", priority=5, block=False)
 
 
 @echo.handle()
-async def _(event: MessageEvent) -> None:
+async def _(event: Event) -> None:
     await echo.send("回声: " + event.get_plaintext().removeprefix("/回声").strip())
 
 

@@ -3,8 +3,9 @@
 The official QQ bot numbers its replies to one message (``msg_seq``, unique per message
 answered), counts the messages that answer nothing against a monthly quota, and resumes
 its gateway session after a restart from the last event stored. Rows of reply numbers
-are pruned once their message is past any window (an hour), and the quota's past months
-as a new month's first send is counted, so neither table grows with time.
+are pruned once their message is past any window (an hour), and every chat's counts of
+past months as a count of another month is taken, so neither table grows with time: they
+hold the messages of the last two hours and the chats spoken to this month.
 """
 
 from __future__ import annotations
@@ -89,10 +90,7 @@ class SqliteLedger(Database):
         if per_month < 1:
             return None
         async with self._transaction() as db:
-            await db.execute(
-                "DELETE FROM proactive_sends WHERE chat_key = ? AND month <> ?",
-                (str(chat), month),
-            )
+            await db.execute("DELETE FROM proactive_sends WHERE month <> ?", (month,))
             rows = list(
                 await db.execute_fetchall(
                     "INSERT INTO proactive_sends (chat_key, month, sent) VALUES (?, ?, 1)"

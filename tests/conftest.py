@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from fakes.bot_api import FakeBotAPI
 from fakes.dashboard import Web, running_web
 from fakes.openai_api import FakeLLMServer
+from fakes.plugins import write_plugins
 from storage.sqlite import SqliteStore
 
 # PTB 22 warns that RetryAfter.retry_after as an int is deprecated; opt in to the
@@ -27,6 +29,16 @@ def pytest_configure(config: pytest.Config) -> None:
     set once, and ``filterwarnings = error`` turns its ResourceWarning into a failure.
     """
     asyncio.set_event_loop(None)
+
+
+@pytest.fixture(scope="module")
+def plugin_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Write the test plugins (``fakes/plugins.py``) and put their folder on the import
+    path while a module's tests run."""
+    folder = write_plugins(tmp_path_factory.mktemp("plugins"))
+    sys.path.insert(0, str(folder))
+    yield folder
+    sys.path.remove(str(folder))
 
 
 @pytest.fixture

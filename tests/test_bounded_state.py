@@ -3,8 +3,10 @@
 A chat the bot answered and that then went quiet leaves nothing behind in the parts beside
 the pipeline (waiting, conversations, sending, voice notes); the parts with a window of
 their own (the company's follow-up window, an opener's silence, the refusals logged today,
-the chat titles remembered) let a chat go once it is past it. The pacer's windows are
-tested in ``test_pacing.py``, the company's pause in ``test_company.py``.
+the chat titles remembered) let a chat go once it is past it. The official QQ bot keeps
+nothing per chat in memory: its reply numbers and monthly counts are in the store, which
+lets them go too. The pacer's windows are tested in ``test_pacing.py``, the company's
+pause in ``test_company.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from contextlib import closing
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bot.access import Access
@@ -20,8 +22,10 @@ from bot.company import FOLLOW_UP_WITHIN
 from bot.config.settings import Settings
 from bot.models import ChatKey, ChatKind, IncomingMessage
 from fakes.clock import Clock
-from fakes.harness import PRIVATE, harness, make_config
+from fakes.harness import PRIVATE, harness, make_config, replies_json
+from fakes.official_qq import official_config, pacebot_on
 from fakes.openai_api import FakeLLMServer
+from fakes.qq_open_platform import FakeQQOpenPlatform, openid
 from fakes.store_rows import at, incoming
 from storage.messages import TITLES_KEPT
 from storage.sqlite import SqliteStore
@@ -151,3 +155,56 @@ async def test_the_titles_remembered_are_bounded(store: SqliteStore, db_path: Pa
     await store.add_messages(titled(let_go, "2", 9) + titled(kept, "3", 9), received_at=at(10))
     assert written_at(db_path, kept) == at(1).timestamp()
     assert written_at(db_path, let_go) == at(9).timestamp()
+
+
+async def test_official_qq_chats_answered_and_quiet_leave_nothing_beside_the_pipeline(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """Twenty C2C chats and five groups of the official QQ bot answered with passive
+    replies: once every reply is out nothing waits, no conversation or sending is held,
+    and the company holds the five groups (inside its follow-up window)."""
+    async with (
+        FakeQQOpenPlatform(clock=Clock(running=False)) as platform,
+        pacebot_on(official_config(tmp_path, llm, platform), platform) as (core, _),
+    ):
+        for number in range(20):
+            llm.reply_json(replies_json("在呢"))
+            await platform.c2c_message(openid(f"user-{number}"), "在吗")
+        for number in range(5):
+            llm.reply_json(replies_json("在呢"))
+            await platform.group_at(openid(f"group-{number}"), openid("alice"), "在吗")
+        await platform.wait_until(lambda: len(platform.sends) == 25, within_s=15)
+        await core.inbox.drain()
+        held = core.pipeline.chats_held()
+    assert {key: held[key] for key in held if key != "paced"} == {
+        "waiting": 0,
+        "conversations": 0,
+        "sending": 0,
+        "company": 5,
+        "initiative": 0,
+        "voice notes": 0,
+    }
+
+
+def rows(db_path: Path, table: str) -> int:
+    with closing(sqlite3.connect(db_path)) as db:
+        (count,) = db.execute(f"SELECT count(*) FROM {table}").fetchone()
+    return int(count)
+
+
+async def test_the_official_qq_bots_reply_numbers_and_monthly_counts_are_let_go(
+    store: SqliteStore, db_path: Path
+) -> None:
+    """Replies numbered for forty messages are let go once one more is numbered three
+    hours later; thirty chats counted in November leave no row once a December message
+    is counted."""
+    for number in range(40):
+        await store.next_reply_seq("qqbot", f"m{number}", now=TEN_AM)
+    numbered = rows(db_path, "reply_seqs")
+    await store.next_reply_seq("qqbot", "later", now=TEN_AM + timedelta(hours=3))
+    for number in range(30):
+        await store.take_proactive(private(number), "2026-11", per_month=4)
+    counted = rows(db_path, "proactive_sends")
+    await store.take_proactive(private(99), "2026-12", per_month=4)
+    assert (numbered, rows(db_path, "reply_seqs")) == (40, 1)
+    assert (counted, rows(db_path, "proactive_sends")) == (30, 1)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from bot.models import ChatKey, ChatKind
 from fakes.harness import free_port, make_config, qq_bot, user_prompt, wait_until
 from fakes.onebot import at, text
 from fakes.openai_api import FakeLLMServer
-from fakes.plugins import write_plugins
 from tests.log_capture import captured_logs
 
 ALICE, GROUP_ID, SELF_ID = 42, 500, 10001
@@ -29,13 +27,7 @@ PRIVATE = ChatKey("qq", ChatKind.PRIVATE, str(ALICE))
 WEATHER = [{"type": "text", "data": {"text": "晴，25°C"}}]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def plugin_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Write the test plugins and put their folder on the import path."""
-    folder = write_plugins(tmp_path_factory.mktemp("plugins"))
-    sys.path.insert(0, str(folder))
-    yield folder
-    sys.path.remove(str(folder))
+pytestmark = pytest.mark.usefixtures("plugin_folder")
 
 
 def plugin_config(tmp_path: Path, llm: FakeLLMServer, *more: str, **sections: Any) -> Config:

@@ -159,6 +159,28 @@ def test_a_reload_applies_live_keys_and_keeps_what_needs_a_restart(tmp_path: Pat
     )
 
 
+def test_a_reload_keeps_the_official_qq_bots_keys_as_they_run(tmp_path: Path) -> None:
+    """A reload that changes [qq_official]'s switch, quota and group stream applies none of
+    them and names each as needing a restart; a persona changed with them applies."""
+    running = settings(tmp_path)
+    official = {"enabled": True, "app_id": "1024", "proactive_per_month": 9}
+    changed = parse_config(
+        {"qq_official": {**official, "group_all_messages": False}}, base_dir=tmp_path
+    )
+    reloaded = running.reload(changed, persona="你是阿福。")
+    assert (reloaded.applied, reloaded.restart_needed) == (
+        ("bot.persona",),
+        (
+            "qq_official.app_id",
+            "qq_official.enabled",
+            "qq_official.group_all_messages",
+            "qq_official.proactive_per_month",
+        ),
+    )
+    kept = running.current.qq_official
+    assert (kept.enabled, kept.proactive_per_month, kept.group_all_messages) == (False, 4, True)
+
+
 def test_a_reload_with_a_bad_profile_changes_nothing(tmp_path: Path) -> None:
     """A profile that breaks its table's rules refuses the reload; the running settings
     stay as they were."""

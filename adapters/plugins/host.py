@@ -1,12 +1,13 @@
 """Run each QQ message through nonebot's matchers before pacebot takes it (SPEC §31).
 
-A QQ platform hands :meth:`PluginHost.deliver` what one read of its wire brought: each
-event with its nonebot bot and, where pacebot takes it, the message it became. pacebot's
-own commands never reach a plugin. Every other event goes to nonebot's ``handle_event``
-through the bot (so the adapter's ``to_me`` checks run), in a task of its own, as a plain
-nonebot bot runs it: priorities, ``block``, rules, permissions, sessions. What pacebot
-needs to know is whether a plugin took the message, which a run pre- and postprocessor
-tell it:
+Both QQ roads are hosted: OneBot QQ (:mod:`adapters.qq.sends`) and the official QQ bot
+(:mod:`adapters.qqbot.plugins`). A QQ platform hands :meth:`PluginHost.deliver` what one
+read of its wire brought: each event with its nonebot bot and, where pacebot takes it,
+the message it became. pacebot's own commands never reach a plugin. Every other event
+goes to nonebot's ``handle_event`` through the bot (so the adapter's ``to_me`` checks
+run), in a task of its own, as a plain nonebot bot runs it: priorities, ``block``, rules,
+permissions, sessions. What pacebot needs to know is whether a plugin took the message,
+which a run pre- and postprocessor tell it:
 
 - a matcher with ``block=True`` starts to run (its rule and permission passed, and no
   run preprocessor cancelled it at once), or one stops the propagation while it runs:
@@ -21,9 +22,11 @@ reaches the pipeline. nonebot's own line per event (which quotes the chatter's w
 and per matcher run stay out of the log while plugins are hosted.
 
 What a plugin posts through the bot (``bot.send``, ``call_api``) is told apart from
-pacebot's own sends (:func:`adapters.inflight.own_send`): it waits for a slot of the
-road's pacing (the platform's limits, counting pacebot's sends there too), and once
-posted it is kept as the bot's message in the chat's history, so the LLM sees it.
+pacebot's own sends (:func:`adapters.inflight.own_send`): the road fits it to the
+platform's rules (the official QQ bot numbers a passive reply in the store, as pacebot's
+own), it waits for a slot of the road's pacing (the platform's limits, counting pacebot's
+sends there too), and once posted it is kept as the bot's message in the chat's history,
+so the LLM sees it.
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ class Said:
 
 
 class Road(Protocol):
-    """How one QQ road's API calls read: which chat a send posts to, what it said."""
+    """How one QQ road's API calls read: which chat a send posts to, what it said, and
+    what a plugin's send needs before it goes."""
 
     @property
     def platform(self) -> str:
@@ -92,6 +96,11 @@ class Road(Protocol):
 
     def chat_of(self, api: str, data: Mapping[str, Any]) -> ChatKey | None:
         """Return the chat a call posts a message to; ``None`` if it posts none."""
+        ...
+
+    async def prepare(self, chat: ChatKey, data: dict[str, Any]) -> None:
+        """Fit a plugin's send to ``chat`` to the platform's rules (it may change ``data``,
+        the call's parameters); never raises an ``Exception``."""
         ...
 
     def said(self, bot: BaseBot, api: str, data: Mapping[str, Any], result: Any) -> Said | None:
@@ -124,11 +133,11 @@ class PluginStore(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    """One event off a QQ wire: the bot it came to (``None`` if gone) and, if pacebot
-    takes it, the message it became."""
+    """One event off a QQ wire: the bot it came to (``None`` if gone), the event as
+    nonebot reads it (``None`` if it cannot) and, if pacebot takes it, the message it became."""
 
     bot: BaseBot | None
-    event: BaseEvent
+    event: BaseEvent | None
     message: IncomingMessage | None
 
 
@@ -216,9 +225,10 @@ class PluginHost:
 
     # --- in ----------------------------------------------------------------------------
 
-    async def deliver(self, arrivals: Sequence[Arrival], sink: MessageSink, *, wire: str) -> None:
+    async def deliver(self, arrivals: Sequence[Arrival], sink: MessageSink, *, wire: str) -> bool:
         """Run ``arrivals`` through the plugins; keep what one took as context and hand
-        the rest to ``sink``, in arrival order. Never raises an ``Exception``."""
+        the rest to ``sink``, in arrival order. Return whether every message was stored;
+        never raises an ``Exception``."""
         screenings = [self._screen(arrival) for arrival in arrivals]
         undecided = {s.verdict for s in screenings if s is not None}
         if undecided:
@@ -228,23 +238,27 @@ class PluginHost:
             for arrival, screening in zip(arrivals, screenings, strict=True)
             if arrival.message is not None
         ]
+        stored = True
         for plugin, run in itertools.groupby(taken, key=lambda pair: pair[1]):
             messages = [message for message, _ in run if message is not None]
             if plugin is None:
-                await hand_over(sink, messages, wire=wire)
+                stored = await hand_over(sink, messages, wire=wire) and stored
             else:
-                await self._keep_as_context(messages, plugin)
+                stored = await self._keep_as_context(messages, plugin) and stored
+        return stored
 
     def _screen(self, arrival: Arrival) -> Screening | None:
         """Start ``arrival``'s run through the matchers; ``None`` if nothing waits for it."""
-        message = arrival.message
-        if arrival.bot is None or (message is not None and parse_command(message.text)):
+        message, event = arrival.message, arrival.event
+        if arrival.bot is None or event is None:
+            return None
+        if message is not None and parse_command(message.text):
             return None  # pacebot's own commands are never a plugin's
         screening = Screening(message.chat if message is not None else None)
         mark = _SCREENING.set(screening)  # the run's task starts in a copy of this context
         try:
             start_task(
-                _run(arrival.bot, arrival.event, screening, self._slots),
+                _run(arrival.bot, event, screening, self._slots),
                 name="plugins:event",
                 failure="plugins: handling an event failed",
                 owner=self._runs,
@@ -253,7 +267,7 @@ class PluginHost:
             _SCREENING.reset(mark)
         return screening if message is not None else None
 
-    async def _keep_as_context(self, messages: list[IncomingMessage], plugin: str) -> None:
+    async def _keep_as_context(self, messages: list[IncomingMessage], plugin: str) -> bool:
         try:
             await self._store.add_context(messages, received_at=self._now())
         except Exception as error:  # as a hand-over: never stops the wire's delivery
@@ -261,16 +275,18 @@ class PluginHost:
                 logger.bind(chat=str(message.chat)).error(
                     "message {} (handled by {}) not stored: {}", message.message_id, plugin, error
                 )
-            return
+            return False
         for message in messages:
             logger.bind(chat=str(message.chat)).debug(
                 "message {} handled by plugin {}: kept as context", message.message_id, plugin
             )
+        return True
 
     # --- out ---------------------------------------------------------------------------
 
-    async def before_send(self, bot: BaseBot, api: str, data: Mapping[str, Any]) -> None:
-        """Hold a plugin's send until the road's pacing has a slot; count pacebot's own."""
+    async def before_send(self, bot: BaseBot, api: str, data: dict[str, Any]) -> None:
+        """Fit a plugin's send to the road's rules and hold it until the road's pacing has
+        a slot; count pacebot's own."""
         road = self._roads.get(bot.adapter.get_name())
         chat = road.chat_of(api, data) if road is not None else None
         if road is None or chat is None:
@@ -280,8 +296,10 @@ class PluginHost:
         if pacer is None:
             pacer = self._pacers[road.platform] = Pacer(road.limits, clock=loop.time)
         slot = pacer.reserve(chat)
-        if not own_send():  # pacebot's sender has waited for its own slot already
-            await asyncio.sleep(max(0.0, slot - loop.time()))
+        if own_send():  # pacebot's sender has made it fit and waited for its slot already
+            return
+        await road.prepare(chat, data)
+        await asyncio.sleep(max(0.0, slot - loop.time()))
 
     async def after_send(
         self,

@@ -45,6 +45,9 @@ class OneBotRoad:
             return None
         return ChatKey(self.platform, ChatKind(kind), str(target))
 
+    async def prepare(self, chat: ChatKey, data: dict[str, Any]) -> None:
+        """Leave a send as it is: OneBot has no rules a send must be fitted to."""
+
     def said(self, bot: BaseBot, api: str, data: Mapping[str, Any], result: Any) -> Said | None:
         """Return what a send posted, by the message id OneBot gave it."""
         chat = self.chat_of(api, data)

@@ -8,6 +8,8 @@
   :class:`~bot.models.IncomingMessage`.
 - :mod:`adapters.qqbot.outbound`: passive replies (``msg_id`` + ``msg_seq``), proactive
   messages within the monthly quota, rich media uploads.
+- :mod:`adapters.qqbot.plugins`: the bot as a road for nonebot plugins: its events as
+  the adapter's, a plugin's replies numbered in the store and kept as the bot's.
 - :mod:`adapters.qqbot.errors`: the platform's refusals → the :mod:`bot.errors` tree.
 - :mod:`adapters.qqbot.probe`: the access token and the gateway URL, asked over plain
   HTTP (``pacebot check --online``).

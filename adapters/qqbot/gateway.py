@@ -71,8 +71,10 @@ RECONNECT_MAX_S: Final = 60.0
 class Listener(Protocol):
     """What the gateway tells the running platform."""
 
-    def take(self, seq: int | None, event_type: str, data: Mapping[str, Any]) -> None:
-        """Queue one dispatched event (its raw ``d``), in arrival order."""
+    def take(
+        self, seq: int | None, event_type: str, data: Mapping[str, Any], event_id: str | None
+    ) -> None:
+        """Queue one dispatched event (its raw ``d`` and its id), in arrival order."""
 
     def session_opened(self, session: GatewaySession) -> None:
         """Hear that the platform opened a new session (READY)."""
@@ -148,7 +150,7 @@ class QQBotAdapter(Adapter):
         listener = self.running
         data = payload.data if isinstance(payload.data, dict) else {}
         if listener is not None:
-            listener.take(payload.sequence, payload.type, data)
+            listener.take(payload.sequence, payload.type, data, payload.id)
 
 
 class SessionBot(Bot):

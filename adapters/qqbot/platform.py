@@ -9,6 +9,10 @@ arrival order, and one delivery task hands what came in together to the core in 
 gateway resumes from there, the platform redelivers what it sent meanwhile, and what was
 stored already is not stored or answered again (messages are stored by id).
 
+With nonebot plugins hosted (:meth:`QQBotPlatform.host_plugins`), each event goes
+through their matchers first, read as the QQ adapter's event
+(:mod:`adapters.qqbot.plugins`), and what no plugin took is handed over.
+
 Replies name the message they answer (:meth:`reply_window`: at most 5 per message,
 within 5 minutes of it in a group and 60 in C2C); see :mod:`adapters.qqbot.outbound`.
 One platform runs at a time; it may be started and stopped again in one process.
@@ -29,11 +33,13 @@ from loguru import logger
 
 from adapters import handover
 from adapters.inflight import InFlight
+from adapters.plugins.host import Arrival, PluginHost
 from adapters.qqbot import gateway
 from adapters.qqbot.gateway import Gateway, SessionBot
 from adapters.qqbot.ledger import Ledger
 from adapters.qqbot.normalise import MESSAGE_EVENTS, PLATFORM_NAME, chat_key_of, normalise
 from adapters.qqbot.outbound import KINDS, Outbound
+from adapters.qqbot.plugins import OfficialRoad, as_event
 from bot.addressing import BotNames
 from bot.config.qq_official import QQOfficialConfig
 from bot.errors import SendFailed
@@ -54,11 +60,12 @@ LIMITS: Final = PacingLimits(chat_interval_s=1.0, group_per_minute=20, overall_p
 
 @dataclass(frozen=True, slots=True)
 class _Event:
-    """A dispatched event as it came: its sequence, its type and its raw ``d``."""
+    """A dispatched event as it came: its sequence, its type, its raw ``d`` and its id."""
 
     seq: int | None
     type: str
     data: Mapping[str, Any]
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +116,7 @@ class QQBotPlatform:
         self._gateway = Gateway(self._bot, reconnect_s=reconnect_s)
         self._session: GatewaySession | None = None  # the one the events belong to
         self._sink: MessageSink | None = None
+        self._plugins: PluginHost | None = None
         self._inbox: asyncio.Queue[_Event | _SessionChange] = asyncio.Queue()
         self._ready = asyncio.Event()
         self._moved = asyncio.Event()  # the session or its stored sequence moved
@@ -222,11 +230,20 @@ class QQBotPlatform:
             await task
         await self._write_session()
 
+    def host_plugins(self, host: PluginHost) -> None:
+        """Run each event through ``host``'s plugins before pacebot takes it; call it
+        before ``start()``."""
+        road = OfficialRoad(self.limits, self._ledger, lambda: self._config, self._now)
+        host.add_road(gateway.QQBotAdapter.get_name(), road)
+        self._plugins = host
+
     # --- the gateway (gateway.Listener) ------------------------------------------------------
 
-    def take(self, seq: int | None, event_type: str, data: Mapping[str, Any]) -> None:
+    def take(
+        self, seq: int | None, event_type: str, data: Mapping[str, Any], event_id: str | None
+    ) -> None:
         """Queue one dispatched event, in arrival order."""
-        self._inbox.put_nowait(_Event(seq, event_type, data))
+        self._inbox.put_nowait(_Event(seq, event_type, data, event_id))
 
     def session_opened(self, session: GatewaySession) -> None:
         """Queue the new session, so that it is kept before its events' sequences."""
@@ -268,8 +285,7 @@ class QQBotPlatform:
     async def _store(self, events: list[_Event]) -> None:
         if not events:
             return
-        messages = self._normalised(events)
-        taken = self._sink is None or await handover.hand_over(self._sink, messages, wire="QQ bot")
+        taken = await self._hand_over(events)
         for event in events:
             if event.type == "RESUMED":
                 self._resumed()
@@ -318,25 +334,37 @@ class QQBotPlatform:
                 lost.seq,
             )
 
-    def _normalised(self, events: list[_Event]) -> list[IncomingMessage]:
-        messages = []
+    async def _hand_over(self, events: list[_Event]) -> bool:
+        """Give the messages among ``events`` to the sink, through the plugins if hosted;
+        return whether every one was stored."""
+        sink, plugins = self._sink, self._plugins
+        if sink is None:
+            return True
+        if plugins is None:
+            messages = [self._normalised(event) for event in events]
+            taken = [message for message in messages if message is not None]
+            return await handover.hand_over(sink, taken, wire="QQ bot")
+        bot = None if self._stopped else self._bot
+        arrivals = [
+            Arrival(bot, as_event(event.type, event.id, event.data), self._normalised(event))
+            for event in events
+        ]
+        return await plugins.deliver(arrivals, sink, wire="QQ bot")
+
+    def _normalised(self, event: _Event) -> IncomingMessage | None:
+        if event.type not in MESSAGE_EVENTS:
+            return None
         all_groups = self._config.group_all_messages
-        for event in events:
-            if event.type not in MESSAGE_EVENTS:
-                continue
-            try:
-                message = normalise(
-                    event.type, event.data, names=self._names, all_group_messages=all_groups
-                )
-            except Exception:
-                chat = chat_key_of(event.type, event.data)
-                logger.bind(chat=str(chat) if chat else "qqbot:?").exception(
-                    "QQ bot: reading a {} event failed", event.type
-                )
-                continue
-            if message is not None:
-                messages.append(message)
-        return messages
+        try:
+            return normalise(
+                event.type, event.data, names=self._names, all_group_messages=all_groups
+            )
+        except Exception:
+            chat = chat_key_of(event.type, event.data)
+            logger.bind(chat=str(chat) if chat else "qqbot:?").exception(
+                "QQ bot: reading a {} event failed", event.type
+            )
+            return None
 
     # --- outbound ------------------------------------------------------------------------------
 
