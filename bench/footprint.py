@@ -17,11 +17,10 @@ later.
 
 Three more runs, each a process of its own, give the rows of a bot as it lives:
 
-- **after the first night**: the store holds a chat's talk of yesterday and no summary
-  of it: the start-up catch-up runs the nightly recipe on it (a summary call through the
-  fake LLM, the day pushed on the chat's stack, its people noted), then the chat asks
-  about yesterday and is answered from that summary; RSS is read 3 s after the answer
-  (``footprint.night.rss_after_answer``).
+- **after the first night**: Telegram and QQ, and a chat that talked yesterday. The
+  nightly catch-up at start summarises that day with a real nightly run (the fake LLM
+  writes the summary); the two platforms are answered, then the chat asks about
+  yesterday and is answered from the summary the night made. RSS 3 s later.
 - **with tools**: Telegram and QQ, and ``[tools]`` with one stdio MCP server (the test
   server of ``fakes/mcp_server.py``). A Telegram question is answered through a tool
   call, then QQ is answered. RSS 3 s later; the server's own process is reported beside
@@ -39,7 +38,6 @@ import asyncio
 import contextlib
 import json
 import signal
-import sqlite3
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -48,13 +46,14 @@ from pathlib import Path
 from bench.report import Figure, at_most, exactly
 from bench.rig import REPO, compile_bytecode
 from bench.stats import median
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.models import ChatKey, ChatKind
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import free_port, push_day_summary, replies_json, start_run
 from fakes.mcp_server import WEATHER_CANARY
 from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
 from fakes.qq_open_platform import FakeQQOpenPlatform, openid
+from fakes.store_rows import add, answered_batch, incoming
 from storage.sqlite import SqliteStore
 
 READY_TARGET_S = 1.5
@@ -67,14 +66,13 @@ _HELP_TRIES = 5
 _CHATTER = 1001
 _REMEMBERING = 1002  # a Telegram chat with a day summary to recall
 _QQBOT_USER = openid("footprint-user")
-_NIGHT = 1003  # a Telegram chat whose yesterday the first night summarises
-_SUMMARY = {
-    "summary": "我们约好周六去西湖划船，晚上吃火锅。",
-    "topics": ["西湖", "火锅"],
-    "key_points": ["周六去西湖划船"],
-    "keywords": ["西湖", "划船", "火锅"],
-    "people": [{"user_id": str(_NIGHT), "name": "小林", "facts": ["喜欢划船"]}],
-}
+_YESTERDAY = (  # what the remembering chat said the day before the run, for the night
+    "周末我们去杭州了",
+    "在西湖划船，风挺大",
+    "晚上吃了一家火锅，叫老码头",
+    "下次还想去",
+)
+_NIGHT_SUMMARY = "周末去杭州西湖划船，晚上吃了老码头火锅。"
 
 
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
@@ -86,8 +84,8 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
         ready_s, telegram_s, qq_s, memory, talked, recalled = await _run_both(
             api, llm, workdir, quick=quick
         )
-    async with FakeBotAPI() as api, FakeLLMServer() as llm:  # its own replies: none left over
-        night, remembered = await _after_first_night(api, llm, workdir, quick=quick)
+    async with FakeBotAPI() as api, FakeLLMServer() as llm:
+        night, recalled_night = await _run_first_night(api, llm, workdir, quiet_s=quiet_s)
     async with FakeBotAPI() as api, FakeLLMServer() as llm:
         tools = await _run_with_tools(api, llm, workdir, qqbot=None, quiet_s=quiet_s)
     async with FakeBotAPI() as api, FakeLLMServer() as llm, FakeQQOpenPlatform() as qqbot:
@@ -135,18 +133,18 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             note="3 s after answering a chat with summaries: the dictionary loaded too",
         ),
         Figure(
-            "footprint.night.rss_after_answer",
+            "footprint.night.rss_after_recall",
             night["Rss"] / _MIB,
             "MiB",
             target=at_most(RSS_TARGET_MIB),
-            note="a second run: the first night summarised yesterday, then an answer from it",
+            note="a night summarised at start, both platforms answered, then a recall of it",
         ),
         Figure(
-            "footprint.night.summary_in_prompt",
-            float(remembered),
-            "bool",
-            target=exactly(1),
-            note="the answer's system prompt held the summary the night made",
+            "footprint.night.recalled",
+            float(recalled_night),
+            "yes",
+            target=exactly(1.0),
+            note="the recall's request held the summary the night made",
         ),
         *_tools_figures("tools", tools, "Telegram, QQ, one stdio MCP server"),
         *_tools_figures("tools_qqbot", everything, "the official QQ bot too"),
@@ -268,67 +266,50 @@ async def _run_both(
     return max(polling, listening), polling, listening, memory, talked, recalled
 
 
-async def _yesterday_talked(config: Path) -> None:
-    """Store a chat's talk of yesterday, answered then, with no summary of it yet."""
-    chat = ChatKey("telegram", ChatKind.PRIVATE, str(_NIGHT))
-    noon = datetime.now(UTC).replace(hour=4, minute=0, second=0) - timedelta(days=1)
-    lines = ["周六去西湖划船吧", "好呀，晚上再吃火锅", "那就这么定了"]
+async def _yesterday_said(config: Path) -> None:
+    """Store what the chat of ``_REMEMBERING`` said yesterday, answered, not summarised."""
+    chat = ChatKey("telegram", ChatKind.PRIVATE, str(_REMEMBERING))
+    noon = datetime.now(UTC) - timedelta(days=1)
     database = config.parent / "data" / "pacebot.sqlite3"
-    talk = [
-        IncomingMessage(
-            chat=chat,
-            message_id=f"night-{number}",
-            sender_id=str(_NIGHT),
-            sender_name="小林",
-            text=text,
-            sent_at=noon + timedelta(minutes=number),
-        )
-        for number, text in enumerate(lines)
+    said = [
+        incoming(chat, str(900_000 + n), text, sent_at=noon + timedelta(minutes=n))
+        for n, text in enumerate(_YESTERDAY, start=1)
     ]
-    async with await SqliteStore.open(database) as store:  # talked over then: none waits
-        await store.add_context(talk, received_at=noon)
+    async with await SqliteStore.open(database) as store:
+        await add(store, *said)
+        # answered yesterday, so that nothing of it waits for an answer at the start
+        await answered_batch(store, chat, [], now=noon + timedelta(hours=1))
 
 
-async def _after_first_night(
-    api: FakeBotAPI, llm: FakeLLMServer, workdir: Path, *, quick: bool
+async def _run_first_night(
+    api: FakeBotAPI, llm: FakeLLMServer, workdir: Path, *, quiet_s: float
 ) -> tuple[dict[str, int], bool]:
-    """Start ``pacebot run`` on a store holding yesterday's talk; once the catch-up has
-    summarised it, ask about it; return the memory 3 s after the answer, and whether the
-    answer's prompt held the night's summary."""
-    config = _config(workdir, api, llm, free_port())
-    await _yesterday_talked(config)
-    llm.reply_json(_SUMMARY)
-    llm.reply_json(replies_json("记得，周六西湖"))
+    """Start a run whose catch-up summarises yesterday; answer both platforms, then the
+    chat that talked yesterday asks about it. Return memory 3 s later, and whether the
+    recall's request held the night's summary."""
+    qq_port = free_port()
+    config = _config(workdir, api, llm, qq_port)
+    await _yesterday_said(config)
+    summary = {"summary": _NIGHT_SUMMARY, "topics": ["旅行"], "keywords": ["杭州", "火锅"]}
+    llm.reply_json(summary)  # the nightly catch-up's call comes first, at start
     env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
     process = await start_run(config, env)
+    onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
     try:
-        await llm.wait_for_requests(1, timeout=30)  # the night's summary
-        await _summary_kept(config)
-        api.push_message(_NIGHT, "昨天我们约了什么来着？")
-        await api.wait_for("sendMessage", timeout=30)
-        await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
-        remembered = str(_SUMMARY["summary"]) in str(llm.requests[-1]["messages"][0]["content"])
-        return smaps_rollup(process.pid), remembered
+        await asyncio.gather(api.wait_for("getUpdates", timeout=30), port_open(qq_port, 0.0))
+        await onebot.connect_when_listening()
+        await llm.wait_for_requests(1, timeout=30)
+        await asyncio.sleep(quiet_s)  # the summary is stored and indexed
+        await _answer_both(api, llm, onebot)
+        llm.reply_json(replies_json("老码头，在西湖边上"))
+        api.push_message(_REMEMBERING, "昨天说的那家火锅店叫什么来着？")
+        await api.wait_for(lambda: len(api.calls_to("sendMessage")) >= 2, timeout=30)
+        await asyncio.sleep(quiet_s)
+        memory = smaps_rollup(process.pid)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(process.communicate(), 20)
-
-
-async def _summary_kept(config: Path) -> None:
-    """Wait until the night's summary of ``_NIGHT`` is on its stack (read from the side)."""
-    database = config.parent / "data" / "pacebot.sqlite3"
-    chat = str(ChatKey("telegram", ChatKind.PRIVATE, str(_NIGHT)))
-
-    def kept() -> int:
-        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
-            query = "SELECT count(*) FROM prompt_history WHERE chat_key = ? AND is_deleted = 0"
-            (count,) = db.execute(query, (chat,)).fetchone()
-            return int(count)
-
-    async with asyncio.timeout(30):
-        while not await asyncio.to_thread(kept):  # noqa: ASYNC110 - another process writes it
-            await asyncio.sleep(0.05)
+        await _stopped(process, onebot)
+    recalled = _NIGHT_SUMMARY in json.dumps(llm.requests[-1], ensure_ascii=False)
+    return memory, recalled
 
 
 async def _run_with_tools(
