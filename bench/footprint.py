@@ -38,6 +38,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import sqlite3
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -298,8 +299,8 @@ async def _run_first_night(
     try:
         await asyncio.gather(api.wait_for("getUpdates", timeout=30), port_open(qq_port, 0.0))
         await onebot.connect_when_listening()
-        await llm.wait_for_requests(1, timeout=30)
-        await asyncio.sleep(quiet_s)  # the summary is stored and indexed
+        await llm.wait_for_requests(1, timeout=30)  # the night's summary call
+        await _summary_kept(config, _REMEMBERING)
         await _answer_both(api, llm, onebot)
         llm.reply_json(replies_json("老码头，在西湖边上"))
         api.push_message(_REMEMBERING, "昨天说的那家火锅店叫什么来着？")
@@ -310,6 +311,23 @@ async def _run_first_night(
         await _stopped(process, onebot)
     recalled = _NIGHT_SUMMARY in json.dumps(llm.requests[-1], ensure_ascii=False)
     return memory, recalled
+
+
+async def _summary_kept(config: Path, chat_id: int) -> None:
+    """Wait until the night's summary of a Telegram private chat is on its stack, read
+    from the side (the run writes it)."""
+    database = config.parent / "data" / "pacebot.sqlite3"
+    chat = str(ChatKey("telegram", ChatKind.PRIVATE, str(chat_id)))
+
+    def kept() -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+            query = "SELECT count(*) FROM prompt_history WHERE chat_key = ? AND is_deleted = 0"
+            (count,) = db.execute(query, (chat,)).fetchone()
+            return int(count)
+
+    async with asyncio.timeout(30):
+        while not await asyncio.to_thread(kept):  # noqa: ASYNC110 - another process writes it
+            await asyncio.sleep(0.05)
 
 
 async def _run_with_tools(
