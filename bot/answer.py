@@ -242,7 +242,7 @@ class Answerer:
             fitted = fit_window(
                 planned, window, anchor_of(batch.messages), now=self._now(), limit=text_limit
             )
-            planned = noted(fitted, notes)
+            planned = _noted(fitted, notes)
         answered = BatchOutcome.ANSWERED if planned else BatchOutcome.SILENT
         return Answer(answered, planned, trace=notes.freeze(answered), promises=promises)
 
@@ -410,7 +410,7 @@ class Answerer:
         if window is not None:
             asked = open_anchor(await self._asker_anchor(occasion), window, now=self._now())
             fitted = fit_window(planned, window, asked, now=self._now(), limit=text_limit)
-            planned = noted(fitted, notes)
+            planned = _noted(fitted, notes)
         return Answer(outcome, planned, error=error, trace=notes.freeze(outcome, error=error))
 
     async def _asker_anchor(self, occasion: Occasion) -> StoredMessage | None:
@@ -472,7 +472,7 @@ class Answerer:
         return replies
 
 
-def noted(fitted: Fitted, notes: TraceNotes) -> tuple[PlannedReply, ...]:
+def _noted(fitted: Fitted, notes: TraceNotes) -> tuple[PlannedReply, ...]:
     """Note in the trace what fitting a plan into its window dropped and changed."""
     notes.dropped += fitted.dropped
     notes.guards += fitted.changes
