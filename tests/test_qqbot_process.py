@@ -18,6 +18,7 @@ from fakes.harness import free_port, replies_json, start_run
 from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
 from fakes.plugins import write_plugins
+from fakes.process import telegram_run_config
 from fakes.qq_open_platform import FakeQQOpenPlatform, openid
 
 KEY = "sk-official-process-key-1234"
@@ -29,24 +30,12 @@ STORY = [f"第{n}句" for n in range(1, 8)]
 def write_config(
     tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, platform: FakeQQOpenPlatform, port: int
 ) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f"""[bot]
-data_dir = "data"
-
-[pacing]
-debounce_min_s = 0.05
-debounce_max_s = 0.05
-max_delay_s = 5.0
-
-[llm]
-base_url = "{llm.base_url}"
-max_retries = 0
-
-[telegram]
-enabled = true
-api_base_url = "{api.base_url}"
-
+    """Telegram, OneBot QQ on ``port`` and the official QQ bot, with the test plugin."""
+    return telegram_run_config(
+        tmp_path,
+        llm,
+        api,
+        more=f"""
 [qq]
 enabled = true
 port = {port}
@@ -60,9 +49,7 @@ auth_base = "{platform.auth_url}"
 [plugins]
 nonebot = ["pacebot_test_plugin"]
 """,
-        encoding="utf-8",
     )
-    return path
 
 
 def sent(platform: FakeQQOpenPlatform, target: str) -> list[tuple[object, ...]]:
