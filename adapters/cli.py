@@ -219,18 +219,27 @@ def _command(argv: Sequence[str] | None) -> int:
     return app.serve(args.config, console=args.command == "console", log_level=args.log_level)
 
 
-# Modules the libraries of a run import for features pacebot never uses, about 5 MiB that a
+# Modules the libraries of a run import for features pacebot never uses, about 6 MiB that a
 # bot would hold all its life: httpx's command-line client (rich, pygments and click, when
-# installed) and uvicorn's reloader (watchfiles). ``None`` in ``sys.modules`` reads as "not
-# installed" to an import, and each library carries on without.
-_UNUSED_IN_A_RUN = ("httpx._main", "watchfiles")
+# installed), uvicorn's reloader (watchfiles), and the HTTP/2 protocol (h2, which httpcore
+# and httpcore2 load whenever it is installed; every client of a run speaks HTTP/1.1).
+# ``None`` in ``sys.modules`` reads as "not installed" to an import, and each library carries
+# on without.
+_UNUSED_IN_A_RUN = ("httpx._main", "watchfiles", "h2")
+# Packages whose __init__ imports more than a run uses: nonebot's OneBot adapter imports
+# its v12 protocol beside the v11 that NapCat speaks (about 1 MiB).
+_DEFERRED_IN_A_RUN = ("nonebot.adapters.onebot",)
 
 
 def _leave_out_what_a_run_never_uses() -> None:
-    """Keep a run from importing :data:`_UNUSED_IN_A_RUN` (call it before any of their
-    importers is imported)."""
+    """Keep a run from importing :data:`_UNUSED_IN_A_RUN`, and defer the ``__init__`` of
+    :data:`_DEFERRED_IN_A_RUN` (call it before any of their importers is imported)."""
     for name in _UNUSED_IN_A_RUN:
         sys.modules.setdefault(name, None)  # type: ignore[arg-type]
+    from adapters.package_init import defer_package_init
+
+    for name in _DEFERRED_IN_A_RUN:
+        defer_package_init(name)
 
 
 def _offline(args: argparse.Namespace) -> int:

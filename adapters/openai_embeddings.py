@@ -14,7 +14,7 @@ from typing import Self
 
 import httpx2
 import openai
-from openai.types import CreateEmbeddingResponse
+from openai.types.create_embedding_response import CreateEmbeddingResponse
 
 from adapters.openai_llm import SdkClient, endpoint_name, unavailable
 from bot.config.model import Config

@@ -8,18 +8,25 @@ the QQ port accepts a connection, counted from the spawn. Idle RSS is read from
 (``Rss``, and ``Pss``, which splits shared library pages among the processes using them),
 and again 3 s after it has answered a message on each platform (Telegram through PTB, QQ
 through a fake NapCat on the reverse WebSocket) through the fake LLM: the ``openai`` SDK
-and the segmenter's dictionary load with the first answer, so the second figure is what a
-bot that has talked holds, and the one the memory target (docs/targets.md) means. Then a
-third chat, one with a day summary on its prompt stack, asks about it: keyword recall cuts
-the question, which loads the segmenter's dictionary (a chat without summaries is not
-searched), and RSS is read a third time, 3 s later.
-
-After the first night is a second ``pacebot run`` whose store holds a chat's talk of
-yesterday and no summary of it: the start-up catch-up runs the nightly recipe on it (a
-summary call through the fake LLM, the day pushed on the chat's stack, its people noted),
-then the chat asks about yesterday and is answered from that summary; RSS is read 3 s
-after the answer (``footprint.night.rss_after_answer``).
+loads with the first answer, so the second figure is what a bot that has talked holds,
+and the one the memory target (docs/targets.md) means. Then a third chat, one with a day
+summary on its prompt stack, asks about it: keyword recall cuts the question and searches
+the index (a chat without summaries is not searched), and RSS is read a third time, 3 s
+later.
 ``pacebot --help`` is timed from spawn to exit, the best of a few tries.
+
+Three more runs, each a process of its own, give the rows of a bot as it lives:
+
+- **after the first night**: Telegram and QQ, and a chat that talked yesterday. The
+  nightly catch-up at start summarises that day with a real nightly run (the fake LLM
+  writes the summary); the two platforms are answered, then the chat asks about
+  yesterday and is answered from the summary the night made. RSS 3 s later.
+- **with tools**: Telegram and QQ, and ``[tools]`` with one stdio MCP server (the test
+  server of ``fakes/mcp_server.py``). A Telegram question is answered through a tool
+  call, then QQ is answered. RSS 3 s later; the server's own process is reported beside
+  it, not in it.
+- **with tools and the official QQ bot**: the same with ``[qq_official]`` on too (the QQ
+  Open Platform's fake), which is answered as well.
 
 pacebot's own modules are compiled to bytecode first, as ``pip install`` does
 (:func:`bench.rig.compile_bytecode`).
@@ -29,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import sqlite3
 import sys
@@ -39,11 +47,14 @@ from pathlib import Path
 from bench.report import Figure, at_most, exactly
 from bench.rig import REPO, compile_bytecode
 from bench.stats import median
-from bot.models import ChatKey, ChatKind, IncomingMessage
+from bot.models import ChatKey, ChatKind
 from fakes.bot_api import FakeBotAPI
 from fakes.harness import free_port, push_day_summary, replies_json, start_run
+from fakes.mcp_server import WEATHER_CANARY
 from fakes.onebot import FakeOneBot
 from fakes.openai_api import FakeLLMServer
+from fakes.qq_open_platform import FakeQQOpenPlatform, openid
+from fakes.store_rows import add, answered_batch, incoming
 from storage.sqlite import SqliteStore
 
 READY_TARGET_S = 1.5
@@ -55,26 +66,31 @@ _AFTER_ANSWER_S = 3.0  # quiet time after the answers before RSS is read
 _HELP_TRIES = 5
 _CHATTER = 1001
 _REMEMBERING = 1002  # a Telegram chat with a day summary to recall
-_NIGHT = 1003  # a Telegram chat whose yesterday the first night summarises
-_SUMMARY = {
-    "summary": "我们约好周六去西湖划船，晚上吃火锅。",
-    "topics": ["西湖", "火锅"],
-    "key_points": ["周六去西湖划船"],
-    "keywords": ["西湖", "划船", "火锅"],
-    "people": [{"user_id": str(_NIGHT), "name": "小林", "facts": ["喜欢划船"]}],
-}
+_QQBOT_USER = openid("footprint-user")
+_YESTERDAY = (  # what the remembering chat said the day before the run, for the night
+    "周末我们去杭州了",
+    "在西湖划船，风挺大",
+    "晚上吃了一家火锅，叫老码头",
+    "下次还想去",
+)
+_NIGHT_SUMMARY = "周末去杭州西湖划船，晚上吃了老码头火锅。"
 
 
 async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
     """Measure ``--help`` time, and ready time and idle RSS of a Telegram + QQ run."""
     await compile_bytecode()
     helps = [await _help_seconds() for _ in range(2 if quick else _HELP_TRIES)]
+    quiet_s = 0.5 if quick else _AFTER_ANSWER_S
     async with FakeBotAPI() as api, FakeLLMServer() as llm:
         ready_s, telegram_s, qq_s, memory, talked, recalled = await _run_both(
             api, llm, workdir, quick=quick
         )
-    async with FakeBotAPI() as api, FakeLLMServer() as llm:  # its own replies: none left over
-        night, remembered = await _after_first_night(api, llm, workdir, quick=quick)
+    async with FakeBotAPI() as api, FakeLLMServer() as llm:
+        night, recalled_night = await _run_first_night(api, llm, workdir, quiet_s=quiet_s)
+    async with FakeBotAPI() as api, FakeLLMServer() as llm:
+        tools = await _run_with_tools(api, llm, workdir, qqbot=None, quiet_s=quiet_s)
+    async with FakeBotAPI() as api, FakeLLMServer() as llm, FakeQQOpenPlatform() as qqbot:
+        everything = await _run_with_tools(api, llm, workdir, qqbot=qqbot, quiet_s=quiet_s)
     return [
         Figure(
             "footprint.help.seconds",
@@ -118,18 +134,46 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             note="3 s after answering a chat with summaries: the dictionary loaded too",
         ),
         Figure(
-            "footprint.night.rss_after_answer",
+            "footprint.night.rss_after_recall",
             night["Rss"] / _MIB,
             "MiB",
             target=at_most(RSS_TARGET_MIB),
-            note="a second run: the first night summarised yesterday, then an answer from it",
+            note="a night summarised at start, both platforms answered, then a recall of it",
         ),
         Figure(
-            "footprint.night.summary_in_prompt",
-            float(remembered),
-            "bool",
-            target=exactly(1),
-            note="the answer's system prompt held the summary the night made",
+            "footprint.night.recalled",
+            float(recalled_night),
+            "yes",
+            target=exactly(1.0),
+            note="the recall's request held the summary the night made",
+        ),
+        *_tools_figures("tools", tools, "Telegram, QQ, one stdio MCP server"),
+        *_tools_figures("tools_qqbot", everything, "the official QQ bot too"),
+    ]
+
+
+def _tools_figures(row: str, run: dict[str, float], which: str) -> list[Figure]:
+    chats = 3 if row == "tools_qqbot" else 2
+    return [
+        Figure(
+            f"footprint.{row}.rss_after_answer",
+            run["Rss"] / _MIB,
+            "MiB",
+            target=at_most(RSS_TARGET_MIB),
+            note=f"{which}; 3 s after a tool call and the other chats answered",
+        ),
+        Figure(
+            f"footprint.{row}.server_rss",
+            run["server"] / _MIB,
+            "MiB",
+            note="the MCP server's own process, beside pacebot's",
+        ),
+        Figure(
+            f"footprint.{row}.answered",
+            run["answered"],
+            "chats",
+            target=exactly(chats),
+            note="Telegram through the tool, QQ" + (", the official QQ bot" if chats == 3 else ""),
         ),
     ]
 
@@ -159,70 +203,9 @@ async def _remembered(config: Path) -> None:
         await push_day_summary(store, chat, yesterday, summary, keywords=["杭州", "火锅"])
 
 
-async def _yesterday_talked(config: Path) -> None:
-    """Store a chat's talk of yesterday, answered then, with no summary of it yet."""
-    chat = ChatKey("telegram", ChatKind.PRIVATE, str(_NIGHT))
-    noon = datetime.now(UTC).replace(hour=4, minute=0, second=0) - timedelta(days=1)
-    lines = ["周六去西湖划船吧", "好呀，晚上再吃火锅", "那就这么定了"]
-    database = config.parent / "data" / "pacebot.sqlite3"
-    talk = [
-        IncomingMessage(
-            chat=chat,
-            message_id=f"night-{number}",
-            sender_id=str(_NIGHT),
-            sender_name="小林",
-            text=text,
-            sent_at=noon + timedelta(minutes=number),
-        )
-        for number, text in enumerate(lines)
-    ]
-    async with await SqliteStore.open(database) as store:  # talked over then: none waits
-        await store.add_context(talk, received_at=noon)
-
-
-async def _after_first_night(
-    api: FakeBotAPI, llm: FakeLLMServer, workdir: Path, *, quick: bool
-) -> tuple[dict[str, int], bool]:
-    """Start ``pacebot run`` on a store holding yesterday's talk; once the catch-up has
-    summarised it, ask about it; return the memory 3 s after the answer, and whether the
-    answer's prompt held the night's summary."""
-    config = _config(workdir, api, llm, free_port())
-    await _yesterday_talked(config)
-    llm.reply_json(_SUMMARY)
-    llm.reply_json(replies_json("记得，周六西湖"))
-    env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
-    process = await start_run(config, env)
-    try:
-        await llm.wait_for_requests(1, timeout=30)  # the night's summary
-        await _summary_kept(config)
-        api.push_message(_NIGHT, "昨天我们约了什么来着？")
-        await api.wait_for("sendMessage", timeout=30)
-        await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
-        remembered = str(_SUMMARY["summary"]) in str(llm.requests[-1]["messages"][0]["content"])
-        return smaps_rollup(process.pid), remembered
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(process.communicate(), 20)
-
-
-async def _summary_kept(config: Path) -> None:
-    """Wait until the night's summary of ``_NIGHT`` is on its stack (read from the side)."""
-    database = config.parent / "data" / "pacebot.sqlite3"
-    chat = str(ChatKey("telegram", ChatKind.PRIVATE, str(_NIGHT)))
-
-    def kept() -> int:
-        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
-            query = "SELECT count(*) FROM prompt_history WHERE chat_key = ? AND is_deleted = 0"
-            (count,) = db.execute(query, (chat,)).fetchone()
-            return int(count)
-
-    async with asyncio.timeout(30):
-        while not await asyncio.to_thread(kept):  # noqa: ASYNC110 - another process writes it
-            await asyncio.sleep(0.05)
-
-
-def _config(workdir: Path, api: FakeBotAPI, llm: FakeLLMServer, qq_port: int) -> Path:
+def _config(
+    workdir: Path, api: FakeBotAPI, llm: FakeLLMServer, qq_port: int, *, more: str = ""
+) -> Path:
     data = workdir / f"footprint-{time.time_ns()}"
     data.mkdir()
     path = data / "config.toml"
@@ -246,7 +229,7 @@ api_base_url = "{api.base_url}"
 [qq]
 enabled = true
 port = {qq_port}
-""",
+{more}""",
         encoding="utf-8",
     )
     return path
@@ -271,12 +254,7 @@ async def _run_both(
         await onebot.connect_when_listening()
         await asyncio.sleep(0.5 if quick else _IDLE_S)
         memory = smaps_rollup(process.pid)
-        llm.reply_json(replies_json("你好呀"))
-        llm.reply_json(replies_json("你好呀"))
-        api.push_message(_CHATTER, "在吗？昨天说的那家火锅店叫什么来着")
-        await onebot.send_private_message(_CHATTER, "在吗？周末去爬山的人定了吗")
-        await api.wait_for("sendMessage", timeout=30)
-        await onebot.wait_for_call("send_private_msg", within_s=30)
+        await _answer_both(api, llm, onebot)
         await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
         talked = smaps_rollup(process.pid)
         llm.reply_json(replies_json("记得，西湖"))
@@ -285,11 +263,161 @@ async def _run_both(
         await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
         recalled = smaps_rollup(process.pid)
     finally:
-        await onebot.close()
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
-        await asyncio.wait_for(process.communicate(), 20)
+        await _stopped(process, onebot)
     return max(polling, listening), polling, listening, memory, talked, recalled
+
+
+async def _yesterday_said(config: Path) -> None:
+    """Store what the chat of ``_REMEMBERING`` said yesterday, answered, not summarised."""
+    chat = ChatKey("telegram", ChatKind.PRIVATE, str(_REMEMBERING))
+    noon = datetime.now(UTC) - timedelta(days=1)
+    database = config.parent / "data" / "pacebot.sqlite3"
+    said = [
+        incoming(chat, str(900_000 + n), text, sent_at=noon + timedelta(minutes=n))
+        for n, text in enumerate(_YESTERDAY, start=1)
+    ]
+    async with await SqliteStore.open(database) as store:
+        await add(store, *said)
+        # answered yesterday, so that nothing of it waits for an answer at the start
+        await answered_batch(store, chat, [], now=noon + timedelta(hours=1))
+
+
+async def _run_first_night(
+    api: FakeBotAPI, llm: FakeLLMServer, workdir: Path, *, quiet_s: float
+) -> tuple[dict[str, int], bool]:
+    """Start a run whose catch-up summarises yesterday; answer both platforms, then the
+    chat that talked yesterday asks about it. Return memory 3 s later, and whether the
+    recall's request held the night's summary."""
+    qq_port = free_port()
+    config = _config(workdir, api, llm, qq_port)
+    await _yesterday_said(config)
+    summary = {"summary": _NIGHT_SUMMARY, "topics": ["旅行"], "keywords": ["杭州", "火锅"]}
+    llm.reply_json(summary)  # the nightly catch-up's call comes first, at start
+    env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
+    process = await start_run(config, env)
+    onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
+    try:
+        await asyncio.gather(api.wait_for("getUpdates", timeout=30), port_open(qq_port, 0.0))
+        await onebot.connect_when_listening()
+        await llm.wait_for_requests(1, timeout=30)  # the night's summary call
+        await _summary_kept(config, _REMEMBERING)
+        await _answer_both(api, llm, onebot)
+        llm.reply_json(replies_json("老码头，在西湖边上"))
+        api.push_message(_REMEMBERING, "昨天说的那家火锅店叫什么来着？")
+        await api.wait_for(lambda: len(api.calls_to("sendMessage")) >= 2, timeout=30)
+        await asyncio.sleep(quiet_s)
+        memory = smaps_rollup(process.pid)
+    finally:
+        await _stopped(process, onebot)
+    recalled = _NIGHT_SUMMARY in json.dumps(llm.requests[-1], ensure_ascii=False)
+    return memory, recalled
+
+
+async def _summary_kept(config: Path, chat_id: int) -> None:
+    """Wait until the night's summary of a Telegram private chat is on its stack, read
+    from the side (the run writes it)."""
+    database = config.parent / "data" / "pacebot.sqlite3"
+    chat = str(ChatKey("telegram", ChatKind.PRIVATE, str(chat_id)))
+
+    def kept() -> int:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+            query = "SELECT count(*) FROM prompt_history WHERE chat_key = ? AND is_deleted = 0"
+            (count,) = db.execute(query, (chat,)).fetchone()
+            return int(count)
+
+    async with asyncio.timeout(30):
+        while not await asyncio.to_thread(kept):  # noqa: ASYNC110 - another process writes it
+            await asyncio.sleep(0.05)
+
+
+async def _run_with_tools(
+    api: FakeBotAPI,
+    llm: FakeLLMServer,
+    workdir: Path,
+    *,
+    qqbot: FakeQQOpenPlatform | None,
+    quiet_s: float,
+) -> dict[str, float]:
+    """Start a run with Telegram, QQ and one stdio MCP server, and the official QQ bot
+    too when ``qqbot`` is given; answer a Telegram question through a tool, then QQ (and
+    the official QQ bot). Return pacebot's RSS 3 s later, the server's, and how many of
+    the chats were answered."""
+    qq_port = free_port()
+    more = _TOOLS.format(python=sys.executable) + (_qq_official(qqbot) if qqbot else "")
+    config = _config(workdir, api, llm, qq_port, more=more)
+    env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
+    if qqbot is not None:
+        env["QQ_BOT_SECRET"] = qqbot.secret
+    process = await start_run(config, env)
+    onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
+    answered: list[bool] = []
+    try:
+        await asyncio.gather(api.wait_for("getUpdates", timeout=30), port_open(qq_port, 0.0))
+        await onebot.connect_when_listening()
+        llm.call_tool("weather", {"city": "杭州"})
+        llm.reply_json(replies_json("杭州今天晴，21 度"))
+        api.push_message(_CHATTER, "杭州今天天气怎么样？")
+        await api.wait_for("sendMessage", timeout=30)
+        llm.reply_json(replies_json("在呢"))
+        await onebot.send_private_message(_CHATTER, "在吗？")
+        answered += [
+            any(WEATHER_CANARY in json.dumps(r, ensure_ascii=False) for r in llm.requests),
+            bool(await onebot.wait_for_call("send_private_msg", within_s=30)),
+        ]
+        if qqbot is not None:
+            await qqbot.wait_until(lambda: qqbot.connected, within_s=30)
+            llm.reply_json(replies_json("你好呀"))
+            await qqbot.c2c_message(_QQBOT_USER, "你好")
+            answered.append(
+                bool(await qqbot.wait_until(lambda: qqbot.sent_to(_QQBOT_USER), within_s=30))
+            )
+        await asyncio.sleep(quiet_s)
+        rss = smaps_rollup(process.pid)["Rss"]
+        server = sum(smaps_rollup(pid)["Rss"] for pid in children(process.pid))
+    finally:
+        await _stopped(process, onebot)
+    return {"Rss": rss, "server": server, "answered": float(sum(answered))}
+
+
+_TOOLS = """
+[tools]
+enabled = true
+
+[[tools.mcp]]
+name = "weather"
+command = "{python}"
+args = ["-m", "fakes.mcp_server"]
+allow = ["weather"]
+"""
+
+
+def _qq_official(qqbot: FakeQQOpenPlatform) -> str:
+    """The ``[qq_official]`` table of a bot on the QQ Open Platform's fake."""
+    return f"""
+[qq_official]
+enabled = true
+app_id = "{qqbot.app_id}"
+api_base = "{qqbot.api_base}"
+auth_base = "{qqbot.auth_url}"
+"""
+
+
+async def _answer_both(api: FakeBotAPI, llm: FakeLLMServer, onebot: FakeOneBot) -> None:
+    """Have a Telegram chat and a QQ chat each answered once."""
+    llm.reply_json(replies_json("你好呀"))
+    llm.reply_json(replies_json("你好呀"))
+    api.push_message(_CHATTER, "在吗？昨天说的那家火锅店叫什么来着")
+    await onebot.send_private_message(_CHATTER, "在吗？周末去爬山的人定了吗")
+    await api.wait_for("sendMessage", timeout=30)
+    await onebot.wait_for_call("send_private_msg", within_s=30)
+
+
+async def _stopped(process: asyncio.subprocess.Process, onebot: FakeOneBot) -> None:
+    """Close the QQ connection and stop the run."""
+    await onebot.close()
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(process.communicate(), 20)
 
 
 async def _first_poll(api: FakeBotAPI, started: float) -> float:
@@ -317,3 +445,14 @@ def smaps_rollup(pid: int) -> dict[str, int]:
         name, value, *_ = line.split()
         fields[name.rstrip(":")] = int(value) * 1024
     return fields
+
+
+def children(pid: int) -> list[int]:
+    """Return the processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found

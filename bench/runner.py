@@ -87,7 +87,7 @@ BENCHMARKS = (
     Benchmark(
         "footprint",
         "bench.footprint",
-        "pacebot run with Telegram + QQ: ready time, idle RSS; pacebot --help",
+        "pacebot run: ready, RSS; after a night; with tools and the official QQ bot; --help",
         120,
         quick_budget_s=60.0,
     ),

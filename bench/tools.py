@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.footprint import port_open, smaps_rollup
+from bench.footprint import children, port_open, smaps_rollup
 from bench.report import Figure, at_most, exactly
 from bench.rig import compile_bytecode, fresh_path
 from bot.models import ChatKey, ChatKind, IncomingMessage
@@ -292,21 +292,10 @@ async def _run(
         await onebot.wait_for_call("send_private_msg", within_s=30)
         await asyncio.sleep(quiet_s)
         talked = smaps_rollup(process.pid)["Rss"]
-        servers = sum(smaps_rollup(pid)["Rss"] for pid in _children(process.pid))
+        servers = sum(smaps_rollup(pid)["Rss"] for pid in children(process.pid))
     finally:
         await onebot.close()
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(process.communicate(), 30)
     return {"ready": ready, "idle": idle, "talked": talked, "servers": servers}
-
-
-def _children(pid: int) -> list[int]:
-    """Return the processes whose parent is ``pid``."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[1]) == pid:
-                found.append(int(stat.parent.name))
-    return found

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from fakes.mcp_server import WEATHER_CANARY
 from fakes.openai_api import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -346,6 +347,82 @@ def test_the_sdk_loads_without_its_aiohttp_transport() -> None:
     assert ("openai" in loaded, "aiohttp" in loaded) == (True, True)
 
 
+def test_a_run_with_an_mcp_server_loads_only_the_sdks_client_side() -> None:
+    """The toolbox of a run with one stdio MCP server answers its tool with the ``mcp``
+    SDK's client modules alone; a later ``from mcp import ...`` gets the whole package."""
+    loaded = loaded_after(
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from adapters.tools.late import LateToolbox\n"
+        "from bot.config.model import parse_config\n"
+        "server = {'name': 'weather', 'command': sys.executable,\n"
+        "          'args': ['-m', 'fakes.mcp_server'], 'allow': ['weather']}\n"
+        "config = parse_config({'tools': {'enabled': True, 'mcp': [server]}}, base_dir=Path('.'))\n"
+        "async def ask() -> str:\n"
+        "    async with LateToolbox(config.tools, {}) as toolbox:\n"
+        "        await toolbox.started(within_s=30)\n"
+        "        return await toolbox.call('weather', {'city': 'Hangzhou'})\n"
+        "answer = asyncio.run(ask())\n"
+        "server_side = sorted(m for m in sys.modules if m.startswith('mcp.server'))\n"
+        f"expected = 'Hangzhou: sunny, 21°C, light wind ({WEATHER_CANARY})'\n"
+        "assert (answer, server_side) == (expected, []), (answer, server_side)\n"
+        "from mcp import ClientSession, stdio_server\n"
+        "assert 'mcp.server.stdio' in sys.modules\n"
+    )
+    assert ("mcp" in loaded, "mcp_types" in loaded) == (True, True)
+
+
+def test_a_run_with_web_search_alone_loads_no_mcp_sdk() -> None:
+    """A toolbox with the web search and no ``[[tools.mcp]]`` server loads no ``mcp``."""
+    loaded = loaded_after(
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from adapters.tools.late import LateToolbox\n"
+        "from bot.config.model import parse_config\n"
+        "search = {'provider': 'searxng', 'base_url': 'http://127.0.0.1:9'}\n"
+        "tools = {'enabled': True, 'web_search': search}\n"
+        "config = parse_config({'tools': tools}, base_dir=Path('.'))\n"
+        "async def offer() -> list[str]:\n"
+        "    async with LateToolbox(config.tools, {}) as toolbox:\n"
+        "        await toolbox.started(within_s=30)\n"
+        "        return [tool.name for tool in toolbox.ready()]\n"
+        "assert asyncio.run(offer()) == ['web_search']\n"
+    )
+    assert [name for name in ("mcp", "mcp_types") if name in loaded] == []
+
+
+async def test_the_sdk_answers_with_the_chat_types_alone(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """A chat completion and a tool call through the run's LLM client load the ``openai``
+    SDK without the types of the endpoints it never calls (Responses, Assistants, audio)."""
+    config = {"bot": {"data_dir": str(tmp_path)}, "llm": {"base_url": llm.base_url}}
+    code = (
+        "import asyncio\n"
+        "from pathlib import Path\n"
+        "from adapters.app import opened_parts\n"
+        "from bot.config.model import parse_config\n"
+        "from bot.models import ChatMessage, ToolSpec\n"
+        "from bot.secrets import Secrets\n"
+        f"config = parse_config({config!r}, base_dir=Path('.'))\n"
+        "asked = [ChatMessage('system', 'be brief'), ChatMessage('user', 'weather?')]\n"
+        "weather = ToolSpec('weather', 'the weather', '{\"type\": \"object\"}')\n"
+        "async def ask() -> tuple[str, str]:\n"
+        "    async with opened_parts(config, Secrets('k', 'k')) as parts:\n"
+        "        called = await parts.llm.complete(asked, json_mode=False, tools=[weather])\n"
+        "        said = await parts.llm.complete(asked, json_mode=True)\n"
+        "        return called.tool_calls[0].name, said.text\n"
+        "answers = asyncio.run(ask())\n"
+        "assert answers == ('weather', 'sunny'), answers\n"
+        "unused = ['openai.types.beta', 'openai.types.audio', 'openai.types.responses.response']\n"
+        "assert [name for name in unused if name in sys.modules] == []\n"
+    )
+    llm.call_tool("weather", {})
+    llm.reply("sunny")
+    loaded = await asyncio.to_thread(loaded_after, code)
+    assert ("openai" in loaded, len(llm.requests)) == (True, 2)
+
+
 async def test_the_embeddings_client_waits_for_its_first_request(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
@@ -400,17 +477,38 @@ def test_a_run_without_the_dashboard_loads_no_web_library() -> None:
     assert [name for name in WEB_LIBRARIES if name in loaded] == []
 
 
-def test_the_console_loads_no_platform_library(tmp_path: Path) -> None:
-    """Chatting in the console to the end of its input loads no platform library."""
+def after_the_console(tmp_path: Path, then: str = "") -> list[str]:
+    """Chat in the console to the end of its (empty) input through ``pacebot console``'s
+    road, run ``then``; return the top-level modules left loaded."""
     config = tmp_path / "config.toml"
     config.write_text(
         f'[bot]\ndata_dir = "{tmp_path / "data"}"\n[llm]\nbase_url = "http://127.0.0.1:9"\n',
         encoding="utf-8",
     )
-    loaded = loaded_after(
+    return loaded_after(
         "import os\n"
         "os.environ['PACEBOT_LLM_API_KEY'] = 'sk-architecture-test'\n"
         "from adapters.cli import main\n"
-        f"assert main(['console', '-c', {str(config)!r}]) == 0\n"
+        f"assert main(['console', '-c', {str(config)!r}]) == 0\n{then}"
     )
+
+
+def test_the_console_loads_no_platform_library(tmp_path: Path) -> None:
+    """Chatting in the console to the end of its input loads no platform library."""
+    loaded = after_the_console(tmp_path)
     assert [name for name in PLATFORM_LIBRARIES if name in loaded] == []
+
+
+def test_a_run_leaves_out_http2_and_onebot_v12(tmp_path: Path) -> None:
+    """After a run's start (the console's, which takes the same road), the platforms and
+    HTTP clients load neither the HTTP/2 protocol nor nonebot's OneBot v12 adapter."""
+    loaded = after_the_console(
+        tmp_path,
+        "import httpx, httpx2\n"
+        "import adapters.qq.platform, adapters.telegram.platform\n"
+        "clients = [httpx.AsyncClient(), httpx2.AsyncClient()]\n"
+        "v12 = [name for name in sys.modules if name.startswith('nonebot.adapters.onebot.v12')]\n"
+        "http2 = [name for name in ('h2', 'hpack') if sys.modules.get(name) is not None]\n"
+        "assert (v12, http2) == ([], []), (v12, http2)\n",
+    )
+    assert ("nonebot" in loaded, "httpcore2" in loaded) == (True, True)

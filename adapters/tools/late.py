@@ -5,6 +5,11 @@ neither should hold the bot's start-up. :class:`LateToolbox` imports the toolbox
 worker thread and starts the servers in a task of its own while the platforms come up;
 until then it offers nothing, and a batch that would be offered tools waits for the
 servers' first attempts (``started``), at most ``[tools] timeout_s``.
+
+The SDK is imported only with a ``[[tools.mcp]]`` server to talk to, and then only its
+client side: the ``mcp`` package's ``__init__`` imports its server side as well, some 250
+modules and 15 MiB that a bot would hold all its life for nothing
+(:mod:`adapters.package_init` defers it).
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import asyncio
 import contextlib
 import importlib
 from collections.abc import Mapping
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Self
 
+from adapters.package_init import defer_package_init
 from bot.config.tools import ToolsConfig
 from bot.errors import ToolFailed
 from bot.models import ToolSpec
@@ -54,7 +60,7 @@ class LateToolbox:
             await asyncio.wait({self._task})
 
     async def _open(self) -> None:
-        module = await asyncio.to_thread(importlib.import_module, "adapters.tools.toolbox")
+        module = await asyncio.to_thread(_import_toolbox, self._config)
         if self._stopping.is_set():
             return
         async with module.opened_toolbox(self._config, self._secrets) as tools:
@@ -88,3 +94,12 @@ class LateToolbox:
         return tuple(
             ToolSource(server.name, server.transport, "starting") for server in self._config.mcp
         )
+
+
+def _import_toolbox(config: ToolsConfig) -> ModuleType:
+    """Import the toolbox, and the MCP client when a server is configured."""
+    if config.mcp:
+        defer_package_init("mcp")  # the SDK's client modules alone, not its server
+        defer_package_init("mcp.client")
+        importlib.import_module("adapters.tools.mcp")
+    return importlib.import_module("adapters.tools.toolbox")

@@ -25,7 +25,8 @@ from typing import IO, Any, TextIO
 import anyio
 import httpx2
 from loguru import logger
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage

@@ -13,10 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from loguru import logger
 
-from adapters.tools.mcp import McpServerLink
 from adapters.tools.web_search import NAME as WEB_SEARCH_NAME
 from adapters.tools.web_search import WEB_SEARCH, WebSearch
 from bot.config.tools import ToolsConfig
@@ -24,6 +24,9 @@ from bot.errors import ToolFailed
 from bot.memory.tool import NAME as MEMORY_TOOL
 from bot.models import ToolSpec
 from bot.tools.ports import ToolSource
+
+if TYPE_CHECKING:
+    from adapters.tools.mcp import McpServerLink
 
 
 class Tools:
@@ -88,14 +91,7 @@ async def opened_toolbox(config: ToolsConfig, secrets: Mapping[str, str]) -> Asy
     ``secrets`` holds the values of the variables the config names (``pass_env``,
     ``headers_env``, the web search's key), by name.
     """
-    links = [
-        McpServerLink(
-            server,
-            env={**server.env, **{name: secrets[name] for name in server.pass_env}},
-            headers={header: secrets[env] for header, env in server.headers_env.items()},
-        )
-        for server in config.mcp
-    ]
+    links = _links(config, secrets)
     web = None
     if config.web_search.enabled:
         web = WebSearch(config.web_search, api_key=secrets.get(config.web_search.key_env))
@@ -106,6 +102,22 @@ async def opened_toolbox(config: ToolsConfig, secrets: Mapping[str, str]) -> Asy
             link.start()
         stack.push_async_callback(_stopped, links)
         yield Tools(links, web)
+
+
+def _links(config: ToolsConfig, secrets: Mapping[str, str]) -> list[McpServerLink]:
+    """Return a link per MCP server; the ``mcp`` SDK is imported only when there is one."""
+    if not config.mcp:
+        return []
+    from adapters.tools.mcp import McpServerLink
+
+    return [
+        McpServerLink(
+            server,
+            env={**server.env, **{name: secrets[name] for name in server.pass_env}},
+            headers={header: secrets[env] for header, env in server.headers_env.items()},
+        )
+        for server in config.mcp
+    ]
 
 
 async def _stopped(links: Sequence[McpServerLink]) -> None:
