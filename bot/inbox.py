@@ -96,8 +96,9 @@ class Inbox:
             return
         if len(answer) > platform.text_limit:
             answer = answer[: platform.text_limit - 1] + "…"
-        try:
-            await platform.send(message.chat, Text(answer, reply_to=message.message_id))
+        reply = Text(answer, reply_to=message.message_id)
+        try:  # it answers the command: a passive reply where replies must name a message
+            await platform.send(message.chat, reply, answers=message.message_id)
         except Exception as exc:  # a command answer is best-effort
             logger.bind(chat=str(message.chat)).warning("command answer not sent: {}", exc)
 

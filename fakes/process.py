@@ -66,8 +66,11 @@ async def start_console(
     )
 
 
-def telegram_run_config(tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI) -> Path:
-    """Write a config for ``pacebot run`` with Telegram on, against the fake Bot API."""
+def telegram_run_config(
+    tmp_path: Path, llm: FakeLLMServer, api: FakeBotAPI, *, more: str = ""
+) -> Path:
+    """Write a config for ``pacebot run`` with Telegram on, against the fake Bot API;
+    ``more`` is TOML for further tables."""
     path = tmp_path / "config.toml"
     path.write_text(
         f"""
@@ -86,7 +89,7 @@ max_retries = 0
 [telegram]
 enabled = true
 api_base_url = "{api.base_url}"
-""",
+{more}""",
         encoding="utf-8",
     )
     return path

@@ -154,6 +154,36 @@ async def test_a_refused_passive_reply_is_dropped_not_retried_or_sent_proactivel
     assert [(f.content, f.state) for f in shown.fates] == [("来晚了", "dropped")]
 
 
+async def test_whoami_names_the_openid_and_an_admin_is_named_by_it(
+    tmp_path: Path, llm: FakeLLMServer, platform: FakeQQOpenPlatform
+) -> None:
+    """/whoami in a group answers the member's qqbot:<openid>; with that id in bot.admins
+    the member's /pop runs, while another member's is refused; each answer is a passive
+    reply to its command and the LLM is asked nothing."""
+    config = official_config(
+        tmp_path, llm, platform, tables={"bot": {"admins": [f"qqbot:{ALICE}"]}}
+    )
+    async with pacebot_on(config, platform) as (core, _):
+        who = await platform.group_at(GROUP, BOB, "/whoami")
+        await platform.wait_until(lambda: len(platform.sent_to(GROUP)) == 1)
+        refused = await platform.group_at(GROUP, BOB, "/pop")
+        await platform.wait_until(lambda: len(platform.sent_to(GROUP)) == 2)
+        allowed = await platform.group_at(GROUP, ALICE, "/pop")
+        await platform.wait_until(lambda: len(platform.sent_to(GROUP)) == 3)
+        await core.inbox.drain()
+    answers = sent(platform, GROUP)
+    assert answers[0] == (
+        f'You are qqbot:{BOB} (to make you an admin: admins = ["qqbot:{BOB}"] under [bot]).',
+        who.message_id,
+        1,
+    )
+    assert answers[1:] == [
+        ("Sorry, only admins can use that command.", refused.message_id, 1),
+        ("Nothing to pop: only the initial persona is left.", allowed.message_id, 1),
+    ]
+    assert llm.requests == []
+
+
 def said_at(dispatched: Any) -> datetime:
     return datetime.fromisoformat(dispatched.data["timestamp"]).astimezone(UTC)
 

@@ -33,13 +33,11 @@ from loguru import logger
 
 from adapters import handover
 from adapters.inflight import InFlight
-from adapters.plugins.host import Arrival, PluginHost
 from adapters.qqbot import gateway
 from adapters.qqbot.gateway import Gateway, SessionBot
 from adapters.qqbot.ledger import Ledger
 from adapters.qqbot.normalise import MESSAGE_EVENTS, PLATFORM_NAME, chat_key_of, normalise
 from adapters.qqbot.outbound import KINDS, Outbound
-from adapters.qqbot.plugins import OfficialRoad, as_event
 from bot.addressing import BotNames
 from bot.config.qq_official import QQOfficialConfig
 from bot.errors import SendFailed
@@ -51,6 +49,7 @@ from bot.replies.window import ReplyWindow
 from bot.tasks import start_task
 
 if TYPE_CHECKING:
+    from adapters.plugins.host import PluginHost
     from bot.ports import Platform, RepliesWithin
 
 GROUP_WINDOW: Final = ReplyWindow(messages=5, within_s=300.0)
@@ -233,6 +232,8 @@ class QQBotPlatform:
     def host_plugins(self, host: PluginHost) -> None:
         """Run each event through ``host``'s plugins before pacebot takes it; call it
         before ``start()``."""
+        from adapters.qqbot.plugins import OfficialRoad  # only with plugins to host
+
         road = OfficialRoad(self.limits, self._ledger, lambda: self._config, self._now)
         host.add_road(gateway.QQBotAdapter.get_name(), road)
         self._plugins = host
@@ -344,6 +345,9 @@ class QQBotPlatform:
             messages = [self._normalised(event) for event in events]
             taken = [message for message in messages if message is not None]
             return await handover.hand_over(sink, taken, wire="QQ bot")
+        from adapters.plugins.host import Arrival  # loaded with the host
+        from adapters.qqbot.plugins import as_event
+
         bot = None if self._stopped else self._bot
         arrivals = [
             Arrival(bot, as_event(event.type, event.id, event.data), self._normalised(event))
