@@ -436,6 +436,51 @@ async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
     assert f"fact {peanut} forgotten by web" in log
 
 
+async def test_a_person_forgotten_in_the_page_is_asked_first_and_leaves_the_prompt(
+    running: Running, browser: Browser
+) -> None:
+    """Forget this person asks first, keeps everything when declined, and once confirmed
+    takes every fact about them off the page and the prompt, saying how many."""
+    running.llm.reply_json(replies_json("你好呀！"))
+    running.api.push_message(ALICE, "你好")
+    await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
+    async with await SqliteStore.open(running.data_dir / "pacebot.sqlite3") as store:
+        chat = (await store.chat_activity(limit=1))[0].chat
+        await store.add_facts(
+            chat,
+            date(2026, 3, 5),
+            [PersonNote(str(ALICE), "Alice", ("对花生过敏", "养了一只猫"))],
+            keep=20,
+            now=datetime.now(UTC),
+        )
+    page = await browser.new_page(viewport={"width": 1100, "height": 720})
+    await log_in(page, running.url)
+    await page.goto(f"{running.url}/chats/{ALICE_KEY}")
+    forget = page.locator(f'#people .person[data-user="{ALICE}"] .person-head button')
+
+    declined = await answer_dialogs(page, accept=False)
+    await forget.click()
+    kept_when_declined = await page.inner_text("#people")
+    page.remove_listener("dialog", declined.answer)
+    confirmed = await answer_dialogs(page, accept=True)
+    await forget.click()
+    await page.locator(".notice").wait_for()
+    notice = await page.inner_text(".notice")
+    people_after = await page.inner_text("#people")
+    asked = len(running.llm.requests)
+    running.llm.reply_json(replies_json("你好"))
+    running.api.push_message(ALICE, "你还记得我吗")
+    await wait_until(lambda: len(running.llm.requests) > asked, within_s=10)
+    prompt = str(running.llm.requests[-1]["messages"][0]["content"])
+
+    question = "Forget every fact about Alice here? Nothing they wrote up to today will be learned."
+    assert (declined, "养了一只猫" in kept_when_declined) == ([question], True)
+    assert confirmed == [question]
+    assert notice.startswith("Forgot 2 fact(s) about Alice here (audited as web)")
+    assert ("对花生过敏" in people_after, "养了一只猫" in people_after) == (False, False)
+    assert ("对花生过敏" in prompt, "养了一只猫" in prompt) == (False, False)
+
+
 async def test_on_a_phone_the_pages_fit_and_the_log_tail_shows(
     running: Running, browser: Browser
 ) -> None:
@@ -720,8 +765,9 @@ async def fits_the_screen(page: Page) -> bool:
 async def test_with_bot_language_zh_every_page_speaks_chinese(
     running: Running, browser: Browser
 ) -> None:
-    """bot.language = "zh": every page says <html lang="zh-CN"> and speaks Chinese, the
-    live overview draws its chats' states in Chinese, and a pop asks in Chinese."""
+    """bot.language = "zh": every page (settings and personas too) says <html lang="zh-CN">
+    and speaks Chinese, the live overview draws its chats' states in Chinese, and a pop
+    asks in Chinese."""
     running.llm.reply_json(replies_json("你好呀！"))
     running.api.push_message(ALICE, "你好")
     await running.api.wait_for(lambda: len(bot_texts(running.api)) == 1, timeout=10)
@@ -737,11 +783,15 @@ async def test_with_bot_language_zh_every_page_speaks_chinese(
     live_state = page.locator(f'tr[data-chat="{ALICE_KEY}"] .phase')
     await page.locator("#live:text-matches('实时')").wait_for(timeout=10_000)  # polled
     drawn_live = await live_state.inner_text()
+    save_buttons = {"/settings": ".save-bar button", "/personas": ".persona-card button"}
+    titled: dict[str, tuple[str, str]] = {}  # the page's title and its save button
     shown: dict[str, tuple[str, str]] = {}
-    for path in ("/", "/chats", f"/chats/{ALICE_KEY}", "/logs"):
+    for path in ("/", "/chats", f"/chats/{ALICE_KEY}", "/logs", "/settings", "/personas"):
         await page.goto(f"{running.url}{path}")
         lang = await page.evaluate("document.documentElement.lang")
         shown[path] = (lang, await page.inner_text("nav"))
+        if button := save_buttons.get(path):
+            titled[path] = (await page.inner_text("h1"), await page.inner_text(button))
     asked = await answer_dialogs(page, accept=False)
     await page.goto(f"{running.url}/chats/{ALICE_KEY}")
     headings = await page.locator("h2").all_inner_texts()
@@ -750,6 +800,9 @@ async def test_with_bot_language_zh_every_page_speaks_chinese(
     assert login == ("zh-CN", "面板令牌")
     assert drawn_live == "空闲"
     assert {lang for lang, _ in shown.values()} == {"zh-CN"}
-    assert [nav.split()[:3] for _, nav in shown.values()] == [["概览", "聊天", "日志"]] * 4
+    assert [nav.split()[:5] for _, nav in shown.values()] == [
+        ["概览", "聊天", "日志", "设置", "人设"]
+    ] * 6
+    assert titled == {"/settings": ("设置", "保存"), "/personas": ("人设", "保存")}
     assert [heading.split()[0] for heading in headings[:3]] == ["概况", "最近的消息", "提示词栈"]
     assert asked == ["撤下 2026-03-05 的摘要？提示词将不再包含它；可以用“恢复”找回。"]
