@@ -5,8 +5,10 @@
 - ``pacebot_test_plugin``: a blocking ``/天气`` (answers "晴，25°C"), a non-blocking
   ``/回声`` (echoes), a blocking ``/炸`` that raises, a ``to_me`` + keyword ``抽签``, a
   lower-priority keyword matcher for 天气 (which ``/天气``'s block must stop), a
-  catch-all that records every text it sees in ``SEEN``, and ``/两句`` that sends twice.
-  The catch-all, ``/天气`` and ``/回声`` take any adapter's events (both QQ roads).
+  catch-all that records every text it sees in ``SEEN``, ``/两句`` that sends twice, and
+  a non-blocking keyword ``慢慢来`` that records its text in ``STALLED`` and runs until
+  the test sets ``RELEASE``. The catch-all, ``/天气`` and ``/回声`` take any adapter's
+  events (both QQ roads).
 - ``pacebot_test_extras``: built on ``nonebot-plugin-localstore`` (writes ``started.txt``
   in its data folder at import), ``nonebot-plugin-apscheduler`` (``/稍后`` answers, then a
   job says "时间到了" 0.1 s later) and ``nonebot-plugin-alconna`` (``/掷骰 N``).
@@ -21,6 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 
 TEST_PLUGIN = """
+import asyncio
+
 from nonebot import on_command, on_keyword, on_message
 from nonebot.adapters import Event
 from nonebot.adapters.onebot.v11 import MessageEvent
@@ -28,6 +32,8 @@ from nonebot.rule import to_me
 
 SEEN: list[str] = []
 KEYWORD_SEEN: list[str] = []
+STALLED: list[str] = []
+RELEASE = asyncio.Event()  # a test sets a new one, and sets it to let the stalled go
 
 everything = on_message(priority=1, block=False)
 
@@ -35,6 +41,15 @@ everything = on_message(priority=1, block=False)
 @everything.handle()
 async def _(event: Event) -> None:
     SEEN.append(event.get_plaintext())
+
+
+slow = on_keyword({"慢慢来"}, priority=1, block=False)
+
+
+@slow.handle()
+async def _(event: Event) -> None:
+    STALLED.append(event.get_plaintext())
+    await asyncio.wait_for(RELEASE.wait(), 10)
 
 
 weather = on_command("天气", priority=5, block=True)

@@ -7,6 +7,7 @@ here loads the same plugins, and reads what a plugin records as what changed sin
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import sys
 from pathlib import Path
@@ -15,9 +16,10 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import pytest
 
+from adapters.plugins import host
 from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
-from fakes.harness import free_port, make_config, qq_bot, user_prompt, wait_until
+from fakes.harness import free_port, make_config, qq_bot, user_prompt, wait_until, wait_waiting
 from fakes.onebot import at, text
 from fakes.openai_api import FakeLLMServer
 from tests.log_capture import captured_logs
@@ -84,6 +86,29 @@ async def test_ordinary_talk_is_answered_by_pacebot_seeing_the_plugins_words(
     assert (len(llm.requests), reply.params["message"][-1]["data"]["text"]) == (1, "记得带伞")
     assert ("] 路人甲: /天气" in history, "] 小满 (you): 晴，25°C" in history) == (True, True)
     assert new.strip().endswith("] 路人甲: 谢谢")
+
+
+async def test_talk_no_blocking_matcher_could_take_is_stored_while_the_plugins_run(
+    tmp_path: Path, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message with none of the blocking commands and keywords is stored and waits for
+    its answer at once, while a plugin's matcher is still running on it; pacebot answers it."""
+    # A hand-over that waited for the plugins' verdict would wait out the test.
+    monkeypatch.setattr(host, "VERDICT_WAIT_S", 60.0)
+    llm.reply_json({"replies": [{"content": "挺好的", "send_delay_seconds": 0}]})
+    async with qq_bot(plugin_config(tmp_path, llm)) as (core, onebot):
+        plugin = sys.modules["pacebot_test_plugin"]
+        plugin.RELEASE = release = asyncio.Event()
+        stalled_before = len(plugin.STALLED)
+        await onebot.send_private_message(ALICE, "慢慢来，今天过得怎么样")
+        await wait_until(lambda: plugin.STALLED[stalled_before:])
+        await wait_waiting(core, PRIVATE, 1)
+        running_while_stored = (plugin.STALLED[stalled_before:], release.is_set())
+        release.set()
+        [reply] = await onebot.wait_for_call("send_private_msg", within_s=5)
+        await core.inbox.drain()
+    assert running_while_stored == (["慢慢来，今天过得怎么样"], False)
+    assert (len(llm.requests), reply.params["message"][-1]["data"]["text"]) == (1, "挺好的")
 
 
 async def test_a_non_blocking_matcher_runs_beside_the_usual_answer(

@@ -15,7 +15,10 @@ which a run pre- and postprocessor tell it:
 - the run ends without that: pacebot takes the message as ever, and the non-blocking
   matchers have run beside it.
 
-The hand-over waits for every message's answer, at most :data:`VERDICT_WAIT_S`: a plugin
+The hand-over waits for the answer about a message only when a blocking matcher might
+take it (:func:`~adapters.plugins.matchers.may_be_taken`: a message that holds none of the
+blocking commands and keywords is pacebot's whatever the plugins do, and is stored and
+its timer armed at once while they run), and at most :data:`VERDICT_WAIT_S`: a plugin
 that has not decided by then leaves the message to pacebot. Each run is a task of its
 own, so a plugin's exception is logged (one line; the traceback at DEBUG) and never
 reaches the pipeline. nonebot's own line per event (which quotes the chatter's words)
@@ -34,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,6 +45,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Final, Protocol, Self
 
 import anyio
+import nonebot
 from loguru import logger
 from nonebot.adapters import Bot as BaseBot
 from nonebot.adapters import Event as BaseEvent
@@ -51,6 +55,7 @@ from nonebot.message import handle_event, run_postprocessor, run_preprocessor
 from adapters.handover import hand_over
 from adapters.inflight import own_send
 from adapters.plugins.loading import Plugins
+from adapters.plugins.matchers import may_be_taken
 from bot.commands.menu import parse_command
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage
@@ -142,10 +147,12 @@ class Arrival:
 
 
 class Screening:
-    """One message's run through the matchers, and the plugin that took it, if one did."""
+    """One message's run through the matchers, and the plugin that took it, if one did;
+    ``contested`` if a blocking matcher might take it (the hand-over waits for it then)."""
 
-    def __init__(self, chat: ChatKey | None) -> None:
+    def __init__(self, chat: ChatKey | None, *, contested: bool) -> None:
         self.chat = chat
+        self.contested = contested
         self.verdict: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
     def taken_by(self, plugin: str) -> None:
@@ -229,8 +236,9 @@ class PluginHost:
         """Run ``arrivals`` through the plugins; keep what one took as context and hand
         the rest to ``sink``, in arrival order. Return whether every message was stored;
         never raises an ``Exception``."""
-        screenings = [self._screen(arrival) for arrival in arrivals]
-        undecided = {s.verdict for s in screenings if s is not None}
+        command_start = nonebot.get_driver().config.command_start
+        screenings = [self._screen(arrival, command_start) for arrival in arrivals]
+        undecided = {s.verdict for s in screenings if s is not None and s.contested}
         if undecided:
             await asyncio.wait(undecided, timeout=VERDICT_WAIT_S)
         taken = [
@@ -247,14 +255,17 @@ class PluginHost:
                 stored = await self._keep_as_context(messages, plugin) and stored
         return stored
 
-    def _screen(self, arrival: Arrival) -> Screening | None:
+    def _screen(self, arrival: Arrival, command_start: Collection[str]) -> Screening | None:
         """Start ``arrival``'s run through the matchers; ``None`` if nothing waits for it."""
         message, event = arrival.message, arrival.event
         if arrival.bot is None or event is None:
             return None
         if message is not None and parse_command(message.text):
             return None  # pacebot's own commands are never a plugin's
-        screening = Screening(message.chat if message is not None else None)
+        screening = Screening(
+            message.chat if message is not None else None,
+            contested=message is not None and may_be_taken(event, command_start=command_start),
+        )
         mark = _SCREENING.set(screening)  # the run's task starts in a copy of this context
         try:
             start_task(

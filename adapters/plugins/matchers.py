@@ -1,17 +1,20 @@
-"""Say what sets off each matcher of a plugin: its commands, a pattern, or any message.
+"""Say what sets off each matcher of a plugin, and whether a blocking one might take an event.
 
 Read from the rule checkers nonebot keeps on each matcher class (``on_command``'s
-``CommandRule``, ``on_regex``'s ``RegexRule``, an Alconna command's ``AlconnaRule``…), for
-``pacebot plugin list`` and the dashboard. A plugin's own rule function is named; a
-matcher with no rule is "any message" (or any event of its type).
+``CommandRule``, ``on_regex``'s ``RegexRule``, an Alconna command's ``AlconnaRule``…):
+:func:`matchers_of` for ``pacebot plugin list`` and the dashboard (a plugin's own rule
+function is named; a matcher with no rule is "any message", or any event of its type),
+and :func:`may_be_taken` for the host, which waits for the plugins' verdict on a message
+only when one of them might take it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from nonebot.matcher import Matcher
+from nonebot.adapters import Event
+from nonebot.matcher import Matcher, matchers
 from nonebot.plugin import Plugin
 from nonebot.rule import (
     CommandRule,
@@ -94,3 +97,44 @@ def _alconna(rule: object) -> str:
     alconna = command() if callable(command) else None
     name = getattr(alconna, "name", None)
     return f"alconna {name}" if isinstance(name, str) and name else "alconna command"
+
+
+def may_be_taken(event: Event, *, command_start: Collection[str]) -> bool:
+    """Tell whether a blocking matcher might take ``event`` (its rule and permission pass).
+
+    ``False`` only when each blocking matcher for events of its type has a command or
+    keyword rule its text cannot meet: no command start followed by the command's first
+    word (nonebot reads a command at the start of the text once the bot's @ and name are
+    stripped, so it holds that string), no keyword. Any other blocking matcher (a regex,
+    an Alconna command, a plugin's own rule, a session waiting for its user's next line)
+    might; so might any blocking one when the event has no text.
+    """
+    kind = event.get_type()
+    try:
+        text: str | None = event.get_plaintext()
+    except Exception:  # an event without a message: only a rule with no text can tell
+        text = None
+    return any(
+        matcher.block
+        and matcher.type in {"", kind}
+        and not _rules_out(matcher, text, command_start)
+        for by_priority in matchers.values()
+        for matcher in by_priority
+    )
+
+
+def _rules_out(matcher: type[Matcher], text: str | None, command_start: Collection[str]) -> bool:
+    """Whether one of ``matcher``'s rule checkers (all must pass) cannot pass on ``text``."""
+    if text is None:
+        return False
+    for checker in matcher.rule.checkers:
+        rule = checker.call
+        if isinstance(rule, CommandRule | ShellCommandRule):
+            heads = {
+                start + command[0] for command in rule.cmds if command for start in command_start
+            }
+            if not any(head in text for head in heads):
+                return True
+        elif isinstance(rule, KeywordsRule) and not any(word in text for word in rule.keywords):
+            return True
+    return False
