@@ -147,10 +147,14 @@ class Arrival:
 
 
 class Screening:
-    """One message's run through the matchers, and the plugin that took it, if one did;
-    ``contested`` if a blocking matcher might take it (the hand-over waits for it then)."""
+    """One event's run through the matchers, and the plugin that took its message, if one
+    did; ``contested`` if a blocking matcher might take it (the hand-over waits for it then)."""
 
-    def __init__(self, chat: ChatKey | None, *, contested: bool) -> None:
+    def __init__(
+        self, bot: BaseBot, event: BaseEvent, chat: ChatKey | None, *, contested: bool
+    ) -> None:
+        self.bot = bot
+        self.event = event
         self.chat = chat
         self.contested = contested
         self.verdict: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
@@ -235,12 +239,17 @@ class PluginHost:
     async def deliver(self, arrivals: Sequence[Arrival], sink: MessageSink, *, wire: str) -> bool:
         """Run ``arrivals`` through the plugins; keep what one took as context and hand
         the rest to ``sink``, in arrival order. Return whether every message was stored;
-        never raises an ``Exception``."""
+        never raises an ``Exception``.
+
+        The plugins run first on what one of them might take; on the rest only once it is
+        stored, so that their runs do not hold up storing it."""
         command_start = nonebot.get_driver().config.command_start
-        screenings = [self._screen(arrival, command_start) for arrival in arrivals]
-        undecided = {s.verdict for s in screenings if s is not None and s.contested}
-        if undecided:
-            await asyncio.wait(undecided, timeout=VERDICT_WAIT_S)
+        screenings = [self._screening(arrival, command_start) for arrival in arrivals]
+        first = [s for s in screenings if s is not None and s.contested]
+        for contested in first:
+            self._run(contested)
+        if first:
+            await asyncio.wait({s.verdict for s in first}, timeout=VERDICT_WAIT_S)
         taken = [
             (arrival.message, screening.plugin if screening is not None else None)
             for arrival, screening in zip(arrivals, screenings, strict=True)
@@ -253,30 +262,38 @@ class PluginHost:
                 stored = await hand_over(sink, messages, wire=wire) and stored
             else:
                 stored = await self._keep_as_context(messages, plugin) and stored
+        for screening in screenings:
+            if screening is not None and not screening.contested:
+                self._run(screening)
         return stored
 
-    def _screen(self, arrival: Arrival, command_start: Collection[str]) -> Screening | None:
-        """Start ``arrival``'s run through the matchers; ``None`` if nothing waits for it."""
+    def _screening(self, arrival: Arrival, command_start: Collection[str]) -> Screening | None:
+        """Return ``arrival``'s screening, contested if a blocking matcher might take its
+        message; ``None`` if the plugins never see it."""
         message, event = arrival.message, arrival.event
         if arrival.bot is None or event is None:
             return None
         if message is not None and parse_command(message.text):
             return None  # pacebot's own commands are never a plugin's
-        screening = Screening(
+        return Screening(
+            arrival.bot,
+            event,
             message.chat if message is not None else None,
             contested=message is not None and may_be_taken(event, command_start=command_start),
         )
+
+    def _run(self, screening: Screening) -> None:
+        """Start the event's run through the matchers, which decides ``screening``."""
         mark = _SCREENING.set(screening)  # the run's task starts in a copy of this context
         try:
             start_task(
-                _run(arrival.bot, event, screening, self._slots),
+                _run(screening, self._slots),
                 name="plugins:event",
                 failure="plugins: handling an event failed",
                 owner=self._runs,
             )
         finally:
             _SCREENING.reset(mark)
-        return screening if message is not None else None
 
     async def _keep_as_context(self, messages: list[IncomingMessage], plugin: str) -> bool:
         try:
@@ -343,16 +360,15 @@ class PluginHost:
             log.debug("a plugin's message {} kept as the bot's", said.message_id)
 
 
-async def _run(
-    bot: BaseBot, event: BaseEvent, screening: Screening, slots: asyncio.Semaphore
-) -> None:
-    """Handle one event as nonebot does, once a slot is free; whatever happens, the
-    message is decided after.
+async def _run(screening: Screening, slots: asyncio.Semaphore) -> None:
+    """Handle the screened event as nonebot does, once a slot is free; whatever happens,
+    its message is decided after.
 
     An adapter's own ``Bot.handle_event`` (OneBot's, QQ's) sets ``to_me`` and strips the
     bot's @ and name before nonebot's; the base ``Bot`` has none (``bot.handle_event``
     would be an API call by that name).
     """
+    bot, event = screening.bot, screening.event
     adapters_own: Callable[[BaseBot, BaseEvent], Awaitable[None]] | None = getattr(
         type(bot), "handle_event", None
     )
