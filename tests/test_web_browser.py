@@ -212,6 +212,15 @@ async def answer_dialogs(page: Page, *, accept: bool) -> Dialogs:
     return dialogs
 
 
+async def next_system_prompt(running: Running, words: str) -> str:
+    """Say ``words`` as Alice; return the system prompt of the LLM call that answers them."""
+    asked = len(running.llm.requests)
+    running.llm.reply_json(replies_json("嗯"))
+    running.api.push_message(ALICE, words)
+    await wait_until(lambda: len(running.llm.requests) > asked, within_s=10)
+    return str(running.llm.requests[-1]["messages"][0]["content"])
+
+
 async def chat_stored(url: str, chat: str) -> None:
     """Wait until the dashboard's API lists ``chat``: its message is stored."""
     bearer = {"Authorization": f"Bearer {WEB_TOKEN}"}
@@ -415,11 +424,7 @@ async def test_a_fact_forgotten_in_the_page_is_gone_and_leaves_the_prompt(
     await page.locator(".notice").wait_for()
     notice = await page.inner_text(".notice")
     people_after = await page.inner_text("#people")
-    asked = len(running.llm.requests)
-    running.llm.reply_json(replies_json("记得呀"))
-    running.api.push_message(ALICE, "你还记得我吗")
-    await wait_until(lambda: len(running.llm.requests) > asked, within_s=10)
-    prompt = str(running.llm.requests[-1]["messages"][0]["content"])
+    prompt = await next_system_prompt(running, "你还记得我吗")
 
     assert "对花生过敏" in people_before
     assert "answered" in traces
@@ -467,11 +472,7 @@ async def test_a_person_forgotten_in_the_page_is_asked_first_and_leaves_the_prom
     await page.locator(".notice").wait_for()
     notice = await page.inner_text(".notice")
     people_after = await page.inner_text("#people")
-    asked = len(running.llm.requests)
-    running.llm.reply_json(replies_json("你好"))
-    running.api.push_message(ALICE, "你还记得我吗")
-    await wait_until(lambda: len(running.llm.requests) > asked, within_s=10)
-    prompt = str(running.llm.requests[-1]["messages"][0]["content"])
+    prompt = await next_system_prompt(running, "你还记得我吗")
 
     question = "Forget every fact about Alice here? Nothing they wrote up to today will be learned."
     assert (declined, "养了一只猫" in kept_when_declined) == ([question], True)
@@ -739,11 +740,7 @@ async def test_a_persona_saved_in_the_browser_answers_and_the_preview_follows_th
     prompt = await page.inner_text("#preview-prompt")
     tokens = await page.inner_text("#preview-tokens")
     address = page.url
-    asked = len(running.llm.requests)
-    running.llm.reply_json(replies_json("在的"))
-    running.api.push_message(ALICE, "在吗")
-    await wait_until(lambda: len(running.llm.requests) > asked, within_s=10)
-    system = str(running.llm.requests[-1]["messages"][0]["content"])
+    system = await next_system_prompt(running, "在吗")
 
     assert shown_first == "the base configuration"
     assert stayed
