@@ -74,7 +74,9 @@ def _measured(benchmark: Benchmark, workdir: Path) -> Report:
     """Run ``benchmark`` quickly, with the benchmarks its limits are measured by."""
     report = _run([benchmark.name], workdir)
     limits = {r.limit.split(".")[0] for r in report.results if r.limit} - {benchmark.name}
-    return _run([benchmark.name, *sorted(limits)], workdir) if limits else report
+    if limits:
+        report.results += _run(sorted(limits), workdir).results
+    return report
 
 
 def _of(benchmark: Benchmark, names: set[str]) -> set[str]:
