@@ -41,6 +41,7 @@ import signal
 import sqlite3
 import sys
 import time
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -243,11 +244,8 @@ async def _run_both(
     qq_port = free_port()
     config = _config(workdir, api, llm, qq_port)
     await _remembered(config)
-    env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
     started = time.perf_counter()
-    process = await start_run(config, env)  # logs only warnings: its stderr stays small
-    onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
-    try:
+    async with _pacebot(config, api, qq_port) as (process, onebot):
         polling, listening = await asyncio.gather(
             _first_poll(api, started), port_open(qq_port, started)
         )
@@ -262,8 +260,6 @@ async def _run_both(
         await api.wait_for(lambda: len(api.calls_to("sendMessage")) >= 2, timeout=30)
         await asyncio.sleep(0.5 if quick else _AFTER_ANSWER_S)
         recalled = smaps_rollup(process.pid)
-    finally:
-        await _stopped(process, onebot)
     return max(polling, listening), polling, listening, memory, talked, recalled
 
 
@@ -293,12 +289,8 @@ async def _run_first_night(
     await _yesterday_said(config)
     summary = {"summary": _NIGHT_SUMMARY, "topics": ["旅行"], "keywords": ["杭州", "火锅"]}
     llm.reply_json(summary)  # the nightly catch-up's call comes first, at start
-    env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
-    process = await start_run(config, env)
-    onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
-    try:
-        await asyncio.gather(api.wait_for("getUpdates", timeout=30), port_open(qq_port, 0.0))
-        await onebot.connect_when_listening()
+    async with _pacebot(config, api, qq_port) as (process, onebot):
+        await _up(api, onebot, qq_port)
         await llm.wait_for_requests(1, timeout=30)  # the night's summary call
         await _summary_kept(config, _REMEMBERING)
         await _answer_both(api, llm, onebot)
@@ -307,8 +299,6 @@ async def _run_first_night(
         await api.wait_for(lambda: len(api.calls_to("sendMessage")) >= 2, timeout=30)
         await asyncio.sleep(quiet_s)
         memory = smaps_rollup(process.pid)
-    finally:
-        await _stopped(process, onebot)
     recalled = _NIGHT_SUMMARY in json.dumps(llm.requests[-1], ensure_ascii=False)
     return memory, recalled
 
@@ -345,15 +335,10 @@ async def _run_with_tools(
     qq_port = free_port()
     more = _TOOLS.format(python=sys.executable) + (_qq_official(qqbot) if qqbot else "")
     config = _config(workdir, api, llm, qq_port, more=more)
-    env = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
-    if qqbot is not None:
-        env["QQ_BOT_SECRET"] = qqbot.secret
-    process = await start_run(config, env)
-    onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
+    secret = {"QQ_BOT_SECRET": qqbot.secret} if qqbot is not None else {}
     answered: list[bool] = []
-    try:
-        await asyncio.gather(api.wait_for("getUpdates", timeout=30), port_open(qq_port, 0.0))
-        await onebot.connect_when_listening()
+    async with _pacebot(config, api, qq_port, secret) as (process, onebot):
+        await _up(api, onebot, qq_port)
         llm.call_tool("weather", {"city": "杭州"})
         llm.reply_json(replies_json("杭州今天晴，21 度"))
         api.push_message(_CHATTER, "杭州今天天气怎么样？")
@@ -374,8 +359,6 @@ async def _run_with_tools(
         await asyncio.sleep(quiet_s)
         rss = smaps_rollup(process.pid)["Rss"]
         server = sum(smaps_rollup(pid)["Rss"] for pid in children(process.pid))
-    finally:
-        await _stopped(process, onebot)
     return {"Rss": rss, "server": server, "answered": float(sum(answered))}
 
 
@@ -412,12 +395,28 @@ async def _answer_both(api: FakeBotAPI, llm: FakeLLMServer, onebot: FakeOneBot) 
     await onebot.wait_for_call("send_private_msg", within_s=30)
 
 
-async def _stopped(process: asyncio.subprocess.Process, onebot: FakeOneBot) -> None:
-    """Close the QQ connection and stop the run."""
-    await onebot.close()
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGTERM)
-    await asyncio.wait_for(process.communicate(), 20)
+@contextlib.asynccontextmanager
+async def _pacebot(
+    config: Path, api: FakeBotAPI, qq_port: int, env: Mapping[str, str] | None = None
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, FakeOneBot]]:
+    """Run ``pacebot run -c config`` (with ``env`` beside the LLM key and the Telegram
+    token) and a OneBot client for its QQ port; stop both after."""
+    secrets = {"PACEBOT_LLM_API_KEY": "sk-footprint", "TELEGRAM_BOT_TOKEN": api.token}
+    process = await start_run(config, {**secrets, **(env or {})})  # logs only warnings
+    onebot = FakeOneBot(f"ws://127.0.0.1:{qq_port}/onebot/v11/ws")
+    try:
+        yield process, onebot
+    finally:
+        await onebot.close()
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.communicate(), 20)
+
+
+async def _up(api: FakeBotAPI, onebot: FakeOneBot, qq_port: int) -> None:
+    """Wait until the run polls Telegram and ``onebot`` is connected to its QQ port."""
+    await asyncio.gather(api.wait_for("getUpdates", timeout=30), port_open(qq_port, 0.0))
+    await onebot.connect_when_listening()
 
 
 async def _first_poll(api: FakeBotAPI, started: float) -> float:

@@ -130,10 +130,12 @@ def _rules_out(matcher: type[Matcher], text: str | None, command_start: Collecti
     for checker in matcher.rule.checkers:
         rule = checker.call
         if isinstance(rule, CommandRule | ShellCommandRule):
-            heads = {
-                start + command[0] for command in rule.cmds if command for start in command_start
-            }
-            if not any(head in text for head in heads):
+            if not any(
+                start + command[0] in text
+                for command in rule.cmds
+                if command
+                for start in command_start
+            ):
                 return True
         elif isinstance(rule, KeywordsRule) and not any(word in text for word in rule.keywords):
             return True
