@@ -34,6 +34,13 @@ _QUIET_LOGGERS = ("httpx", "httpcore", "hpack", "openai._base_client")
 _CHATTY_LIBRARIES = frozenset({"apscheduler", "uvicorn"})
 """Libraries whose INFO lines are start-up and shutdown chatter ("Added job", "Uvicorn
 running on"): pacebot says what an operator needs itself, so they are logged at DEBUG."""
+LIBRARY_LEVELS: dict[str | None, str | int | bool] = {  # loguru's form of a sink's filter
+    "nonebot.message": "ERROR",
+    "nonebot.internal.matcher": "ERROR",
+}
+"""The least level kept of libraries that log through loguru themselves: nonebot's line
+per event quotes the chatter's words, and its lines per matcher run repeat what pacebot
+logs; a hosted plugin's failure is kept. Every sink filters by it."""
 _FORMAT = (
     "{time:YYYY-MM-DD HH:mm:ss.SSS ZZ} | {level: <7} | {extra[where]: <24} | "
     "{message}{extra[error]}"
@@ -136,7 +143,12 @@ def setup_logging(
         patcher=functools.partial(_patch, zone=zone), extra={"chat": "-", "where": "-", "error": ""}
     )
     logger.add(
-        sys.stderr, level=stderr_level or level, format=_FORMAT, backtrace=False, diagnose=False
+        sys.stderr,
+        level=stderr_level or level,
+        format=_FORMAT,
+        filter=LIBRARY_LEVELS,
+        backtrace=False,
+        diagnose=False,
     )
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
@@ -144,6 +156,7 @@ def setup_logging(
             log_dir / LOG_FILE,
             level=level,
             format=_FORMAT,
+            filter=LIBRARY_LEVELS,
             rotation="10 MB",
             retention=5,
             encoding="utf-8",

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from loguru import logger
 
+from bot.log import LIBRARY_LEVELS
+
 if TYPE_CHECKING:
     from loguru import Message
 
@@ -78,13 +80,16 @@ def _render(message: Message) -> LogLine:
 def captured_logs(
     level: str = "DEBUG", *, stdlib_level: int | None = logging.INFO
 ) -> Iterator[LogLines]:
-    """Collect loguru output at ``level`` and stdlib logging routed into it.
+    """Collect loguru output at ``level`` and stdlib logging routed into it, libraries'
+    lines filtered as the app's sinks filter them.
 
     ``stdlib_level=None`` leaves stdlib logging as it is: a test of the app's own routing
     (``bot.log.setup_logging``) keeps it.
     """
     lines = LogLines()
-    sink_id = logger.add(lambda message: lines.append(_render(message)), level=level)
+    sink_id = logger.add(
+        lambda message: lines.append(_render(message)), level=level, filter=LIBRARY_LEVELS
+    )
     root = logging.getLogger()
     saved = (root.handlers[:], root.level)
     if stdlib_level is not None:

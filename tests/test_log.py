@@ -62,6 +62,21 @@ def test_stdlib_logs_are_routed_and_httpx_is_quiet(log_file: Path) -> None:
     assert "HTTP Request" not in text
 
 
+def test_nonebots_lines_per_event_stay_out_and_its_errors_stay_in(log_file: Path) -> None:
+    """nonebot's line per event (it quotes the chatter) and its lines per matcher run stay
+    out of the log even at TRACE; its errors (a hosted plugin's failure) are kept."""
+    logged_by_nonebot = """
+logger.success("OneBot V11 1 | Message 7 from 42 '今天好累'")
+logger.info("Event will be handled by Matcher(type='message')")
+logger.error("Running Matcher(type='message') failed.")
+"""
+    exec(logged_by_nonebot, {"__name__": "nonebot.message", "logger": logger})
+    lines = log_file.read_text(encoding="utf-8").splitlines()
+    assert [line.split(" | ")[1:] for line in lines] == [
+        ["ERROR  ", f"{'-': <24}", "Running Matcher(type='message') failed."]
+    ]
+
+
 async def test_a_retry_is_logged_once_by_pacebot_not_again_by_stamina(log_file: Path) -> None:
     """stamina's own line for a scheduled retry stays out: pacebot logs its retries itself."""
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
+import nonebot.message as nonebot_message
 import pytest
 
 from adapters.plugins import host
@@ -22,10 +23,14 @@ from bot.models import ChatKey, ChatKind
 from fakes.harness import free_port, make_config, qq_bot, user_prompt, wait_until, wait_waiting
 from fakes.onebot import at, text
 from fakes.openai_api import FakeLLMServer
+from fakes.plugins import TEST_PLUGIN
 from tests.log_capture import captured_logs
 
 ALICE, GROUP_ID, SELF_ID = 42, 500, 10001
 PRIVATE = ChatKey("qq", ChatKind.PRIVATE, str(ALICE))
+BOOM_LINE = (
+    TEST_PLUGIN.lstrip().splitlines().index('boom = on_command("炸", priority=5, block=True)') + 1
+)
 WEATHER = [{"type": "text", "data": {"text": "晴，25°C"}}]
 
 
@@ -111,6 +116,47 @@ async def test_talk_no_blocking_matcher_could_take_is_stored_while_the_plugins_r
     assert (len(llm.requests), reply.params["message"][-1]["data"]["text"]) == (1, "挺好的")
 
 
+async def test_a_command_is_the_plugins_while_slow_runs_hold_every_slot(
+    tmp_path: Path, llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Plugin runs stalled in a slow handler hold every slot uncontested runs share; a
+    blocking /天气 meanwhile is still answered by the plugin, with no LLM call for it."""
+    monkeypatch.setattr(host, "VERDICT_WAIT_S", 60.0)  # a run waiting for a slot hangs
+    llm.reply_json({"replies": [{"content": "慢慢说", "send_delay_seconds": 0}]})
+    async with qq_bot(plugin_config(tmp_path, llm)) as (core, onebot):
+        plugin = sys.modules["pacebot_test_plugin"]
+        plugin.RELEASE = release = asyncio.Event()
+        stalled_before = len(plugin.STALLED)
+        for n in range(host._RUNS_AT_ONCE):
+            await onebot.send_private_message(ALICE, f"慢慢来 {n}")
+        await wait_until(lambda: len(plugin.STALLED) - stalled_before == host._RUNS_AT_ONCE)
+        await onebot.send_private_message(ALICE, "/天气")
+        [weather] = await onebot.wait_for_call("send_msg", within_s=5)
+        release.set()
+        await onebot.wait_for_call("send_private_msg", within_s=5)
+        await core.inbox.drain()
+    asked = [user_prompt(request) for request in llm.requests]
+    assert (weather.params["message"], len(asked)) == (WEATHER, 1)
+    assert "/天气" not in asked[0].partition("New messages")[2]
+
+
+def test_the_verdict_processors_are_nonebots_only_while_a_verdict_is_awaited() -> None:
+    """nonebot holds pacebot's run processors while a contested run waits for its verdict
+    (two at once here), and none of them once every verdict is in."""
+
+    def ours() -> list[object]:
+        held = [*nonebot_message._run_preprocessors, *nonebot_message._run_postprocessors]
+        return [d.call for d in held if d.call in {host._matcher_starts, host._matcher_ended}]
+
+    host._register_hooks()
+    idle = ours()
+    host._PROCESSORS.hold()
+    host._PROCESSORS.hold()
+    one_decided = (host._PROCESSORS.release(), ours())[1]
+    host._PROCESSORS.release()
+    assert (idle, one_decided, ours()) == ([], [host._matcher_starts, host._matcher_ended], [])
+
+
 async def test_a_non_blocking_matcher_runs_beside_the_usual_answer(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
@@ -142,28 +188,31 @@ async def test_pacebots_own_commands_never_reach_a_plugin(
     assert recorded("SEEN")[seen_before:] == ["在吗"]
 
 
-async def test_a_failing_plugin_is_one_log_line_and_the_bot_answers(
+async def test_a_failing_plugin_is_logged_and_the_bot_answers(
     tmp_path: Path, llm: FakeLLMServer
 ) -> None:
-    """A plugin that fails to import, and one whose matcher raises, are one ERROR line
-    each, no traceback above DEBUG; the bot answers ordinary talk meanwhile."""
+    """A plugin that fails to import is one ERROR line; one whose matcher raises is
+    nonebot's ERROR line naming the matcher, its chat and the traceback. The bot answers
+    ordinary talk meanwhile, and nonebot's other lines (which quote the chatter) stay out."""
     config = plugin_config(tmp_path, llm, "pacebot_broken_plugin")
-    with captured_logs("INFO") as lines:
+    with captured_logs("DEBUG") as lines:
         async with qq_bot(config) as (core, onebot):
             await onebot.send_private_message(ALICE, "/炸")
-            await wait_until(lambda: any("plugin pacebot_test_plugin failed" in x for x in lines))
+            await wait_until(lambda: any("failed." in line for line in lines.at("ERROR")))
             llm.reply_json({"replies": [{"content": "在的", "send_delay_seconds": 0}]})
             await onebot.send_private_message(ALICE, "在吗")
             [reply] = await onebot.wait_for_call("send_private_msg", within_s=5)
             await core.inbox.drain()
-    errors = [line for line in lines if line.startswith("ERROR")]
-    assert errors == [
-        "ERROR adapters.plugins.loading: plugins: pacebot_broken_plugin not loaded: "
-        "RuntimeError: this plugin is broken",
-        "ERROR adapters.plugins.host: plugin pacebot_test_plugin failed: "
-        "ValueError: the plugin broke",
+    errors = lines.at("ERROR")
+    assert [line.message for line in errors] == [
+        "plugins: pacebot_broken_plugin not loaded: RuntimeError: this plugin is broken",
+        f"Running Matcher(type='message', module=pacebot_test_plugin, lineno={BOOM_LINE}) failed.",
     ]
-    assert (lines.tracebacks(), reply.params["message"][-1]["data"]["text"]) == ([], "在的")
+    assert [line for line in lines.tracebacks() if line.level != "DEBUG"] == [errors[1]]
+    assert "ValueError: the plugin broke" in errors[1]
+    assert errors[1].chat == str(PRIVATE)
+    assert not [line for line in lines if "在吗" in line or "/炸" in line]
+    assert reply.params["message"][-1]["data"]["text"] == "在的"
 
 
 async def test_to_me_in_a_group_follows_the_at_and_the_bots_name(

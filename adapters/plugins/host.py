@@ -19,10 +19,13 @@ The hand-over waits for the answer about a message only when a blocking matcher 
 take it (:func:`~adapters.plugins.matchers.may_be_taken`: a message that holds none of the
 blocking commands and keywords is pacebot's whatever the plugins do, and is stored and
 its timer armed at once while they run), and at most :data:`VERDICT_WAIT_S`: a plugin
-that has not decided by then leaves the message to pacebot. Each run is a task of its
-own, so a plugin's exception is logged (one line; the traceback at DEBUG) and never
-reaches the pipeline. nonebot's own line per event (which quotes the chatter's words)
-and per matcher run stay out of the log while plugins are hosted.
+that has not decided by then leaves the message to pacebot. The two processors are in
+nonebot's hands only while such a run waits for its verdict (:class:`_Processors`):
+nonebot runs each one it holds around every matcher run, at about 0.1 ms apiece, more
+than the run of a matcher that does little. Each run is a task of its own, so a
+plugin's exception never reaches the pipeline; nonebot logs it, with its traceback (its
+other lines per event, which quote the chatter's words, stay out: :data:`bot.log.
+LIBRARY_LEVELS`).
 
 What a plugin posts through the bot (``bot.send``, ``call_api``) is told apart from
 pacebot's own sends (:func:`adapters.inflight.own_send`): the road fits it to the
@@ -35,6 +38,7 @@ so the LLM sees it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
@@ -46,9 +50,11 @@ from typing import Any, ClassVar, Final, Protocol, Self
 
 import anyio
 import nonebot
+import nonebot.message as nonebot_message
 from loguru import logger
 from nonebot.adapters import Bot as BaseBot
 from nonebot.adapters import Event as BaseEvent
+from nonebot.dependencies import Dependent
 from nonebot.matcher import Matcher
 from nonebot.message import handle_event, run_postprocessor, run_preprocessor
 
@@ -66,13 +72,13 @@ from bot.tasks import start_task
 VERDICT_WAIT_S: Final = 1.0
 """The longest a hand-over waits for the plugins to take a message or leave it."""
 _STOP_WAIT_S: Final = 2.0  # runs still going at a stop get this long, then are cancelled
-# Events in nonebot's hands at once. Its machinery (anyio task groups, cancel scopes) costs
-# more per event the more events run together: 0.40 ms an event 8 at a time, 0.66 ms 500
-# at a time, with one plugin matcher and the two run processors (docs/benchmarks.md).
+# Uncontested events in nonebot's hands at once. Its machinery (anyio task groups, cancel
+# scopes) costs more per event the more events run together: 0.40 ms an event 8 at a time,
+# 0.66 ms 500 at a time, with one plugin matcher and the two run processors
+# (docs/benchmarks.md). A contested run never waits for one of these slots: plugins'
+# slow handlers (a search, a picture drawn) holding them all must not leave a command to
+# the LLM.
 _RUNS_AT_ONCE: Final = 8
-# nonebot's line per event quotes the chatter's words; its lines per matcher run repeat
-# what pacebot logs itself. Errors there are plugins' and are logged here instead.
-_CHATTY_NONEBOT: Final = ("nonebot.message", "nonebot.internal.matcher")
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,8 +218,6 @@ class PluginHost:
             msg = "another PluginHost is running in this process (nonebot allows one)"
             raise RuntimeError(msg)
         _register_hooks()
-        for name in _CHATTY_NONEBOT:
-            logger.disable(name)
         PluginHost.running = self
         return self
 
@@ -231,8 +235,6 @@ class PluginHost:
                 await asyncio.gather(*late, return_exceptions=True)
         finally:
             PluginHost.running = None
-            for name in _CHATTY_NONEBOT:
-                logger.enable(name)
 
     # --- in ----------------------------------------------------------------------------
 
@@ -283,14 +285,20 @@ class PluginHost:
         )
 
     def _run(self, screening: Screening) -> None:
-        """Start the event's run through the matchers, which decides ``screening``."""
+        """Start the event's run through the matchers, which decides ``screening`` (left
+        to pacebot once it ends, however it ends); a contested run has the verdict
+        processors in force until it is decided."""
+        if screening.contested:
+            _PROCESSORS.hold()
+            screening.verdict.add_done_callback(lambda _: _PROCESSORS.release())
         mark = _SCREENING.set(screening)  # the run's task starts in a copy of this context
         try:
             start_task(
-                _run(screening, self._slots),
+                _run(screening, None if screening.contested else self._slots),
                 name="plugins:event",
                 failure="plugins: handling an event failed",
                 owner=self._runs,
+                on_done=lambda _: screening.left(),
             )
         finally:
             _SCREENING.reset(mark)
@@ -360,35 +368,76 @@ class PluginHost:
             log.debug("a plugin's message {} kept as the bot's", said.message_id)
 
 
-async def _run(screening: Screening, slots: asyncio.Semaphore) -> None:
-    """Handle the screened event as nonebot does, once a slot is free; whatever happens,
-    its message is decided after.
+async def _run(screening: Screening, slots: asyncio.Semaphore | None) -> None:
+    """Handle the screened event as nonebot does, once one of ``slots`` is free (if
+    given). Lines logged meanwhile (a plugin's failure) name the chat.
 
     An adapter's own ``Bot.handle_event`` (OneBot's, QQ's) sets ``to_me`` and strips the
     bot's @ and name before nonebot's; the base ``Bot`` has none (``bot.handle_event``
     would be an API call by that name).
     """
-    bot, event = screening.bot, screening.event
+    bot, event, chat = screening.bot, screening.event, screening.chat
     adapters_own: Callable[[BaseBot, BaseEvent], Awaitable[None]] | None = getattr(
         type(bot), "handle_event", None
     )
-    try:
-        async with slots:
+    async with slots or contextlib.nullcontext():
+        with logger.contextualize(chat=str(chat)) if chat else contextlib.nullcontext():
             if adapters_own is not None:
                 await adapters_own(bot, event)
             else:
                 await handle_event(bot, event)
-    finally:
-        screening.left()
 
 
 # --- nonebot's hooks: registered once per process, acting for the running host -----------
 
 
+class _Processors:
+    """The run pre- and postprocessor that tell a contested run's verdict, in nonebot's
+    hands only while one of those runs waits for it.
+
+    nonebot has no call that takes a processor back; the sets it keeps them in are reached
+    into (a test in ``tests/test_plugins.py`` fails if they move).
+    """
+
+    def __init__(self) -> None:
+        self._waiting = 0
+        self._pairs: tuple[tuple[set[Dependent[Any]], Dependent[Any]], ...] = ()
+
+    def register(self) -> None:
+        """Have nonebot parse the two processors, then take them back until needed."""
+        run_preprocessor(_matcher_starts)
+        run_postprocessor(_matcher_ended)
+        self._pairs = tuple(
+            (held, next(dependent for dependent in held if dependent.call is call))
+            for held, call in (
+                (nonebot_message._run_preprocessors, _matcher_starts),
+                (nonebot_message._run_postprocessors, _matcher_ended),
+            )
+        )
+        self._apply()
+
+    def hold(self) -> None:
+        self._waiting += 1
+        self._apply()
+
+    def release(self) -> None:
+        self._waiting -= 1
+        self._apply()
+
+    def _apply(self) -> None:
+        for held, dependent in self._pairs:
+            if self._waiting:
+                held.add(dependent)
+            else:
+                held.discard(dependent)
+
+
+_PROCESSORS: Final = _Processors()
+
+
 @functools.cache
 def _register_hooks() -> None:
-    run_preprocessor(_matcher_starts)
-    run_postprocessor(_matcher_ended)
+    _PROCESSORS.register()
     BaseBot.on_calling_api(_calling_api)
     BaseBot.on_called_api(_called_api)
 
@@ -405,16 +454,9 @@ async def _matcher_starts(matcher: Matcher) -> None:
     screening.taken_by(_plugin_of(matcher))
 
 
-async def _matcher_ended(matcher: Matcher, exception: Exception | None) -> None:
-    """Log a plugin's failure in one line; a matcher that stopped propagation took it."""
+async def _matcher_ended(matcher: Matcher) -> None:
+    """A matcher that stopped the propagation while it ran took the message."""
     screening = _SCREENING.get()
-    if exception is not None:
-        chat = str(screening.chat) if screening is not None and screening.chat else "-"
-        log = logger.bind(chat=chat)
-        log.error(
-            "plugin {} failed: {}: {}", _plugin_of(matcher), type(exception).__name__, exception
-        )
-        log.opt(exception=exception).debug("plugin {} failed", _plugin_of(matcher))
     if screening is not None and matcher.block:
         screening.taken_by(_plugin_of(matcher))
 
