@@ -61,7 +61,19 @@ def load_platform_modules(config: Config) -> None:
     added before it: with QQ on, pacebot's own log file and stderr sink would go silent.
     """
     for name in enabled_platforms(config):
-        importlib.import_module(PLATFORM_MODULES[name])
+        _load(name)
+
+
+def _load(platform: str) -> None:
+    """Import ``platform``'s module; the official QQ bot's adapter without the library it
+    would sign webhook calls with (:mod:`adapters.qqbot.signing`)."""
+    if platform != "qqbot":
+        importlib.import_module(PLATFORM_MODULES[platform])
+        return
+    from adapters.qqbot.signing import without_webhook_signing
+
+    with without_webhook_signing():
+        importlib.import_module(PLATFORM_MODULES[platform])
 
 
 def _build_telegram(config: Config, token: str, *, poll_timeout_s: float) -> PlatformAdapter:
@@ -92,6 +104,7 @@ def _build_qq(config: Config, access_token: str | None) -> PlatformAdapter:
 
 
 def _build_qqbot(config: Config, secret: str, ledger: Ledger) -> PlatformAdapter:
+    _load("qqbot")
     from adapters.qqbot.platform import QQBotPlatform
 
     return QQBotPlatform(

@@ -285,6 +285,29 @@ def test_a_telegram_only_config_loads_no_qq_library(tmp_path: Path) -> None:
     assert "cryptography" not in loaded  # PTB's Passport, unused, would hold ~10 MiB
 
 
+def test_the_official_qq_bot_loads_no_signing_library() -> None:
+    """The official QQ bot's module loads nonebot's QQ adapter without ``cryptography``
+    (6 MiB, for webhook calls pacebot never serves), the adapter holding the stand-ins
+    that refuse any use; ``cryptography`` imported after is the real one."""
+    loaded = loaded_after(
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import pytest\n"
+        "from adapters.app import load_platform_modules\n"
+        "from bot.config.model import parse_config\n"
+        "official = {'enabled': True, 'app_id': '102'}\n"
+        "config = parse_config({'qq_official': official}, base_dir=Path('.'))\n"
+        "load_platform_modules(config)\n"
+        "assert not [name for name in sys.modules if name.startswith('cryptography')]\n"
+        "from nonebot.adapters.qq import adapter\n"
+        "with pytest.raises(RuntimeError, match='serves no QQ webhook'):\n"
+        "    adapter.Ed25519PrivateKey.from_private_bytes(bytes(32))\n"
+        "from cryptography.exceptions import InvalidSignature\n"
+        "assert InvalidSignature.__module__ == 'cryptography.exceptions', InvalidSignature\n"
+    )
+    assert {"nonebot", "cryptography"} <= set(loaded)
+
+
 def test_a_qq_only_config_loads_no_telegram_library() -> None:
     """Building the platforms of a QQ-only config loads no python-telegram-bot."""
     loaded = loaded_after(
