@@ -445,7 +445,9 @@ def _register_hooks() -> None:
 async def _matcher_starts(matcher: Matcher) -> None:
     """A blocking matcher is about to run: the message is its plugin's."""
     screening = _SCREENING.get()
-    if screening is None or not matcher.block or screening.verdict.done():
+    if screening is None or not (screening.contested and matcher.block):
+        return  # an uncontested run's message is pacebot's already
+    if screening.verdict.done():
         return
     # A run preprocessor that cancels this run at once (a plugin switched off in this
     # chat) cancels this one too within two checkpoints, whichever of them ran first.
@@ -457,7 +459,7 @@ async def _matcher_starts(matcher: Matcher) -> None:
 async def _matcher_ended(matcher: Matcher) -> None:
     """A matcher that stopped the propagation while it ran took the message."""
     screening = _SCREENING.get()
-    if screening is not None and matcher.block:
+    if screening is not None and screening.contested and matcher.block:
         screening.taken_by(_plugin_of(matcher))
 
 
