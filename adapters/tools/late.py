@@ -7,8 +7,8 @@ until then it offers nothing, and a batch that would be offered tools waits for 
 servers' first attempts (``started``), at most ``[tools] timeout_s``.
 
 The SDK is imported only with a ``[[tools.mcp]]`` server to talk to, and then only its
-client side: the ``mcp`` package's ``__init__`` imports its server side as well, some 250
-modules and 15 MiB that a bot would hold all its life for nothing
+client side: the ``mcp`` package's ``__init__`` imports its server side as well, some 180
+modules and 9 MiB that a bot would hold all its life for nothing
 (:mod:`adapters.package_init` defers it).
 """
 

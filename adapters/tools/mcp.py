@@ -23,12 +23,12 @@ from collections.abc import AsyncIterator, Mapping
 from typing import IO, Any, TextIO
 
 import anyio
-import httpx2
+import httpx
 from loguru import logger
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import McpError
 from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, PaginatedRequestParams, Tool
 
@@ -147,19 +147,19 @@ class McpServerLink:
             raise ToolFailed(msg)
         try:
             result = await session.call_tool(name, dict(arguments))
-        except MCPError as exc:
-            if exc.code == _CONNECTION_CLOSED:
+        except McpError as exc:
+            if exc.error.code == _CONNECTION_CLOSED:
                 self._ended.set()
                 msg = f"the server of {name} stopped while answering"
             else:
-                msg = clip(exc.message or "the server refused the call", 300)
+                msg = clip(exc.error.message or "the server refused the call", 300)
             raise ToolFailed(msg) from None
-        except (OSError, httpx2.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except (OSError, httpx.HTTPError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             self._ended.set()
             msg = f"the server of {name} cannot be reached"
             raise ToolFailed(msg) from None
         text = result_text(result)
-        if result.is_error:
+        if result.isError:
             raise ToolFailed(clip(text or "the tool reported an error", 300))
         return text
 
@@ -206,7 +206,7 @@ class McpServerLink:
         """Open the transport and a session over it; a relay notes when the server's side
         of it ends (a stdio server that exits), so the link restarts it at once."""
         async with contextlib.AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(self._transport(stack))
+            read, write, *_ = await stack.enter_async_context(self._transport(stack))
             sender, relayed = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
@@ -229,8 +229,8 @@ class McpServerLink:
             )
             errlog = stack.enter_context(_StderrPipe(self._last_words))
             return stdio_client(parameters, errlog=errlog)
-        timeout = httpx2.Timeout(CONNECT_TIMEOUT_S, read=LONGEST_WAIT_S)
-        client = httpx2.AsyncClient(headers=self._headers, timeout=timeout)
+        timeout = httpx.Timeout(CONNECT_TIMEOUT_S, read=LONGEST_WAIT_S)
+        client = httpx.AsyncClient(headers=self._headers, timeout=timeout)
         stack.push_async_callback(client.aclose)
         return streamable_http_client(server.url, http_client=client)
 
@@ -247,7 +247,7 @@ class McpServerLink:
                 spec = tool_spec(tool)
                 if spec is not None and self.allows(tool.name):
                     found.append(spec)
-            cursor = page.next_cursor
+            cursor = page.nextCursor
             if cursor is None:
                 break
         return tuple(found)
@@ -288,7 +288,7 @@ def tool_spec(tool: Tool) -> ToolSpec | None:
     if not TOOL_NAME_RE.match(tool.name):
         return None
     description = clip(tool.description or tool.name, DESCRIPTION_CHARS_MAX)
-    return ToolSpec(tool.name, description, json.dumps(tool.input_schema, ensure_ascii=False))
+    return ToolSpec(tool.name, description, json.dumps(tool.inputSchema, ensure_ascii=False))
 
 
 def result_text(result: CallToolResult) -> str:
@@ -297,8 +297,8 @@ def result_text(result: CallToolResult) -> str:
     for block in result.content:
         text = getattr(block, "text", None)
         parts.append(text if isinstance(text, str) else f"[{getattr(block, 'type', 'content')}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    if not parts and result.structuredContent is not None:
+        parts.append(json.dumps(result.structuredContent, ensure_ascii=False))
     return "\n".join(parts)
 
 
