@@ -57,7 +57,7 @@ class LogLines(list[LogLine]):
         line fails it (the logger's name is left out, it moves with the code)."""
         return [f"{line.level} {line.message}" for line in self if words in line.message]
 
-    def tracebacks(self) -> list[str]:
+    def tracebacks(self) -> list[LogLine]:
         return [line for line in self if "Traceback" in line]
 
 

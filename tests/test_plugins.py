@@ -16,8 +16,10 @@ from typing import Any
 import nonebot  # noqa: F401 - first: importing it drops loguru's sinks, captured_logs' too
 import nonebot.message as nonebot_message
 import pytest
+from loguru import logger
 
 from adapters.plugins import host
+from adapters.plugins.nonebot_lines import NONEBOTS_EVENT_MODULES
 from bot.config.model import Config
 from bot.models import ChatKey, ChatKind
 from fakes.harness import free_port, make_config, qq_bot, user_prompt, wait_until, wait_waiting
@@ -152,7 +154,8 @@ def test_the_verdict_processors_are_nonebots_only_while_a_verdict_is_awaited() -
     idle = ours()
     host._PROCESSORS.hold()
     host._PROCESSORS.hold()
-    one_decided = (host._PROCESSORS.release(), ours())[1]
+    host._PROCESSORS.release()
+    one_decided = ours()
     host._PROCESSORS.release()
     assert (idle, one_decided, ours()) == ([], [host._matcher_starts, host._matcher_ended], [])
 
@@ -208,11 +211,34 @@ async def test_a_failing_plugin_is_logged_and_the_bot_answers(
         "plugins: pacebot_broken_plugin not loaded: RuntimeError: this plugin is broken",
         f"Running Matcher(type='message', module=pacebot_test_plugin, lineno={BOOM_LINE}) failed.",
     ]
+    assert errors[1].startswith("ERROR nonebot.message: Running Matcher")  # nonebot's own
     assert [line for line in lines.tracebacks() if line.level != "DEBUG"] == [errors[1]]
     assert "ValueError: the plugin broke" in errors[1]
     assert errors[1].chat == str(PRIVATE)
     assert not [line for line in lines if "在吗" in line or "/炸" in line]
     assert reply.params["message"][-1]["data"]["text"] == "在的"
+
+
+async def test_nonebots_lines_per_event_are_dropped_before_loguru_while_hosting(
+    tmp_path: Path, llm: FakeLLMServer
+) -> None:
+    """While plugins are hosted, nonebot's event handling and matchers hand loguru nothing
+    below a warning (a sink with no filter sees none of their lines per event); after,
+    their logger is loguru's again."""
+    records: list[tuple[str, str]] = []
+    sink = logger.add(lambda m: records.append((m.record["name"] or "", m.record["level"].name)))
+    try:
+        async with qq_bot(plugin_config(tmp_path, llm)) as (core, onebot):
+            llm.reply_json({"replies": [{"content": "在的", "send_delay_seconds": 0}]})
+            seen_before = len(recorded("SEEN"))
+            await onebot.send_private_message(ALICE, "在吗")
+            await onebot.wait_for_call("send_private_msg", within_s=5)
+            await core.inbox.drain()
+    finally:
+        logger.remove(sink)
+    per_event = [record for record in records if record[0] in NONEBOTS_EVENT_MODULES]
+    assert (recorded("SEEN")[seen_before:], per_event) == (["在吗"], [])
+    assert [vars(sys.modules[name])["logger"] for name in NONEBOTS_EVENT_MODULES] == [logger] * 2
 
 
 async def test_to_me_in_a_group_follows_the_at_and_the_bots_name(

@@ -24,8 +24,8 @@ nonebot's hands only while such a run waits for its verdict (:class:`_Processors
 nonebot runs each one it holds around every matcher run, at about 0.1 ms apiece, more
 than the run of a matcher that does little. Each run is a task of its own, so a
 plugin's exception never reaches the pipeline; nonebot logs it, with its traceback (its
-other lines per event, which quote the chatter's words, stay out: :data:`bot.log.
-LIBRARY_LEVELS`).
+other lines per event, which quote the chatter's words, stay out:
+:mod:`adapters.plugins.nonebot_lines`).
 
 What a plugin posts through the bot (``bot.send``, ``call_api``) is told apart from
 pacebot's own sends (:func:`adapters.inflight.own_send`): the road fits it to the
@@ -62,6 +62,7 @@ from adapters.handover import hand_over
 from adapters.inflight import own_send
 from adapters.plugins.loading import Plugins
 from adapters.plugins.matchers import may_be_taken
+from adapters.plugins.nonebot_lines import warnings_and_errors_only
 from bot.commands.menu import parse_command
 from bot.errors import StorageError
 from bot.models import ChatKey, IncomingMessage
@@ -208,6 +209,7 @@ class PluginHost:
         self._pacers: dict[str, Pacer] = {}
         self._runs: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(_RUNS_AT_ONCE)
+        self._hosting = contextlib.ExitStack()
 
     def add_road(self, adapter: str, road: Road) -> None:
         """Read the API calls of bots of the nonebot adapter named ``adapter`` by ``road``."""
@@ -218,6 +220,7 @@ class PluginHost:
             msg = "another PluginHost is running in this process (nonebot allows one)"
             raise RuntimeError(msg)
         _register_hooks()
+        self._hosting.enter_context(warnings_and_errors_only())
         PluginHost.running = self
         return self
 
@@ -235,6 +238,7 @@ class PluginHost:
                 await asyncio.gather(*late, return_exceptions=True)
         finally:
             PluginHost.running = None
+            self._hosting.close()
 
     # --- in ----------------------------------------------------------------------------
 
