@@ -3,13 +3,13 @@
 nonebot's event handling (``nonebot.message``) logs a line per event, which quotes the
 chatter's words, and lines per matcher run, as does its matcher
 (``nonebot.internal.matcher.matcher``). pacebot's sinks drop them by level
-(:data:`bot.log.LIBRARY_LEVELS`), but only once loguru has built each record: 0.04 ms an
-event, 40 % of what nonebot takes to handle an event with one matcher (docs/benchmarks.md,
-"With one nonebot plugin"). While plugins are hosted, :func:`warnings_and_errors_only`
-gives those modules a logger that hands its warnings and errors (a plugin's failure, a
-failing rule) to loguru as nonebot's own lines and drops the rest at once. Should nonebot
-stop reading ``logger`` from those modules, the sinks still drop them: this is a saving,
-never the guard.
+(:data:`bot.log.LIBRARY_LEVELS`), but only once loguru has built each record: handling an
+event with one matcher took 0.13 ms that way, 0.09 ms with them dropped before
+(docs/benchmarks.md, "With one nonebot plugin"). While plugins are hosted,
+:func:`warnings_and_errors_only` gives those modules a logger that hands its warnings and
+errors (a plugin's failure, a failing rule) to loguru as nonebot's own lines and drops the
+rest at once. Should nonebot stop reading ``logger`` from those modules, the sinks still
+drop them: this is a saving, never the guard.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ NONEBOTS_EVENT_MODULES: Final = ("nonebot.message", "nonebot.internal.matcher.ma
 
 
 class _WarningsAndErrors:
-    """The part of loguru's logger that ``nonebot.message`` uses, passing on what is a
+    """The part of loguru's logger that nonebot's event modules use, passing on what is a
     warning or worse, as logged from the caller's frame."""
 
     __slots__ = ("_options",)
