@@ -116,7 +116,7 @@ def may_be_taken(event: Event, *, command_start: Collection[str]) -> bool:
         text = None
     return any(
         matcher.block
-        and matcher.type in {"", kind}
+        and matcher.type in ("", kind)
         and not _rules_out(matcher, text, command_start)
         for by_priority in matchers.values()
         for matcher in by_priority

@@ -206,6 +206,7 @@ class McpServerLink:
         """Open the transport and a session over it; a relay notes when the server's side
         of it ends (a stdio server that exits), so the link restarts it at once."""
         async with contextlib.AsyncExitStack() as stack:
+            # streamable HTTP yields a third item, the session id's getter
             read, write, *_ = await stack.enter_async_context(self._transport(stack))
             sender, relayed = anyio.create_memory_object_stream[SessionMessage | Exception](0)
             group = await stack.enter_async_context(anyio.create_task_group())
