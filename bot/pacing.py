@@ -13,6 +13,7 @@ their "typing…" costs the platform no more requests a second than the sends do
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable
 
 from bot.models import ChatKey
@@ -20,19 +21,43 @@ from bot.ports import PacingLimits
 
 
 class SlidingWindow:
-    """At most ``limit`` events in any ``size_s``-second window."""
+    """At most ``limit`` events in any ``size_s``-second window.
+
+    It remembers the span of moments its last answer found full, so a queue of
+    reservations far into the future is crossed once, not again by each reservation
+    behind it: adding an event never makes room, and forgetting the past only makes room
+    before the present. Giving a slot back may, and clears the span.
+    """
 
     def __init__(self, *, size_s: float, limit: int) -> None:
         self._size_s = size_s
         self._limit = limit
         self._times: list[float] = []  # sorted reservation times
+        self._full: tuple[float, float] | None = None  # no moment in [start, end) has room
 
     def earliest(self, at: float) -> float:
-        """Return the first moment at or after ``at`` with room for one more event."""
-        for candidate in [at, *(t + self._size_s for t in self._times)]:
-            if candidate >= at and self._room_at(candidate):
+        """Return the first moment at or after ``at`` with room for one more event.
+
+        Counting is conservative: every event less than a window away on either side of
+        a moment counts, so no window that holds it can exceed the limit. Room only opens
+        as a counted event leaves, a window after it. Where a moment has none, the events
+        it counts are ``times[lo:hi]``, and later moments count those up to ``hi`` until
+        they leave: the next moment with room is no sooner than the one ``times[hi -
+        limit]`` leaves at. Each jump there leaves one more event behind.
+        """
+        times, size_s = self._times, self._size_s
+        start, candidate = at, at
+        if self._full is not None and self._full[0] <= at <= self._full[1]:
+            start, candidate = self._full
+        lo = bisect.bisect_right(times, candidate - size_s)
+        while True:
+            hi = bisect.bisect_left(times, candidate + size_s)
+            if hi - lo < self._limit:
+                self._full = (start, candidate)
                 return candidate
-        return self._times[-1] + self._size_s  # pragma: no cover - the loop always finds one
+            leaving = times[hi - self._limit]
+            candidate = max(candidate, leaving + size_s)
+            lo = bisect.bisect_right(times, leaving)  # it and all before it are out by then
 
     def add(self, at: float) -> None:
         """Record an event at ``at``."""
@@ -43,13 +68,7 @@ class SlidingWindow:
         index = bisect.bisect_left(self._times, at)
         if index < len(self._times) and self._times[index] == at:
             del self._times[index]
-
-    def _room_at(self, at: float) -> bool:
-        # Conservative: count every event less than a window away on either side, so no
-        # window that holds ``at`` can exceed the limit.
-        lo = bisect.bisect_right(self._times, at - self._size_s)
-        hi = bisect.bisect_left(self._times, at + self._size_s)
-        return hi - lo < self._limit
+            self._full = None
 
     def forget_before(self, now: float) -> None:
         """Drop events no window from ``now`` on can hold.
@@ -60,6 +79,8 @@ class SlidingWindow:
         drop = bisect.bisect_right(self._times, now - self._size_s)
         if drop:
             del self._times[:drop]
+            if self._full is not None:  # the moments those events held are all before now
+                self._full = (max(self._full[0], now), self._full[1])
 
 
 class Budget:
@@ -168,9 +189,10 @@ class Pacer:
     def _let_go(self, now: float) -> None:
         """Forget the chats at the front whose last send no longer limits anything."""
         horizon = now - max(self._limits.chat_interval_s, self._GROUP_WINDOW_S)
-        for chat, last in list(self._last_in_chat.items()):
-            if last >= horizon:
-                return
+        stale = list(
+            itertools.takewhile(lambda chat: self._last_in_chat[chat] < horizon, self._last_in_chat)
+        )
+        for chat in stale:
             del self._last_in_chat[chat]
             self._before_last.pop(chat, None)
             self._groups.pop(chat, None)

@@ -9,10 +9,12 @@ a format template, so ``{``, ``}`` and ``%`` in it are harmless.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 from zoneinfo import ZoneInfo
 
 from bot.models import ChatKey, ChatMessage, ImageInput, Jpeg, StoredMessage
@@ -22,15 +24,20 @@ MESSAGE_CHARS_MIN = 100  # how far an oversized batch may shrink each message
 _PER_MESSAGE_TOKENS = 4  # role and separators of one chat message
 _LINE_TOKENS_MIN = 6  # the shortest history line, "[#1 01-02 03:04] A: x", and its newline
 _TRUNCATED = "…[truncated]"
-
-
-def _is_wide(char: str) -> bool:
-    return unicodedata.east_asian_width(char) in {"W", "F"}
+_WIDE: Final = frozenset({"W", "F"})  # East Asian wide and fullwidth: one token each
+_ASCII_RUNS: Final = re.compile(r"[\x00-\x7f]+")
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimate tokens without a tokenizer: one per CJK character, one per 4 others."""
-    wide = sum(1 for char in text if _is_wide(char))
+    """Estimate tokens without a tokenizer: one per CJK character, one per 4 others.
+
+    Only the characters outside ASCII are looked up (a prompt is estimated line by line
+    on every call, and most of a line's marks and names are ASCII).
+    """
+    if text.isascii():
+        return math.ceil(len(text) / 4)
+    others = _ASCII_RUNS.sub("", text)
+    wide = sum(map(_WIDE.__contains__, map(unicodedata.east_asian_width, others)))
     return wide + math.ceil((len(text) - wide) / 4)
 
 

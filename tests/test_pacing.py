@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from bot.models import ChatKey, ChatKind
 from bot.pacing import Budget, Pacer, SlidingWindow
 from bot.ports import PacingLimits
@@ -156,3 +158,56 @@ def test_a_group_that_just_sent_keeps_its_window() -> None:
     clock.now += 30.0
     pacer.reserve(private(1))
     assert (len(pacer), pacer.reserve(GROUP) >= 1060.0) == (2, True)
+
+
+def test_the_earliest_room_is_the_first_moment_a_counted_event_has_left() -> None:
+    """Over random windows, the earliest moment is the first of ``at`` and the moments a
+    window after each event that has room, counting events on both sides (the times are
+    quarters of a second, so their sums are exact)."""
+    rng = random.Random(7)
+    for _ in range(300):
+        size_s, limit = rng.choice([0.5, 1.0, 60.0]), rng.randint(1, 6)
+        window = SlidingWindow(size_s=size_s, limit=limit)
+        times = sorted(rng.randint(0, int(16 * size_s)) / 4 for _ in range(rng.randint(0, 40)))
+        for t in times:
+            window.add(t)
+        at = rng.randint(-4, int(20 * size_s)) / 4
+        assert window.earliest(at) == _first_room(times, at, size_s=size_s, limit=limit)
+
+
+def test_the_earliest_room_holds_through_reserving_giving_back_and_forgetting() -> None:
+    """Whatever a window was asked, given and told to forget before, its answer is the
+    first moment with room among those it holds now (the span it found full last time
+    never hides a moment that room has opened at since)."""
+    rng = random.Random(11)
+    for _ in range(200):
+        size_s, limit = rng.choice([0.5, 1.0, 60.0]), rng.randint(1, 4)
+        window, held, now = SlidingWindow(size_s=size_s, limit=limit), list[float](), 0.0
+        for _ in range(60):
+            step = rng.random()
+            if step < 0.5:  # reserve, as Pacer.reserve does
+                at = now + rng.randint(0, int(8 * size_s)) / 4
+                slot = window.earliest(at)
+                assert slot == _first_room(held, at, size_s=size_s, limit=limit)
+                window.add(slot)
+                held.append(slot)
+            elif step < 0.7 and held:  # give a slot back
+                slot = rng.choice(held)
+                window.remove(slot)
+                held.remove(slot)
+            elif step < 0.85:  # time passes
+                now += rng.randint(0, int(4 * size_s)) / 4
+                window.forget_before(now)
+                held = [t for t in held if t > now - size_s]
+            else:  # a question about any moment, the past too
+                at = now + rng.randint(-int(4 * size_s), int(20 * size_s)) / 4
+                assert window.earliest(at) == _first_room(held, at, size_s=size_s, limit=limit)
+
+
+def _first_room(held: list[float], at: float, *, size_s: float, limit: int) -> float:
+    moments = [at, *(t + size_s for t in held)]
+    return min(
+        moment
+        for moment in moments
+        if moment >= at and sum(abs(t - moment) < size_s for t in held) < limit
+    )

@@ -60,6 +60,8 @@ def test_estimate_tokens_counts_cjk_and_latin() -> None:
     assert estimate_tokens("你好") == 2
     assert estimate_tokens("hello world!") == 3
     assert estimate_tokens("") == 0
+    assert estimate_tokens("小明: 好的 ok") == 4 + 2  # four wide, then ": ", " ok" make five
+    assert estimate_tokens("ｆｕｌｌ 😀 é") == 5 + 1  # fullwidth and emoji are wide; " ", " é"
 
 
 def test_system_prompt_order() -> None:

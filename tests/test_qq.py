@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -285,6 +286,56 @@ async def test_the_bots_own_messages_and_bot_senders_are_ignored(
     await onebot.send_group_message(GROUP_ID, USER_ID, "真人")
     received = await sink.wait_for(1)  # delivery keeps order: the ignored ones came first
     assert [m.text for m in received] == ["真人"]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        [text("你好 "), at(BOT_ID), image(sticker=True), face(14)],
+        [reply(7), text("quoted")],
+        [{"type": "text"}, {"type": "unknown-kind", "data": {"x": [1, {"y": 2}]}}],
+        "[CQ:at,qq=10001] a message in CQ codes",
+        [{"type": 5, "data": {}}],  # not a segment: nonebot refuses it
+        [{"type": "text", "data": {1: "a key that is no name"}}],
+    ],
+)
+def test_onebot_events_read_as_nonebot_reads_them(message: Any) -> None:
+    """The adapter reads plain segments itself (nonebot's reading builds a validator per
+    segment); every event comes out as nonebot's own models read it, as the base Event
+    where no message model fits."""
+    from nonebot.adapters.onebot.v11 import Adapter, Event
+
+    from adapters.qq.wire import OneBotAdapter
+
+    data = {
+        "self_id": BOT_ID,
+        "user_id": USER_ID,
+        "time": SENT_AT,
+        "message_id": 9,
+        "message_type": "private",
+        "sender": {"user_id": USER_ID, "nickname": "阿明"},
+        "raw_message": "…",
+        "font": 14,
+        "sub_type": "friend",
+        "message": message,
+        "post_type": "message",
+    }
+    models = [*Adapter.get_event_model(data), Event]  # the base Event if nothing else fits
+    expected = next(read for read in map(functools.partial(_read_as, data), models) if read)
+    read = OneBotAdapter._parse_event(data)
+    assert type(read) is type(expected)
+    assert read == expected
+    assert read.model_dump() == expected.model_dump()
+
+
+def _read_as(data: dict[str, Any], model: type[Any]) -> Any:
+    """Read ``data`` as nonebot itself does with ``model``; ``None`` if it does not fit."""
+    from nonebot.compat import type_validate_python
+
+    try:
+        return type_validate_python(model, data)
+    except ValueError:
+        return None
 
 
 async def test_a_burst_arrives_in_order(onebot: FakeOneBot, sink: RecordingSink) -> None:

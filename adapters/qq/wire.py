@@ -28,7 +28,15 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from loguru import logger
-from nonebot.adapters.onebot.v11 import Adapter, Bot, Event, MessageEvent, MetaEvent
+from nonebot.adapters.onebot.v11 import (
+    Adapter,
+    Bot,
+    Event,
+    Message,
+    MessageEvent,
+    MessageSegment,
+    MetaEvent,
+)
 from nonebot.adapters.onebot.v11.config import Config as OneBotConfig
 from nonebot.compat import type_validate_python
 from nonebot.drivers import ASGIMixin, Driver
@@ -59,6 +67,28 @@ class Listener(Protocol):
     @property
     def hosts_plugins(self) -> bool:
         """Whether nonebot plugins run here: then the other events reach nonebot too."""
+
+
+def _with_segments_read(data: dict[str, Any]) -> dict[str, Any]:
+    """Return ``data`` with its message already read into segments, where each segment is
+    a plain ``{"type": str, "data": {str: ...}}`` (anything else is left to nonebot).
+
+    nonebot reads each segment with a pydantic ``TypeAdapter`` it builds anew every time,
+    most of the cost of reading a message event (70 of 80 µs for two segments): on the
+    way of every message from the wire to its timer.
+    """
+    segments = data.get("message")
+    if not isinstance(segments, list) or not all(map(_is_plain_segment, segments)):
+        return data
+    read = Message(MessageSegment(s["type"], dict(s.get("data", {}))) for s in segments)
+    return {**data, "message": read}
+
+
+def _is_plain_segment(segment: Any) -> bool:
+    if not isinstance(segment, dict) or not isinstance(segment.get("type"), str):
+        return False
+    fields = segment.get("data", {})
+    return isinstance(fields, dict) and all(isinstance(key, str) for key in fields)
 
 
 class OneBotAdapter(Adapter):
@@ -112,6 +142,7 @@ class OneBotAdapter(Adapter):
         raw event (the chatter's words included) with another one at ERROR. A broken
         event from the OneBot implementation is worth one warning line, not that.
         """
+        data = _with_segments_read(data)
         for model in cls.get_event_model(data):
             try:
                 return type_validate_python(model, data)
