@@ -356,6 +356,29 @@ def test_the_sdk_waits_for_the_first_answer_and_recall_loads_nothing(tmp_path: P
     assert "json_repair" not in loaded
 
 
+def test_a_running_core_freezes_start_up_and_spaces_young_collections(tmp_path: Path) -> None:
+    """Once the core is wired, what start-up made is frozen and the collector's youngest
+    generation waits YOUNG_COLLECTION_ALLOCATIONS allocations, its older ones as before."""
+    loaded_after(
+        "import asyncio, gc\n"
+        "from pathlib import Path\n"
+        "from adapters.app import YOUNG_COLLECTION_ALLOCATIONS, opened_parts, running_core\n"
+        "from bot.config.model import parse_config\n"
+        "from bot.secrets import Secrets\n"
+        f"config = parse_config({{'bot': {{'data_dir': {str(tmp_path)!r}}}}}, base_dir=Path('.'))\n"
+        "before = gc.get_threshold()\n"
+        "async def start() -> None:\n"
+        "    async with (\n"
+        "        opened_parts(config, Secrets('k', 'k')) as parts,\n"
+        "        running_core(config, Secrets('k', 'k'), {}, nightly=False, parts=parts),\n"
+        "    ):\n"
+        "        spaced = (YOUNG_COLLECTION_ALLOCATIONS, *before[1:])\n"
+        "        assert gc.get_threshold() == spaced != before, gc.get_threshold()\n"
+        "        assert gc.get_freeze_count() > 10_000, gc.get_freeze_count()\n"
+        "asyncio.run(start())\n"
+    )
+
+
 def test_the_sdk_loads_without_its_aiohttp_transport() -> None:
     """The deferred clients import the ``openai`` SDK with aiohttp (installed here for the
     tests) left out, which can still be imported afterwards, and freeze what they made."""
