@@ -113,6 +113,9 @@ BENCHMARKS = (
         quick_budget_s=40.0,
     ),
     Benchmark("parse", "bench.parsing", "parsing the LLM's JSON replies", 60),
+    Benchmark(
+        "llmcall", "bench.llm_call", "one LLM call: the loop time it holds, by prompt length", 60
+    ),
     Benchmark("items", "bench.items", "reply items read and delivered; the stickers part", 120),
     Benchmark(
         "initiative",

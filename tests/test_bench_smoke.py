@@ -32,6 +32,7 @@ TARGETED = {
     "recall.keyword.p99",
     "startup.rearm.longest_stall",
     "parse.all.p99",
+    "llmcall.m32.loop_p50",
     "footprint.help.seconds",
     "footprint.run.ready",
     "footprint.run.rss_idle",
