@@ -4,7 +4,9 @@ It serves the fake Bot API, the QQ Open Platform of the official bot and the fak
 OpenAI-compatible server, dials the bot's reverse WebSocket as a OneBot implementation,
 and plays bursts on any of the three wires when told, noting
 when each message became available to the bot (``time.monotonic``, which every process
-on the machine shares). The bot's process (:mod:`bench.wire`) sends orders over a pipe:
+on the machine shares). A chat's lines follow its place in the order, not its number, so
+the runs at one rate play the same words on the same schedule, whichever wire and bot.
+The bot's process (:mod:`bench.wire`) sends orders over a pipe:
 
 - ``{"do": "connect_qq", "url": ...}`` → ``"connected"``
 - ``{"do": "disconnect_qq"}`` → ``"disconnected"``
@@ -80,15 +82,15 @@ async def _bursts(
     loop = asyncio.get_running_loop()
     begin = loop.time() + 0.2
     schedule = sorted(
-        (begin + start + n * order["gap_s"], chat, n)
-        for chat, start in zip(order["chats"], order["starts"], strict=True)
+        (begin + start + n * order["gap_s"], chat, index + n)
+        for index, (chat, start) in enumerate(zip(order["chats"], order["starts"], strict=True))
         for n in range(order["size"])
     )
     pushed: defaultdict[int, list[float]] = defaultdict(list)
-    for due, chat, n in schedule:
+    for due, chat, line in schedule:
         if due > loop.time():
             await asyncio.sleep(due - loop.time())
-        text = CHAT_LINES[(chat + n) % len(CHAT_LINES)]
+        text = CHAT_LINES[line % len(CHAT_LINES)]  # by the chat's place: the same each run
         if order["wire"] == "telegram":
             api.push_message(chat, text, user_id=chat, first_name=f"user{chat}")
         elif order["wire"] == "qqbot":  # the chat's number is its user_openid
