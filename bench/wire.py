@@ -331,7 +331,7 @@ async def _run(
         for number, sent_at in pushed.items()
         for sent, armed in zip(sent_at, arms.times[keys[number]], strict=False)
     ]
-    samples += latencies
+    samples.extend(latencies)
     first_push = min(t for times in pushed.values() for t in times)
     last_push = max(t for times in pushed.values() for t in times)
     last_arm = max((t for key in keys.values() for t in arms.times[key]), default=first_push)

@@ -34,6 +34,8 @@ from nonebot.adapters.qq.models import (
     Dispatch,
     HeartbeatAck,
     InvalidSession,
+    Payload,
+    PayloadType,
     Reconnect,
     User,
 )
@@ -48,6 +50,7 @@ from nonebot.drivers import (
     WebSocket,
 )
 from nonebot.exception import WebSocketClosed
+from pydantic import TypeAdapter
 
 from adapters import nonebot_host
 from adapters.qqbot.probe import access_token
@@ -116,6 +119,19 @@ class QQBotAdapter(Adapter):
             await session.setup()
             self._session = session
         return await session.request(setup)
+
+    @staticmethod
+    def data_to_payload(bot: Bot, data: str | bytes) -> Payload:
+        """Read a gateway payload as the stock adapter does, with a reader built once.
+
+        The stock adapter builds a new pydantic reader of its payload union for every
+        frame: 0.17 ms, against 3 µs with one kept (docs/benchmarks.md, "The official QQ
+        bot's gateway").
+        """
+        payload = _payloads().validate_json(data)
+        if isinstance(payload, Dispatch):
+            bot.on_dispatch(payload)
+        return payload
 
     async def close_session(self) -> None:
         """Close the kept HTTP client, if one was opened."""
@@ -310,6 +326,12 @@ class Gateway:
                 return
             elif not isinstance(payload, HeartbeatAck):
                 logger.debug("QQ bot: ignoring a {} payload", type(payload).__name__)
+
+
+@functools.cache
+def _payloads() -> TypeAdapter[Payload]:
+    """The reader of a gateway payload, built on first use."""
+    return TypeAdapter(PayloadType)
 
 
 def _one_line(error: BaseException) -> str:
