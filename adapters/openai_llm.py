@@ -238,10 +238,10 @@ class OpenAILLM(SdkClient):
 
         ``create`` walks every message through the SDK's type-driven transform (for
         aliases and formats that chat parameters do not have), once per member of each
-        union type: 1 ms of the event loop for a prompt of 7 messages, 4 ms for 31, on
-        every call (docs/benchmarks.md, "One LLM call"). Posted as it is, in ``create``'s
-        order of keys, the body on the wire is the same bytes, with the same key and the
-        client's retries and timeout.
+        union type: 1 ms more of the event loop for a prompt of 8 messages, 4 ms for 32,
+        8 ms for 64, on every call (docs/benchmarks.md, "One LLM call"). Posted as it is,
+        in ``create``'s order of keys, the body on the wire is the same bytes, with the
+        same key and the client's retries and timeout.
         """
         body: dict[str, Any] = {
             "model": self._model,
