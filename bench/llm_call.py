@@ -51,11 +51,13 @@ def _server_beside() -> Iterator[FakeLLMServer]:
     thread = threading.Thread(target=loop.run_forever, name="fake-llm", daemon=True)
     thread.start()
     server = FakeLLMServer()
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result()
     try:
-        yield server
+        asyncio.run_coroutine_threadsafe(server.start(), loop).result()
+        try:
+            yield server
+        finally:
+            asyncio.run_coroutine_threadsafe(server.close(), loop).result()
     finally:
-        asyncio.run_coroutine_threadsafe(server.close(), loop).result()
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()

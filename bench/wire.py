@@ -138,8 +138,8 @@ async def measure(*, quick: bool, workdir: Path) -> list[Figure]:
             figures += await _measure_wire(
                 ours, urls, wire=wire, scale=scale, workdir=workdir, ids=ids, samples=samples
             )
+        once_more = replace(scale, ceiling_rate=0)
         for wire in _AGAIN:
-            once_more = replace(scale, ceiling_rate=0)
             await _measure_wire(
                 ours, urls, wire=wire, scale=once_more, workdir=workdir, ids=ids, samples=samples
             )
